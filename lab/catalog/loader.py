@@ -1,0 +1,271 @@
+"""Read the catalogs and bring-your-own files, checking every field.
+
+Catalog entries live in ``gpus.toml`` and ``models.toml`` beside this module, each with its
+source and the date it was checked. A user's own model comes from a Hugging Face
+``config.json``; a user's own GPU from a TOML file with the catalog's keys. Anything missing,
+malformed, non-positive or unsupported raises :class:`~lab.errors.CatalogError` with one
+sentence naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from lab.catalog.params_count import total_parameters
+from lab.catalog.specs import SUPPORTED_ARCHITECTURES, GPUSpec, ModelSpec
+from lab.errors import CatalogError
+from lab.units import GB_PER_S, TB_PER_S, TFLOPS
+
+CATALOG_DIR = Path(__file__).parent
+GPU_FILE = CATALOG_DIR / "gpus.toml"
+MODEL_FILE = CATALOG_DIR / "models.toml"
+
+
+def _positive_number(entry: dict, key: str, where: str, *, integer: bool) -> Any:
+    """Return ``entry[key]`` checked to be a positive number (an integer when asked)."""
+    if key not in entry:
+        raise CatalogError(f"{where} is missing the field '{key}'.")
+    value = entry[key]
+    kind = "a positive integer" if integer else "a positive number"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise CatalogError(f"{where} has '{key}' = {value!r}, which is not {kind}.")
+    if integer and (isinstance(value, float) and not value.is_integer()):
+        raise CatalogError(f"{where} has '{key}' = {value!r}, which is not {kind}.")
+    if not math.isfinite(value) or value <= 0:
+        raise CatalogError(f"{where} has '{key}' = {value!r}, which is not {kind}.")
+    return int(value) if integer else float(value)
+
+
+def _optional_positive(entry: dict, key: str, where: str) -> float:
+    """Return ``entry[key]`` as a positive float, or NaN when the key is absent."""
+    if key not in entry or entry[key] is None:
+        return math.nan
+    return _positive_number(entry, key, where, integer=False)
+
+
+def _text(entry: dict, key: str, default: str = "") -> str:
+    value = entry.get(key, default)
+    return str(value) if value is not None else default
+
+
+def model_from_config(entry: dict, where: str, *, model_id: str, name: str) -> ModelSpec:
+    """Build a :class:`ModelSpec` from Hugging Face ``config.json`` keys.
+
+    ``where`` names the file (and entry) in error messages.
+    """
+    if not isinstance(entry, dict):
+        raise CatalogError(f"{where} does not hold a JSON object of configuration fields.")
+    architecture = entry.get("architecture")
+    if architecture is None:
+        archs = entry.get("architectures")
+        if isinstance(archs, list) and archs:
+            architecture = archs[0]
+    if architecture is None:
+        raise CatalogError(f"{where} is missing the field 'architectures'.")
+    if architecture not in SUPPORTED_ARCHITECTURES:
+        raise CatalogError(
+            f"{where} has architecture '{architecture}', which the lab does not model "
+            f"(supported: {', '.join(SUPPORTED_ARCHITECTURES)})."
+        )
+    for moe_key in ("num_local_experts", "num_experts", "n_routed_experts"):
+        if entry.get(moe_key):
+            raise CatalogError(
+                f"{where} has '{moe_key}': mixture-of-experts models are not modelled "
+                "(the lab describes dense decoders)."
+            )
+    if entry.get("use_sliding_window") is True or (
+        architecture == "MistralForCausalLM" and entry.get("sliding_window")
+    ):
+        raise CatalogError(
+            f"{where} enables sliding-window attention ('sliding_window'), which the decode "
+            "model does not describe."
+        )
+    hidden = _positive_number(entry, "hidden_size", where, integer=True)
+    layers = _positive_number(entry, "num_hidden_layers", where, integer=True)
+    heads = _positive_number(entry, "num_attention_heads", where, integer=True)
+    kv_heads = heads
+    if entry.get("num_key_value_heads") is not None:
+        kv_heads = _positive_number(entry, "num_key_value_heads", where, integer=True)
+    if entry.get("head_dim") is not None:
+        head_dim = _positive_number(entry, "head_dim", where, integer=True)
+    else:
+        if hidden % heads:
+            raise CatalogError(
+                f"{where} is missing the field 'head_dim' and hidden_size {hidden} is not a "
+                f"multiple of num_attention_heads {heads}."
+            )
+        head_dim = hidden // heads
+    if heads % kv_heads:
+        raise CatalogError(
+            f"{where} has num_attention_heads {heads}, which is not a multiple of "
+            f"num_key_value_heads {kv_heads}."
+        )
+    intermediate = _positive_number(entry, "intermediate_size", where, integer=True)
+    vocab = _positive_number(entry, "vocab_size", where, integer=True)
+    max_context = _positive_number(entry, "max_position_embeddings", where, integer=True)
+    tied = entry.get("tie_word_embeddings", False)
+    if not isinstance(tied, bool):
+        raise CatalogError(f"{where} has 'tie_word_embeddings' = {tied!r}, which is not true/false.")
+    total = total_parameters(
+        architecture=architecture,
+        hidden=hidden,
+        layers=layers,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate=intermediate,
+        vocab=vocab,
+        tied=tied,
+        attention_bias=bool(entry.get("attention_bias", False)),
+    )
+    declared = entry.get("total_params")
+    if declared is not None and declared != total:
+        raise CatalogError(
+            f"{where} declares 'total_params' = {declared:,}, but its shape gives {total:,}."
+        )
+    return ModelSpec(
+        id=model_id,
+        name=name,
+        hidden=hidden,
+        layers=layers,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate=intermediate,
+        vocab=vocab,
+        tied=tied,
+        total_params=total,
+        max_context=max_context,
+        architecture=architecture,
+        source=_text(entry, "source"),
+        checked=_text(entry, "checked"),
+        notes=_text(entry, "notes"),
+    )
+
+
+def gpu_from_entry(entry: dict, where: str, *, default_id: str) -> GPUSpec:
+    """Build a :class:`GPUSpec` from a TOML table with the catalog's keys (units in key names)."""
+    if not isinstance(entry, dict):
+        raise CatalogError(f"{where} does not hold a table of GPU fields.")
+    gpu_id = _text(entry, "id", default_id) or default_id
+    return GPUSpec(
+        id=gpu_id,
+        name=_text(entry, "name", gpu_id) or gpu_id,
+        vendor=_text(entry, "vendor"),
+        capacity_bytes=_positive_number(entry, "capacity_gb", where, integer=False) * 1e9,
+        hbm_bw=_positive_number(entry, "hbm_bandwidth_tbps", where, integer=False) * TB_PER_S,
+        peak_bf16=_positive_number(entry, "bf16_tflops", where, integer=False) * TFLOPS,
+        peak_fp8=_optional_positive(entry, "fp8_tflops", where) * TFLOPS,
+        interconnect_bw=_optional_positive(entry, "interconnect_gbps", where) * GB_PER_S,
+        interconnect=_text(entry, "interconnect"),
+        source=_text(entry, "source"),
+        checked=_text(entry, "checked"),
+        notes=_text(entry, "notes"),
+    )
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise CatalogError(f"{path} does not exist.") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{path} is not valid TOML ({exc}).") from None
+    except OSError as exc:
+        raise CatalogError(f"{path} cannot be read ({exc.strerror}).") from None
+
+
+@cache
+def gpu_catalog() -> dict[str, GPUSpec]:
+    """Every catalog GPU by id, in catalog order."""
+    data = _read_toml(GPU_FILE)
+    out: dict[str, GPUSpec] = {}
+    for index, entry in enumerate(data.get("gpu", [])):
+        where = f"{GPU_FILE.name} entry {entry.get('id', index + 1)}"
+        spec = gpu_from_entry(entry, where, default_id=str(entry.get("id", "")))
+        out[spec.id] = spec
+    return out
+
+
+@cache
+def model_catalog() -> dict[str, ModelSpec]:
+    """Every catalog model by id, in catalog order."""
+    data = _read_toml(MODEL_FILE)
+    out: dict[str, ModelSpec] = {}
+    for index, entry in enumerate(data.get("model", [])):
+        model_id = str(entry.get("id", index + 1))
+        where = f"{MODEL_FILE.name} entry {model_id}"
+        out[model_id] = model_from_config(
+            entry, where, model_id=model_id, name=_text(entry, "name", model_id)
+        )
+    return out
+
+
+def _looks_like_path(value: str) -> bool:
+    return "/" in value or "\\" in value or value.endswith((".json", ".toml"))
+
+
+def load_model_config(path: str | Path) -> ModelSpec:
+    """A model from a Hugging Face ``config.json`` on disk (id = its folder's name)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CatalogError(f"{path} does not exist.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CatalogError(f"{path} cannot be read ({exc}).") from None
+    try:
+        entry = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CatalogError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}).") from None
+    stem = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+    model_id = stem or "custom-model"
+    name = entry.get("_name_or_path") if isinstance(entry, dict) else None
+    return model_from_config(entry, str(path), model_id=model_id, name=str(name or model_id))
+
+
+def load_gpu_file(path: str | Path) -> GPUSpec:
+    """A GPU from a TOML file: top-level keys, a ``[gpu]`` table or one ``[[gpu]]`` entry."""
+    path = Path(path)
+    data = _read_toml(path)
+    entry = data.get("gpu", data)
+    if isinstance(entry, list):
+        if len(entry) != 1:
+            raise CatalogError(f"{path} holds {len(entry)} [[gpu]] entries; give exactly one.")
+        entry = entry[0]
+    return gpu_from_entry(entry, str(path), default_id=path.stem)
+
+
+def get_model(model: str | ModelSpec) -> ModelSpec:
+    """A model by catalog id or by path to a ``config.json``."""
+    if isinstance(model, ModelSpec):
+        return model
+    catalog = model_catalog()
+    if model in catalog:
+        return catalog[model]
+    if Path(model).is_file() or _looks_like_path(model):
+        return load_model_config(model)
+    raise CatalogError(
+        f"Unknown model '{model}'; choose one of {', '.join(catalog)} or give a path to a "
+        "config.json."
+    )
+
+
+def get_gpu(gpu: str | GPUSpec) -> GPUSpec:
+    """A GPU by catalog id or by path to a TOML file."""
+    if isinstance(gpu, GPUSpec):
+        return gpu
+    catalog = gpu_catalog()
+    if gpu in catalog:
+        return catalog[gpu]
+    if Path(gpu).is_file() or _looks_like_path(gpu):
+        return load_gpu_file(gpu)
+    raise CatalogError(
+        f"Unknown GPU '{gpu}'; choose one of {', '.join(catalog)} or give a path to a TOML file."
+    )

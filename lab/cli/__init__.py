@@ -1,0 +1,1 @@
+"""The ``inference-lab`` command line."""

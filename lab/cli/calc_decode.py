@@ -1,0 +1,48 @@
+"""``calc decode|memory|tp|precision``: experiments 1–4 from the command line."""
+
+from __future__ import annotations
+
+import argparse
+
+from lab.calc import calc_decode, calc_memory, calc_precision, calc_tp
+from lab.cli.common import add_decode_flags, add_json_flag, decode_config, print_json
+from lab.explain import (
+    decode_steps,
+    memory_steps,
+    precision_steps,
+    render_text,
+    tp_steps,
+)
+
+EXPERIMENTS = {
+    "decode": (calc_decode, decode_steps,
+               "Experiment 1, batch and the bottleneck: the ideal decode step."),
+    "memory": (calc_memory, memory_steps,
+               "Experiment 2, how many sequences fit: weights, paged KV and the budget."),
+    "tp": (calc_tp, tp_steps,
+           "Experiment 3, tensor parallelism: tp 1, 2, 4, 8 side by side."),
+    "precision": (calc_precision, precision_steps,
+                  "Experiment 4, precision: BF16 and FP8 side by side."),
+}
+
+
+def _run(name: str, args: argparse.Namespace) -> int:
+    calculate, steps, _ = EXPERIMENTS[name]
+    config = decode_config(args)
+    result = calculate(config)
+    if args.json:
+        print_json(result)
+    else:
+        model, gpu = config.resolved()
+        print(render_text(steps(result, model, gpu)))
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add ``decode``, ``memory``, ``tp`` and ``precision``."""
+    for name, (_, _, description) in EXPERIMENTS.items():
+        parser = subparsers.add_parser(name, help=description.split(":")[0],
+                                       description=description)
+        add_decode_flags(parser, allreduce=name in ("decode", "tp"))
+        add_json_flag(parser)
+        parser.set_defaults(func=lambda args, name=name: _run(name, args))

@@ -1,0 +1,67 @@
+"""Entry point of ``inference-lab``: subcommands, one-sentence errors, exit status 2 on bad input.
+
+Each subcommand lives in its own module with a ``register(subparsers)`` function that adds its
+parser and sets ``func`` (called with the parsed arguments, returning an exit status).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from lab.errors import LabInputError
+
+COMMAND_MODULES = (
+    "lab.cli.calc_cmd",
+    "lab.cli.catalog_cmd",
+)
+"""Modules that register a top-level subcommand, in ``--help`` order."""
+
+EXIT_BAD_INPUT = 2
+"""Exit status for bad input (as argparse uses for usage errors)."""
+
+
+class LabArgumentParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one sentence, not a usage dump."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sentence = message[0].upper() + message[1:] if message else "Invalid arguments"
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {sentence.rstrip('.')} "
+                                  f"(see {self.prog} --help).\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser with every registered subcommand."""
+    parser = LabArgumentParser(
+        prog="inference-lab",
+        description="Inference Lab: eight experiments in LLM inference engineering, each an "
+        "explicit analytical model with stated limits.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                       parser_class=LabArgumentParser)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    try:
+        return int(args.func(args) or 0)
+    except LabInputError as exc:
+        print(f"inference-lab: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("inference-lab: interrupted.", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

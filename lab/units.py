@@ -1,0 +1,60 @@
+"""Unit constants and display helpers.
+
+The lab's convention: GB = 10^9 bytes, GiB = 2^30 bytes, KiB = 2^10 bytes. Data is kept in SI
+units (bytes, seconds, FLOP, FLOP/s); rounding happens only when formatting for display.
+"""
+
+from __future__ import annotations
+
+import math
+
+GB = 1e9
+"""Bytes in a decimal gigabyte."""
+GIB = 2**30
+"""Bytes in a gibibyte."""
+KIB = 2**10
+"""Bytes in a kibibyte."""
+TB_PER_S = 1e12
+"""Bytes per second in one TB/s."""
+GB_PER_S = 1e9
+"""Bytes per second in one GB/s."""
+TFLOPS = 1e12
+"""FLOP/s in one TFLOPS."""
+GFLOP = 1e9
+"""FLOP in one GFLOP."""
+MS = 1e-3
+"""Seconds in a millisecond."""
+
+
+def fmt_number(value: float, digits: int = 2) -> str:
+    """Format with thousands separators and a fixed number of decimals (``1,136`` or ``4.48``)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:,.{digits}f}"
+
+
+def fmt_int(value: float) -> str:
+    """Format a count rounded to the nearest integer with thousands separators (``8,192``)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{round(value):,}"
+
+
+def fmt_gb(num_bytes: float, digits: int = 2) -> str:
+    """Format bytes as decimal GB (``15.01 GB``)."""
+    return f"{fmt_number(num_bytes / GB, digits)} GB"
+
+
+def fmt_gflop(flop: float, digits: int = 2) -> str:
+    """Format FLOP as GFLOP (``120.07 GFLOP``)."""
+    return f"{fmt_number(flop / GFLOP, digits)} GFLOP"
+
+
+def fmt_ms(seconds: float, digits: int = 2) -> str:
+    """Format seconds as milliseconds (``7.04 ms``)."""
+    return f"{fmt_number(seconds / MS, digits)} ms"
+
+
+def fmt_rate(tokens_per_s: float) -> str:
+    """Format a token rate rounded to whole tokens per second (``1,136 tok/s``)."""
+    return f"{fmt_int(tokens_per_s)} tok/s"
