@@ -1,0 +1,98 @@
+"""What every experiment has, as a ``param.Parameterized`` base with no Panel in sight.
+
+An experiment's inputs are ``param`` parameters (bounds, defaults, units in ``label``/``doc``).
+Whenever an input changes, :meth:`Experiment.compute` runs and sets ``result`` (a JSON-ready
+record from :mod:`lab.calc`) or, for bad input, ``error`` (one sentence) with ``result`` None.
+Subclasses add the text of the seven elements: headline, prediction, cards, chart data, the
+substituted derivation, and the limits with their sources.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import param
+
+from lab.errors import LabInputError
+from lab.explain import Step
+
+
+@dataclass(frozen=True)
+class Card:
+    """One headline figure: a label, the value as displayed, and a one-line caption."""
+
+    label: str
+    value: str
+    caption: str = ""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The question a reader answers before the reveal, its choices and the right one."""
+
+    question: str
+    choices: tuple[str, ...]
+    answer: int
+
+
+class Experiment(param.Parameterized):
+    """Base class: inputs are the subclass's parameters; outputs update when they change."""
+
+    number: ClassVar[int] = 0
+    slug: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    headline: ClassVar[str] = ""
+    prediction: ClassVar[Prediction]
+    limits: ClassVar[str] = ""
+    sources: ClassVar[tuple[str, ...]] = ()
+
+    result = param.Dict(default=None, allow_None=True, precedence=-1,
+                        doc="The current calculation (SI units), or None when inputs are invalid.")
+    error = param.String(default=None, allow_None=True, precedence=-1,
+                         doc="One sentence saying why the inputs are invalid, else None.")
+
+    OUTPUTS: ClassVar[tuple[str, ...]] = ("result", "error", "name")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.param.watch(self._refresh, self.input_names())
+        self._refresh()
+
+    @classmethod
+    def input_names(cls) -> list[str]:
+        """Names of the input parameters, in declaration order."""
+        return [p for p in cls.param if p not in cls.OUTPUTS]
+
+    def inputs(self) -> dict:
+        """Current input values by name."""
+        return {name: getattr(self, name) for name in self.input_names()}
+
+    def _refresh(self, *_events) -> None:
+        try:
+            result = self.compute()
+        except LabInputError as exc:
+            self.param.update(result=None, error=str(exc))
+        else:
+            self.param.update(result=result, error=None)
+
+    # -- what subclasses provide -------------------------------------------------------------
+    def compute(self) -> dict:
+        """The calculation for the current inputs; raise ``LabInputError`` for bad input."""
+        raise NotImplementedError
+
+    def cards(self) -> list[Card]:
+        """3–5 headline figures for the current result."""
+        raise NotImplementedError
+
+    def steps(self) -> list[Step]:
+        """The derivation with the numbers substituted, in the spec's order."""
+        raise NotImplementedError
+
+    def explanation(self) -> str:
+        """The prediction's answer explained with the numbers on screen."""
+        raise NotImplementedError
+
+    def chart_data(self):
+        """The swept axis and its series, as an ``xarray.Dataset`` with units in attrs."""
+        raise NotImplementedError

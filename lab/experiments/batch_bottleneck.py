@@ -1,0 +1,85 @@
+"""Experiment 1: a bigger batch, a different bottleneck."""
+
+from __future__ import annotations
+
+from lab.calc import calc_decode
+from lab.experiments.base import Card, Prediction
+from lab.experiments.decode_inputs import DecodeExperiment, batch_axis, labelled, with_units
+from lab.explain import decode_steps, memory_sentence
+from lab.units import fmt_gb, fmt_int, fmt_ms, fmt_rate
+
+
+class BatchBottleneck(DecodeExperiment):
+    """Batch and the bottleneck: how the ideal decode step grows with the batch."""
+
+    number = 1
+    slug = "batch"
+    title = "Batch and the bottleneck"
+    headline = "A bigger batch. A different bottleneck."
+    prediction = Prediction(
+        question="If you double the batch, does each person get their next token sooner?",
+        choices=("Yes, sooner", "About the same", "No, a little later"),
+        answer=2,
+    )
+    limits = (
+        "Decode and memory: dense Llama-style GQA with evenly sharded KV heads (tp 1, 2, 4 or "
+        "8). Linear weight reads exclude the input embedding lookup and norms. The latency model "
+        "adds sequential linear and attention phase floors; it leaves out launch gaps, "
+        "communication, sampling, softmax overhead, activation traffic, KV writes and cache "
+        "effects. FP8 is idealised native linear arithmetic. Memory counts all parameters at a "
+        "uniform precision, BF16 KV with page rounding, and a chosen reserve. Dense vendor "
+        "peaks, not achieved performance."
+    )
+    sources = (
+        "GPU peaks and model shapes: the catalog (inference-lab catalog), each with its source.",
+        "vLLM CacheConfig: block size 16 (vllm/config/cache.py).",
+    )
+
+    def compute(self) -> dict:
+        return calc_decode(self.config())
+
+    def cards(self) -> list[Card]:
+        r = self.result
+        bottleneck = "HBM" if r["linear_bottleneck"] == "hbm" else "Compute"
+        memory_value = (fmt_gb(r["memory_remaining_bytes"]) if r["fits"]
+                        else f"{fmt_gb(-r['memory_remaining_bytes'])} over")
+        return [
+            Card("Ideal step time", fmt_ms(r["step_time_s"]),
+                 "Sequential linear + attention phases"),
+            Card("Aggregate ceiling", fmt_rate(r["aggregate_tokens_per_s"]),
+                 f"{fmt_rate(r['per_sequence_tokens_per_s'])} per sequence"),
+            Card("Linear bottleneck", bottleneck,
+                 f"Ridge at batch {fmt_int(r['ridge_batch'])}"),
+            Card("What attention adds", fmt_ms(r["attention_time_s"]),
+                 f"KV reads {fmt_gb(r['kv_read_bytes'])} / GPU"),
+            Card("Memory remaining" if r["fits"] else "Over budget", memory_value,
+                 memory_sentence(r)),
+        ]
+
+    def steps(self):
+        model, gpu = self.config().resolved()
+        return decode_steps(self.result, model, gpu)
+
+    def explanation(self) -> str:
+        r = self.result
+        doubled = calc_decode(self.config(batch=min(2 * self.batch, 1024)))
+        return (
+            f"Each person's next token comes a little later, not sooner. At batch {self.batch} "
+            f"a step takes {fmt_ms(r['step_time_s'])}; at batch {doubled['inputs']['batch']} it "
+            f"takes {fmt_ms(doubled['step_time_s'])}. The weights ({fmt_gb(r['linear_weight_bytes'])}"
+            f" per GPU) are read once per step whatever the batch, so while the linear phase is "
+            f"HBM-bound a bigger batch rides along almost free: the aggregate ceiling rises from "
+            f"{fmt_rate(r['aggregate_tokens_per_s'])} to "
+            f"{fmt_rate(doubled['aggregate_tokens_per_s'])}. But every sequence brings its own "
+            f"KV cache to read, so the attention phase grows from "
+            f"{fmt_ms(r['attention_time_s'])} to {fmt_ms(doubled['attention_time_s'])}, and "
+            f"past batch {fmt_int(r['ridge_batch'])} the linear phase turns compute-bound too."
+        )
+
+    def chart_data(self):
+        """Step time, aggregate and fit against batch (powers of two plus the current batch)."""
+        batch = labelled(batch_axis(self.batch), "batch", "batch", "sequences")
+        out = self.sweep(batch=batch)
+        return with_units(out, ("step_time_s", "aggregate_tokens_per_s",
+                                "per_sequence_tokens_per_s", "fits",
+                                "memory_remaining_bytes"))

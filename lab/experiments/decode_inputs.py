@@ -1,0 +1,104 @@
+"""The decode configuration shared by experiments 1–4, as parameters."""
+
+from __future__ import annotations
+
+import numpy as np
+import param
+import xarray as xr
+
+from lab.calc import MAX_BATCH, MAX_CONTEXT, DecodeConfig, prepare
+from lab.catalog import gpu_catalog, model_catalog
+from lab.decode import PRECISIONS, TP_DEGREES
+from lab.decode_family import UNITS, decode_metrics
+from lab.experiments.base import Experiment
+
+DEFAULTS = DecodeConfig()
+
+
+def labelled(values, dim: str, long_name: str, units: str) -> xr.DataArray:
+    """A 1-D coordinate array ``dim`` with ``long_name`` and ``units`` attrs."""
+    return xr.DataArray(np.asarray(values), dims=dim,
+                        coords={dim: xr.Variable(dim, np.asarray(values),
+                                                 {"long_name": long_name, "units": units})})
+
+
+def with_units(outputs: dict, names) -> xr.Dataset:
+    """Selected outputs of :func:`decode_metrics` as a Dataset with ``long_name``/``units``."""
+    data = {}
+    for name in names:
+        long_name, units = UNITS.get(name, (name.replace("_", " "), "1"))
+        data[name] = outputs[name].assign_attrs(long_name=long_name, units=units)
+    return xr.Dataset(data)
+
+
+class DecodeExperiment(Experiment):
+    """Inputs every decode-family experiment shares: model, GPU, tp, precision, batch, memory."""
+
+    model = param.Selector(default=DEFAULTS.model, objects=list(model_catalog()),
+                           check_on_set=False, label="Model",
+                           doc="Catalog model (or a path to a Hugging Face config.json).")
+    gpu = param.Selector(default=DEFAULTS.gpu, objects=list(gpu_catalog()),
+                         check_on_set=False, label="GPU",
+                         doc="Catalog GPU (or a path to a GPU TOML file).")
+    tp = param.Selector(default=DEFAULTS.tp, objects=list(TP_DEGREES), label="Tensor parallel",
+                        doc="GPUs the model is sharded over; must divide the query and KV heads.")
+    precision = param.Selector(default=DEFAULTS.precision, objects=list(PRECISIONS),
+                               label="Precision",
+                               doc="Linear-layer weights and arithmetic; KV and attention stay BF16.")
+    batch = param.Integer(default=DEFAULTS.batch, bounds=(1, MAX_BATCH), label="Batch (sequences)",
+                          doc="Sequences decoding together in one step.")
+    context = param.Integer(default=DEFAULTS.context, bounds=(1, MAX_CONTEXT),
+                            label="Context (tokens)",
+                            doc="Tokens already in each sequence's KV cache.")
+    budget = param.Number(default=DEFAULTS.budget, bounds=(0.01, 1.0), step=0.01,
+                          label="Memory budget (share of capacity)",
+                          doc="Share of the GPU's memory the engine may use.")
+    reserve_gb = param.Number(default=DEFAULTS.reserve_gb, bounds=(0, 1000), step=0.5,
+                              label="Reserve (GB)",
+                              doc="GB (10^9 B) held back for activations and the runtime.")
+    page = param.Integer(default=DEFAULTS.page, bounds=(1, 4096), label="KV page (tokens)",
+                         doc="Tokens per KV cache page; the last page of a sequence is padded.")
+
+    def config(self, **changes) -> DecodeConfig:
+        """The current inputs as a :class:`~lab.calc.DecodeConfig`."""
+        fields = {name: getattr(self, name) for name in DecodeConfig.__dataclass_fields__
+                  if name in self.param}
+        fields.update(changes)
+        return DecodeConfig(**fields)
+
+    def sweep(self, **axes) -> dict:
+        """:func:`decode_metrics` over labelled axes (e.g. ``batch=labelled(...)``)."""
+        config = self.config()
+        model, gpu = prepare(config)
+        values = {
+            "tp": config.tp, "precision": config.precision, "batch": config.batch,
+            "context": config.context,
+        }
+        values.update(axes)
+        return decode_metrics(model, gpu, values["tp"], values["precision"], values["batch"],
+                              values["context"], budget_fraction=config.budget,
+                              reserve_bytes=config.reserve_gb * 1e9, page=config.page,
+                              allreduce=getattr(self, "allreduce", False),
+                              allreduce_latency_s=getattr(self, "allreduce_latency_us", 5.0)
+                              * 1e-6)
+
+    def model_spec(self):
+        """The current model's record."""
+        return self.config().resolved()[0]
+
+    def gpu_spec(self):
+        """The current GPU's record."""
+        return self.config().resolved()[1]
+
+
+def batch_axis(current: int) -> np.ndarray:
+    """Powers of two from 1 to 1024 plus the current batch, sorted."""
+    return np.unique(np.append(2 ** np.arange(0, 11), current)).astype(np.int64)
+
+
+def context_axis(current: int, maximum: int) -> np.ndarray:
+    """Powers of two from 128 up to the model's maximum plus the current context, sorted."""
+    top = int(np.log2(max(maximum, 128)))
+    values = 2 ** np.arange(7, top + 1)
+    values = values[values <= maximum]
+    return np.unique(np.append(values, min(current, maximum))).astype(np.int64)
