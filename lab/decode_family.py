@@ -52,6 +52,8 @@ UNITS = {
     "page_waste_bytes_per_sequence": ("page-rounding waste per sequence", "B"),
     "max_sequences": ("sequences that fit", "sequences"),
     "weights_fit": ("weights fit inside the budget", "1"),
+    "valid": ("configuration is valid", "1"),
+    "reason": ("reason code (0 = valid; see the reason_text attribute)", "1"),
 }
 """``(long_name, units)`` of every output of :func:`decode_metrics`."""
 

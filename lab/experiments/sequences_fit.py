@@ -1,0 +1,86 @@
+"""Experiment 2: how many sequences fit beside the weights."""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from lab.calc import calc_memory
+from lab.decode import TP_DEGREES
+from lab.experiments.base import Card, Prediction
+from lab.experiments.decode_inputs import DecodeExperiment, context_axis, labelled, with_units
+from lab.explain import memory_steps
+from lab.units import fmt_gb, fmt_number
+
+
+class SequencesFit(DecodeExperiment):
+    """Weights, a paged KV cache and a budget: the sequence count each context allows."""
+
+    number = 2
+    slug = "memory"
+    title = "How many sequences fit"
+    headline = "Longer contexts. Fewer seats."
+    prediction = Prediction(
+        question="Double the context: how many sequences still fit?",
+        choices=("The same number", "About half as many", "About a quarter as many"),
+        answer=1,
+    )
+    limits = (
+        "All parameters are resident at one uniform precision; the KV cache is BF16 and paged, "
+        "each sequence holding ceil((S + 1) / page) pages so the next token has a slot. "
+        "Activations, fragmentation beyond the last page, CUDA graphs and allocator overhead "
+        "are folded into the reserve you choose. The 90 % budget and 4 GB reserve are "
+        "illustrative inputs, not vLLM defaults."
+    )
+    sources = (
+        "vLLM CacheConfig: block size 16, gpu_memory_utilization (vllm/config/cache.py).",
+        "Model shapes from each config.json (inference-lab catalog).",
+    )
+
+    def compute(self) -> dict:
+        return calc_memory(self.config())
+
+    def cards(self) -> list[Card]:
+        r = self.result
+        fits_text = (f"{int(r['max_sequences']):,}" if r["weights_fit"]
+                     else "0 (weights alone exceed the budget)")
+        return [
+            Card("Weights per GPU", fmt_gb(r["memory_params_bytes"]),
+                 f"{self.precision.upper()}, tp {self.tp}"),
+            Card("KV per sequence", fmt_gb(r["kv_bytes_per_sequence"]),
+                 f"{self.context:,} tokens + 1, in {self.page}-token pages"),
+            Card("Free for KV", fmt_gb(r["free_for_kv_bytes"]),
+                 f"budget {fmt_gb(r['memory_budget_bytes'])} − weights − reserve"),
+            Card("Max sequences", fits_text, "floor(free / KV per sequence)"),
+            Card("Page-rounding waste",
+                 f"{fmt_number(r['page_waste_bytes_per_sequence'] / 2**20)} MiB",
+                 "padding in each sequence's last page"),
+        ]
+
+    def steps(self):
+        model, gpu = self.config().resolved()
+        return memory_steps(self.result, model, gpu)
+
+    def explanation(self) -> str:
+        r = self.result
+        doubled = calc_memory(self.config(context=min(2 * self.context, 1_048_576)))
+        if not r["weights_fit"]:
+            return (f"None fit either way: the weights alone ({fmt_gb(r['memory_params_bytes'])} "
+                    f"per GPU) leave {fmt_gb(r['free_for_kv_bytes'])} for the KV cache.")
+        return (
+            f"About half as many. The free memory ({fmt_gb(r['free_for_kv_bytes'])}) does not "
+            f"change with context, but each sequence's KV cache grows from "
+            f"{fmt_gb(r['kv_bytes_per_sequence'])} to {fmt_gb(doubled['kv_bytes_per_sequence'])}, "
+            f"so {int(r['max_sequences']):,} sequences at {self.context:,} tokens become "
+            f"{int(doubled['max_sequences']):,} at {doubled['inputs']['context']:,}. Page "
+            "rounding and the floor keep it from being exactly half."
+        )
+
+    def chart_data(self) -> xr.Dataset:
+        """Max sequences against context, one series per tp (NaN where tp is invalid)."""
+        model = self.model_spec()
+        context = labelled(context_axis(self.context, model.max_context), "context", "context",
+                           "tokens")
+        tp = labelled(np.array(TP_DEGREES, dtype=np.int64), "tp", "tensor parallel", "GPUs")
+        out = self.sweep(context=context, tp=tp)
+        return with_units(out, ("max_sequences", "kv_bytes_per_sequence", "free_for_kv_bytes"))
