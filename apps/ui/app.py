@@ -1,0 +1,65 @@
+"""The whole lab as one Panel app: a template, navigation, and the page named in the URL.
+
+Pages are chosen by the ``page`` query parameter (``?page=batch``), so ``panel serve
+apps/*.py`` serves one app and its root redirects to the landing page.
+"""
+
+from __future__ import annotations
+
+import panel as pn
+import panel_material_ui as pmui
+
+from apps.ui.registry import DERIVATION, GRID, HOME, SOURCES, all_pages, experiment_class, href
+
+THEME = {"palette": {"primary": {"main": "#0072B2"}, "secondary": {"main": "#E69F00"}},
+         "typography": {"fontFamily": "system-ui, -apple-system, 'Segoe UI', Roboto, Arial, "
+                        "sans-serif"}}
+"""MUI theme: Okabe–Ito blue and orange, local system fonts."""
+
+
+def requested_page() -> str:
+    """The ``page`` query argument of the current request ('' for the landing page)."""
+    args = pn.state.session_args or {}
+    values = args.get("page") or [b""]
+    value = values[0]
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def page_content(slug: str):
+    """The content of the page with ``slug``; an unknown slug shows a short message."""
+    if slug == HOME.slug:
+        from apps.ui.landing import landing_page
+        return landing_page()
+    if slug == DERIVATION.slug:
+        from apps.ui.derivation import DerivationView
+        return DerivationView()
+    if slug == SOURCES.slug:
+        from apps.ui.sources import sources_page
+        return sources_page()
+    if slug == GRID.slug:
+        from apps.ui.grid import GridExplorer
+        return GridExplorer()
+    cls = experiment_class(slug)
+    if cls is None:
+        return pn.pane.Markdown(f"No page called '{slug}'. [Back to the lab]({href('')}).")
+    from apps.ui.experiment_view import ExperimentView
+    return ExperimentView(experiment=cls())
+
+
+def navigation(current: str) -> pn.pane.Markdown:
+    """Links to every page, the current one in bold."""
+    lines = []
+    for info in all_pages():
+        title = "Home" if info is HOME else info.title
+        lines.append(f"- **{title}**" if info.slug == current else f"- [{title}]({href(info.slug)})")
+    return pn.pane.Markdown("\n".join(lines), css_classes=["lab-nav"], sizing_mode="stretch_width")
+
+
+def build_page(slug: str | None = None) -> pmui.Page:
+    """The template holding the navigation and the requested page."""
+    slug = requested_page() if slug is None else slug
+    title = next((p.title for p in all_pages() if p.slug == slug), HOME.title)
+    return pmui.Page(
+        title="Inference Lab" if slug == HOME.slug else f"Inference Lab · {title}",
+        sidebar=[navigation(slug)], main=[page_content(slug)], theme_toggle=True,
+        theme_config=THEME, sidebar_width=290)

@@ -1,0 +1,46 @@
+"""“Show the calculation”: the experiment's :class:`~lab.explain.Step` rows, collapsed."""
+
+from __future__ import annotations
+
+from html import escape
+
+import panel as pn
+import param
+from panel.viewable import Viewer
+
+from apps.ui.cards import error_html
+from apps.ui.theme import CARD_CSS, STEPS_CSS
+from lab.experiments.base import Experiment
+from lab.explain import Step
+
+
+def steps_html(steps: list[Step]) -> str:
+    """The derivation as a table: label, substituted expression, result."""
+    rows = []
+    for step in steps:
+        expr = step.expression if step.expression and step.expression != step.result else ""
+        rows.append(f'<tr><td class="label">{escape(step.label)}</td>'
+                    f'<td class="expr">{"= " + escape(expr) if expr else ""}</td>'
+                    f'<td class="result">= {escape(step.result)}</td></tr>')
+    return f'<table class="lab-steps">{"".join(rows)}</table>'
+
+
+class CalculationView(Viewer):
+    """A collapsed card holding the substituted derivation of the current inputs."""
+
+    experiment = param.ClassSelector(class_=Experiment, doc="The experiment shown.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        body = pn.pane.HTML(pn.bind(self._html, self.experiment.param.result),
+                            stylesheets=[STEPS_CSS, CARD_CSS], sizing_mode="stretch_width")
+        self._card = pn.Card(body, title="Show the calculation", collapsed=True,
+                             sizing_mode="stretch_width", css_classes=["lab-calculation"])
+
+    def _html(self, _result) -> str:
+        if self.experiment.error:
+            return error_html(self.experiment.error)
+        return steps_html(self.experiment.steps())
+
+    def __panel__(self):
+        return self._card

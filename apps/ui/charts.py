@@ -1,0 +1,225 @@
+"""Pure plotting functions: labelled xarray data in, a HoloViews element out.
+
+Nothing here knows about Panel or sessions, so every chart can be built and checked without a
+browser (``hv.renderer('bokeh').get_plot(element).handles['cds']``). Axis labels and units come
+from the data's ``long_name``/``units`` attrs; SI data is converted to the units shown on screen
+(ms, GB, GFLOP) here and only here.
+"""
+
+from __future__ import annotations
+
+import holoviews as hv
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from apps.ui.theme import HIGHLIGHT, OKABE_ITO, PRIMARY
+
+CANVAS = {"plot.output_backend": "canvas"}
+"""Canvas output: in headless Chromium WebGL renders in software and repaints slower."""
+
+DISPLAY_UNITS = {"s": ("ms", 1e3), "B": ("GB", 1e-9), "FLOP": ("GFLOP", 1e-9)}
+"""SI unit in the data → (unit on screen, factor)."""
+
+NOTE = "Ideal phase cost, not a measurement"
+"""What every decode curve is, stated on the chart."""
+
+COORDINATE_ATTRS = {
+    "batch": ("batch", "sequences"),
+    "context": ("context", "tokens"),
+    "tp": ("tensor parallel", "GPUs"),
+}
+"""Fallback ``(long_name, units)`` for decode coordinates whose attrs were lost upstream."""
+
+MAX_PANELS = 4
+"""Most charts one experiment shows (one per numeric variable)."""
+
+
+def display_values(da: xr.DataArray) -> tuple[np.ndarray, str, str]:
+    """Values of ``da`` in screen units, with its long name and the screen unit."""
+    fallback = COORDINATE_ATTRS.get(str(da.name), (str(da.name or ""), ""))
+    units = str(da.attrs.get("units", fallback[1]))
+    long_name = str(da.attrs.get("long_name", fallback[0])).strip()
+    shown, factor = DISPLAY_UNITS.get(units, (units, 1.0))
+    values = np.asarray(da.values, dtype=float) * factor
+    return values, long_name, "" if shown in ("1", "") else shown
+
+
+def dimension(name: str, long_name: str, unit: str) -> hv.Dimension:
+    """A HoloViews dimension whose axis label reads ``long name (unit)``."""
+    label = long_name[:1].upper() + long_name[1:] if long_name else name
+    return hv.Dimension(name, label=label, unit=unit or None)
+
+
+def coordinate(ds: xr.Dataset, dim: str) -> tuple[np.ndarray, hv.Dimension]:
+    """A coordinate's values and labelled dimension."""
+    values, long_name, unit = display_values(ds[dim])
+    return values, dimension(dim, long_name, unit)
+
+
+def power_of_two_ticks(values: np.ndarray) -> list[tuple[float, str]]:
+    """Ticks at the powers of two spanning ``values`` (for a log2 axis)."""
+    finite = values[np.isfinite(values) & (values > 0)]
+    if finite.size == 0:
+        return [(1.0, "1")]
+    lo, hi = int(np.floor(np.log2(finite.min()))), int(np.ceil(np.log2(finite.max())))
+    return [(float(2**k), f"{2**k:,}") for k in range(lo, hi + 1)]
+
+
+def fit_frame(ds: xr.Dataset, x: str, y: str, fits: str | None = "fits") -> pd.DataFrame:
+    """The points of ``y`` against ``x`` with ``fits`` and a per-point ``fill_alpha``.
+
+    ``fill_alpha`` is 1 where the point fits the memory budget and 0 where it does not, so
+    over-budget points draw as hollow markers.
+    """
+    xs, _, _ = display_values(ds[x])
+    ys, _, _ = display_values(ds[y])
+    ok = (np.asarray(ds[fits].values, dtype=bool) if fits and fits in ds
+          else np.ones(len(xs), dtype=bool))
+    return pd.DataFrame({x: xs, y: ys, "fits": ok, "fill_alpha": np.where(ok, 1.0, 0.0)})
+
+
+def fit_curve(ds: xr.Dataset, x: str, y: str, current: float, *, fits: str | None = "fits",
+              log2_x: bool = True, color: str = PRIMARY, title: str = "") -> hv.Overlay:
+    """``y`` against ``x`` with hollow markers where ``fits`` is false and the current point.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        One-dimensional data over ``x`` with ``long_name``/``units`` attrs.
+    x, y : str
+        The swept coordinate and the variable drawn.
+    current : float
+        The ``x`` value of the current configuration, drawn larger in the highlight colour.
+    fits : str or None
+        Boolean variable; points where it is false are hollow.
+    """
+    frame = fit_frame(ds, x, y, fits)
+    xs, x_long, x_unit = display_values(ds[x])
+    _, y_long, y_unit = display_values(ds[y])
+    xdim = dimension(x, x_long, x_unit)
+    ydim = dimension(y, y_long, y_unit)
+    fit_dim = hv.Dimension("fits", label="Fits the memory budget")
+    vdims = [ydim, fit_dim, "fill_alpha"]
+    curve = hv.Curve(frame, xdim, ydim).opts(color=color, line_width=2)
+    points = hv.Scatter(frame, xdim, vdims).opts(
+        color=color, fill_alpha=hv.dim("fill_alpha"), size=8, line_width=2,
+        tools=["hover"], hover_tooltips=[x, y, "fits"])
+    here = frame[frame[x] == current]
+    marker = hv.Scatter(here, xdim, vdims, label="current").opts(
+        color=HIGHLIGHT, fill_alpha=hv.dim("fill_alpha"), size=15, line_width=3,
+        marker="circle", tools=["hover"])
+    opts = {"responsive": True, "height": 320, "show_grid": True, "title": title,
+            "backend_opts": CANVAS, "show_legend": False, "fontscale": 1.1}
+    if log2_x:
+        opts.update(logx=True, xticks=power_of_two_ticks(xs))
+    return (curve * points * marker).opts(**opts)
+
+
+def batch_charts(ds: xr.Dataset, batch: int, ridge_batch: float) -> list[hv.Overlay]:
+    """Experiment 1: step time and aggregate ceiling against batch (log2), ridge marked.
+
+    Hollow markers are configurations over the memory budget; the dashed line is the ridge
+    batch ``B*`` where the linear phase turns compute-bound.
+    """
+    ridge = hv.VLine(float(ridge_batch)).opts(color=OKABE_ITO[2], line_dash="dashed",
+                                              line_width=1.5)
+    step = fit_curve(ds, "batch", "step_time_s", batch,
+                     title=f"Step time ({NOTE.lower()})") * ridge
+    rate = fit_curve(ds, "batch", "aggregate_tokens_per_s", batch, color=OKABE_ITO[1],
+                     title=f"Aggregate ceiling ({NOTE.lower()})") * ridge
+    return [step.opts(backend_opts=CANVAS), rate.opts(backend_opts=CANVAS)]
+
+
+def numeric_variables(ds: xr.Dataset) -> list[str]:
+    """Data variables that are numbers (not flags or text), in order."""
+    return [name for name, da in ds.data_vars.items()
+            if np.issubdtype(da.dtype, np.number) and not np.issubdtype(da.dtype, np.bool_)]
+
+
+def sweep_axis(ds: xr.Dataset) -> str:
+    """The swept axis: the dimension with the most points (the first on ties)."""
+    return max(ds.dims, key=lambda d: (ds.sizes[d], -list(ds.dims).index(d)))
+
+
+def series_chart(ds: xr.Dataset, y: str, current: dict) -> hv.Overlay:
+    """One variable against the swept axis, one line per value of any other dimension.
+
+    The current configuration (``current[x]`` when ``x`` is an input) is marked by a
+    vertical line and, where a series matches the current inputs, a highlighted marker.
+    """
+    x = sweep_axis(ds)
+    da = ds[y]
+    others = [d for d in da.dims if d != x]
+    xs, x_long, x_unit = display_values(ds[x])
+    _, y_long, y_unit = display_values(da)
+    xdim = dimension(x, x_long, x_unit)
+    ydim = dimension(y, y_long, y_unit)
+    fits = ds["fits"] if "fits" in ds and ds["fits"].dims == da.dims else None
+    stacked = da.transpose(*others, x) if others else da
+    groups = ([{}] if not others else
+              [dict(zip(others, idx, strict=True)) for idx in np.ndindex(
+                  *[ds.sizes[d] for d in others])])
+    curves, points = {}, []
+    for i, sel in enumerate(groups):
+        part = stacked.isel(sel) if sel else stacked
+        values, _, _ = display_values(part)
+        ok = (np.asarray(fits.transpose(*others, x).isel(sel).values, dtype=bool)
+              if fits is not None else np.isfinite(values))
+        key = ", ".join(f"{d} {ds[d].values[j]}" for d, j in sel.items()) or y_long
+        color = OKABE_ITO[i % len(OKABE_ITO)]
+        frame = pd.DataFrame({x: xs, y: values, "fill_alpha": np.where(ok, 1.0, 0.0)})
+        curves[key] = hv.Curve(frame, xdim, ydim, label=key).opts(color=color, line_width=2)
+        points.append(hv.Scatter(frame, xdim, [ydim, "fill_alpha"]).opts(
+            color=color, fill_alpha=hv.dim("fill_alpha"), size=7, tools=["hover"]))
+    overlay = hv.Overlay(list(curves.values()) + points)
+    here = current.get(x)
+    if here is not None and np.isscalar(here) and np.issubdtype(np.asarray(here).dtype,
+                                                                np.number):
+        overlay = overlay * hv.VLine(float(here)).opts(color=HIGHLIGHT, line_width=2)
+    positive = np.all(xs[np.isfinite(xs)] > 0) if xs.size else False
+    spread = positive and xs.size > 2 and np.nanmax(xs) / np.nanmin(xs) >= 32
+    opts = {"responsive": True, "height": 300, "show_grid": True, "backend_opts": CANVAS,
+            "legend_position": "top_left", "show_legend": len(groups) > 1,
+            "title": y_long[:1].upper() + y_long[1:]}
+    if spread:
+        opts.update(logx=True, xticks=power_of_two_ticks(xs))
+    return overlay.opts(**opts)
+
+
+def experiment_charts(ds: xr.Dataset, current: dict) -> list[hv.Overlay]:
+    """One chart per numeric variable of an experiment's ``chart_data`` (at most four)."""
+    return [series_chart(ds, y, current) for y in numeric_variables(ds)[:MAX_PANELS]]
+
+
+def heatmap(ds: xr.Dataset, variable: str, x: str = "batch", y: str = "context") -> hv.HeatMap:
+    """``variable`` over ``x`` × ``y`` of a 2-D selection, hover showing every variable.
+
+    Invalid cells (NaN) stay blank. Booleans and text are shown in the hover as they are.
+    """
+    values, long_name, unit = display_values(ds[variable])
+    xs, x_long, x_unit = display_values(ds[x])
+    ys, y_long, y_unit = display_values(ds[y])
+    da = ds[variable].transpose(x, y)
+    gx, gy = np.meshgrid(np.arange(len(xs)), np.arange(len(ys)), indexing="ij")
+    frame = pd.DataFrame({x: [f"{v:,.0f}" for v in xs[gx.ravel()]],
+                          y: [f"{v:,.0f}" for v in ys[gy.ravel()]]})
+    vdims = [dimension(variable, long_name, unit)]
+    frame[variable] = np.asarray(display_values(da)[0]).ravel()
+    for name, other in ds.data_vars.items():
+        if name == variable or set(other.dims) != {x, y}:
+            continue
+        arr = other.transpose(x, y)
+        if np.issubdtype(arr.dtype, np.number) and not np.issubdtype(arr.dtype, np.bool_):
+            shown, o_long, o_unit = display_values(arr)
+            frame[name] = shown.ravel()
+            vdims.append(dimension(name, o_long, o_unit))
+        else:
+            frame[name] = np.asarray(arr.values).astype(str).ravel()
+            vdims.append(hv.Dimension(name, label=str(other.attrs.get("long_name", name))))
+    del values
+    el = hv.HeatMap(frame, [dimension(x, x_long, x_unit), dimension(y, y_long, y_unit)], vdims)
+    return el.opts(cmap="cividis", colorbar=True, tools=["hover"], responsive=True, height=460,
+                   xrotation=45, backend_opts=CANVAS, clipping_colors={"NaN": "#d9d9d9"},
+                   title=f"{long_name[:1].upper() + long_name[1:]}" + (f" ({unit})" if unit
+                                                                        else ""))

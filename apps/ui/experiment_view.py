@@ -1,0 +1,52 @@
+"""One experiment page: the spec's seven elements around one ``lab`` experiment object."""
+
+from __future__ import annotations
+
+import panel as pn
+import param
+from panel.viewable import Viewer
+
+from apps.ui.calculation import CalculationView
+from apps.ui.cards import CardsView
+from apps.ui.chart_view import ChartView
+from apps.ui.inputs import input_panel
+from apps.ui.prediction import PredictionView
+from apps.ui.theme import PROSE_CSS
+from lab.experiments.base import Experiment
+
+
+def limits_markdown(experiment: Experiment) -> str:
+    """The limits paragraph and the primary sources as Markdown."""
+    sources = "\n".join(f"- {s}" for s in experiment.sources)
+    return f"### Limits\n\n{experiment.limits}\n\n**Sources**\n\n{sources}"
+
+
+class ExperimentView(Viewer):
+    """Headline, prediction, inputs, cards, chart, the calculation and the limits."""
+
+    experiment = param.ClassSelector(class_=Experiment, doc="The experiment shown.")
+    sync_url = param.Boolean(default=True, doc="Keep the inputs in the page URL's query.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        exp = self.experiment
+        if self.sync_url and pn.state.location is not None:
+            pn.state.location.sync(exp, exp.input_names())
+        self.inputs = input_panel(exp, exp.input_names())
+        self.cards = CardsView(experiment=exp)
+        self.chart = ChartView(experiment=exp)
+        self.prediction = PredictionView(experiment=exp)
+        self.calculation = CalculationView(experiment=exp)
+
+    def __panel__(self):
+        exp = self.experiment
+        header = pn.pane.Markdown(f"# {exp.number}. {exp.title}\n\n**{exp.headline}**",
+                                  sizing_mode="stretch_width")
+        results = pn.Column(self.cards, self.chart, self.calculation,
+                            sizing_mode="stretch_width")
+        body = pn.Row(pn.Column(pn.pane.Markdown("### Inputs"), self.inputs, width=300),
+                      results, sizing_mode="stretch_width")
+        return pn.Column(header, self.prediction, body,
+                         pn.pane.Markdown(limits_markdown(exp), stylesheets=[PROSE_CSS],
+                                          sizing_mode="stretch_width"),
+                         sizing_mode="stretch_width")

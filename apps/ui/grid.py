@@ -1,0 +1,99 @@
+"""Grid explorer: any decode variable over batch × context from the precomputed dataset.
+
+The dataset is read once per process (``pn.cache``) through ``lab.open_dataset("decode")``;
+nothing is recomputed here.
+"""
+
+from __future__ import annotations
+
+import io
+
+import holoviews as hv
+import numpy as np
+import panel as pn
+import panel_material_ui as pmui
+import param
+import xarray as xr
+from panel.viewable import Viewer
+
+from apps.ui.charts import heatmap
+from apps.ui.downloads import csv_button, dataset_netcdf
+
+SELECTORS = ("model", "gpu", "tp", "precision")
+"""Dimensions chosen with a selector; the heatmap spans batch × context."""
+
+
+@pn.cache
+def decode_grid() -> xr.Dataset:
+    """The precomputed decode-family dataset (loaded on first use, cached per process)."""
+    import lab
+
+    return lab.open_dataset("decode")
+
+
+def plottable(ds: xr.Dataset) -> list[str]:
+    """Variables over batch × context that can be coloured (numbers, not flags or text)."""
+    return [name for name, da in ds.data_vars.items()
+            if {"batch", "context"} <= set(da.dims) and np.issubdtype(da.dtype, np.number)
+            and not np.issubdtype(da.dtype, np.bool_)]
+
+
+def selection(ds: xr.Dataset, **choices) -> xr.Dataset:
+    """The batch × context slice of ``ds`` at the chosen model, GPU, tp and precision."""
+    return ds.sel({k: v for k, v in choices.items() if k in ds.dims})
+
+
+class GridExplorer(Viewer):
+    """Selectors for model, GPU, tp, precision and variable; a heatmap; CSV and NetCDF."""
+
+    variable = param.Selector(default=None, objects=[], label="Variable",
+                              doc="Decode variable coloured over batch × context.")
+    model = param.Selector(default=None, objects=[], label="Model", doc="Catalog model.")
+    gpu = param.Selector(default=None, objects=[], label="GPU", doc="Catalog GPU.")
+    tp = param.Selector(default=None, objects=[], label="Tensor parallel",
+                        doc="GPUs the model is sharded over.")
+    precision = param.Selector(default=None, objects=[], label="Precision",
+                               doc="Linear-layer weights and arithmetic.")
+
+    def __init__(self, dataset: xr.Dataset | None = None, **params):
+        super().__init__(**params)
+        self._ds = decode_grid() if dataset is None else dataset
+        variables = plottable(self._ds)
+        self.param.variable.objects = variables
+        if self.variable is None:
+            self.variable = ("step_time_s" if "step_time_s" in variables else variables[0])
+        for dim in SELECTORS:
+            values = [v.item() if hasattr(v, "item") else v for v in self._ds[dim].values]
+            self.param[dim].objects = values
+            if getattr(self, dim) is None:
+                setattr(self, dim, values[0])
+        if pn.state.location is not None:
+            pn.state.location.sync(self, ["variable", *SELECTORS])
+        self._plot = pn.pane.HoloViews(
+            hv.DynamicMap(pn.bind(self._heatmap, self.param.variable, self.param.model,
+                                  self.param.gpu, self.param.tp, self.param.precision)),
+            sizing_mode="stretch_width", min_height=480)
+
+    def current(self) -> xr.Dataset:
+        """The batch × context slice on screen."""
+        return selection(self._ds, **{d: getattr(self, d) for d in SELECTORS})
+
+    def _heatmap(self, variable, model, gpu, tp, precision) -> hv.HeatMap:
+        return heatmap(selection(self._ds, model=model, gpu=gpu, tp=tp, precision=precision),
+                       variable)
+
+    def __panel__(self):
+        widgets = pn.Param(self, parameters=["variable", *SELECTORS], show_name=False,
+                           widgets={n: {"type": pmui.Select} for n in ["variable", *SELECTORS]},
+                           default_layout=pn.Column)
+        netcdf = pmui.FileDownload(callback=lambda: io.BytesIO(dataset_netcdf(self._ds)),
+                                   filename="decode-grid.nc", label="Whole dataset (NetCDF)",
+                                   variant="outlined", embed=False)
+        csv = csv_button(self.current, "decode-grid-selection.csv", "Selection (CSV)")
+        intro = ("# Grid explorer\n\nThe precomputed decode grid (model × GPU × tp × precision × "
+                 "batch × context), read as it was computed. Grey cells are invalid "
+                 "configurations; hover a cell for every variable.")
+        return pn.Column(pn.pane.Markdown(intro, sizing_mode="stretch_width"),
+                         pn.Row(pn.Column(widgets, csv, netcdf, width=300), self._plot,
+                                sizing_mode="stretch_width"),
+                         sizing_mode="stretch_width")

@@ -1,0 +1,33 @@
+"""Widgets for an experiment's inputs, built from its ``param`` parameters."""
+
+from __future__ import annotations
+
+import panel as pn
+import panel_material_ui as pmui
+import param
+
+SLIDER_MAX_SPAN = 4096
+"""Integer inputs with a range up to this many values get a slider; wider ones a number box."""
+
+
+def widget_spec(parameter: param.Parameter) -> dict:
+    """The ``pn.Param`` widget spec for one input: type, throttling and sizing."""
+    if isinstance(parameter, param.Boolean):
+        return {"type": pmui.Switch}
+    if isinstance(parameter, param.Selector):
+        return {"type": pmui.Select}
+    if isinstance(parameter, param.Integer):
+        lo, hi = parameter.bounds or (None, None)
+        if lo is not None and hi is not None and hi - lo <= SLIDER_MAX_SPAN:
+            return {"type": pmui.EditableIntSlider, "throttled": True}
+        return {"type": pmui.IntInput, "throttled": True}
+    if isinstance(parameter, param.Number):
+        return {"type": pmui.FloatInput, "throttled": True}
+    return {}
+
+
+def input_panel(experiment: param.Parameterized, names: list[str]) -> pn.Param:
+    """A ``pn.Param`` of ``names`` with labels (and units) and doc tooltips from the params."""
+    widgets = {name: spec for name in names if (spec := widget_spec(experiment.param[name]))}
+    return pn.Param(experiment, parameters=names, widgets=widgets, show_name=False,
+                    sizing_mode="stretch_width", default_layout=pn.Column)

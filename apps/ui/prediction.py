@@ -1,0 +1,61 @@
+"""The prediction a reader commits to before the reveal."""
+
+from __future__ import annotations
+
+import panel as pn
+import panel_material_ui as pmui
+import param
+from panel.viewable import Viewer
+
+from lab.experiments.base import Experiment
+
+
+def verdict(choice: str | None, choices: tuple[str, ...], answer: int) -> str:
+    """``Right.``, ``Not quite.`` or a nudge when nothing was chosen."""
+    if choice is None:
+        return f"The answer: {choices[answer]}."
+    if choice == choices[answer]:
+        return f"Right: {choices[answer]}."
+    return f"Not quite. The answer: {choices[answer]}."
+
+
+class PredictionView(Viewer):
+    """Question, choices and a reveal button; the answer explains itself with live numbers."""
+
+    experiment = param.ClassSelector(class_=Experiment, doc="The experiment asked about.")
+    choice = param.Selector(default=None, objects=[], allow_None=True, label="Your prediction",
+                            doc="Pick an answer before revealing it.")
+    reveal = param.Event(label="Reveal the answer", doc="Show the answer and why.")
+    revealed = param.Boolean(default=False, doc="Whether the answer is shown.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        prediction = self.experiment.prediction
+        self.param.choice.objects = list(prediction.choices)
+        self._choices = pmui.RadioBoxGroup.from_param(self.param.choice, label="",
+                                                      inline=False)
+        self._button = pmui.Button.from_param(self.param.reveal, variant="contained",
+                                              button_type="primary")
+        self._answer = pn.pane.Markdown(
+            pn.bind(self._answer_text, self.param.revealed, self.param.choice,
+                    self.experiment.param.result),
+            sizing_mode="stretch_width", css_classes=["lab-answer"])
+
+    @param.depends("reveal", watch=True)
+    def _on_reveal(self) -> None:
+        self.revealed = True
+
+    def _answer_text(self, revealed: bool, choice, _result) -> str:
+        if not revealed:
+            return ""
+        prediction = self.experiment.prediction
+        head = verdict(choice, prediction.choices, prediction.answer)
+        if self.experiment.error:
+            return f"**{head}** (The explanation needs valid inputs: {self.experiment.error})"
+        return f"**{head}** {self.experiment.explanation()}"
+
+    def __panel__(self):
+        return pn.Column(
+            pn.pane.Markdown(f"**Predict first.** {self.experiment.prediction.question}",
+                             sizing_mode="stretch_width"),
+            self._choices, self._button, self._answer, sizing_mode="stretch_width")
