@@ -16,6 +16,8 @@ from lab.errors import LabInputError
 COMMAND_MODULES = (
     "lab.cli.calc_cmd",
     "lab.cli.catalog_cmd",
+    "lab.cli.sweep_cmd",
+    "lab.cli.export_cmd",
 )
 """Modules that register a top-level subcommand, in ``--help`` order."""
 

@@ -1,0 +1,45 @@
+"""``inference-lab export``: write any selection of a grid dataset to a file."""
+
+from __future__ import annotations
+
+import argparse
+
+from sweeps.paths import DATASET_NAMES
+
+
+def _run(args: argparse.Namespace) -> int:
+    from lab.datasets import open_dataset
+    from sweeps.export import format_for, select, write
+
+    fmt = format_for(args.output, args.format)
+    ds = open_dataset(args.experiment, path=args.dataset)
+    part = select(ds, args.sel or [], args.experiment, args.vars)
+    print(write(part, args.output, fmt))
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add ``export``."""
+    parser = subparsers.add_parser(
+        "export", help="write a selection of a grid dataset as CSV, Parquet, NetCDF or Zarr",
+        description="Write any selection of an experiment's grid dataset to a file. The "
+        "dataset is computed first if it does not exist yet.",
+    )
+    parser.add_argument("--experiment", default="decode", choices=DATASET_NAMES,
+                        metavar="NAME",
+                        help=f"dataset to export: {', '.join(DATASET_NAMES)} "
+                        "(default: %(default)s)")
+    parser.add_argument("--sel", nargs="+", metavar="DIM=VALUE",
+                        help="selection: dim=value, dim=v1,v2,... or dim=low:high (inclusive); "
+                        "omitted dimensions are exported whole")
+    parser.add_argument("--vars", nargs="+", metavar="VAR",
+                        help="variables to export (default: all)")
+    parser.add_argument("--format", choices=("csv", "parquet", "netcdf", "zarr"),
+                        help="output format (default: from the file suffix: .csv, .parquet, "
+                        ".nc, .zarr)")
+    parser.add_argument("-o", "--output", required=True, metavar="FILE",
+                        help="file (or .zarr directory) to write; replaced if it exists")
+    parser.add_argument("--dataset", metavar="PATH",
+                        help="a .zarr store written by `sweep --out` to export from instead of "
+                        "the lab's dataset")
+    parser.set_defaults(func=_run)

@@ -1,0 +1,60 @@
+"""``inference-lab sweep``: compute grids with Dask and write them to Zarr."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sweeps.paths import DATASET_NAMES
+
+
+def _run(args: argparse.Namespace) -> int:
+    from sweeps.job import run_sweep
+    from sweeps.runner import runner
+    from sweeps.spec import load_grid
+
+    grid = load_grid(args.grid)
+    experiments = args.experiment or None
+    if experiments:
+        for name in experiments:
+            grid.resolve(name)
+
+    def report(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    with runner(args.scheduler, args.workers, progress=not args.quiet) as run:
+        if not args.quiet:
+            report(f"grid '{grid.name}' on {run.description}")
+        results = run_sweep(grid, experiments, args.out, run, None if args.quiet else report)
+    for result in results:
+        print(result.path)
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add ``sweep``."""
+    parser = subparsers.add_parser(
+        "sweep", help="compute experiment grids with Dask and write them to Zarr",
+        description="Compute each experiment's grid (a preset or a TOML grid spec) as a "
+        "dask-backed xarray dataset and write it to Zarr, replacing the old dataset only on "
+        "success. Prints the path of every dataset written.",
+    )
+    parser.add_argument("--grid", default="default",
+                        help="preset name (default, large) or a TOML grid spec file "
+                        "(default: %(default)s)")
+    parser.add_argument("--experiment", nargs="+", metavar="NAME",
+                        help=f"experiments to compute, of {', '.join(DATASET_NAMES)} "
+                        "(default: every one the grid covers)")
+    parser.add_argument("--out", metavar="PATH",
+                        help="output directory (one NAME.zarr per experiment) or, for one "
+                        "experiment, a path ending in .zarr (default: the lab's datasets, "
+                        "datasets/grids or $INFERENCE_LAB_DATA)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="address of a running Dask scheduler (tcp://host:8786), or "
+                        "'threads' for no cluster (default: start a local cluster)")
+    parser.add_argument("--workers", type=int, metavar="N",
+                        help="worker processes of the local cluster (default: one per CPU, "
+                        "at most 8)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress bar or messages, only the paths written")
+    parser.set_defaults(func=_run)

@@ -1,0 +1,117 @@
+"""``lab.open_dataset(name)``: a precomputed grid, computed on first use when missing.
+
+The default grids live in ``datasets/grids/<name>.zarr`` (or ``$INFERENCE_LAB_DATA``). The
+first call on a fresh clone computes the ``default`` preset for that experiment with dask's
+threaded scheduler in this process (no cluster start-up; seconds for ``decode``), under a
+file lock so concurrent server processes compute it once. Importing this module is cheap: dask
+and Zarr load on the first call.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lab.errors import LabInputError
+from sweeps.paths import DATASET_NAMES, data_dir, dataset_path
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+__all__ = ["DATASET_NAMES", "data_dir", "open_dataset"]
+
+
+@contextmanager
+def _lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(f".{path.name}.lock"), "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def compute_default(name: str, path: Path, *, progress: bool = False) -> Path:
+    """Compute the ``default`` preset of ``name`` into ``path`` on the threaded scheduler."""
+    from sweeps.registry import grid_kind
+    from sweeps.runner import Runner
+    from sweeps.spec import preset
+    from sweeps.store import write_grid
+
+    grid = preset("default")
+    ds = grid_kind(name).build(grid.resolve(name), grid.name)
+    return write_grid(ds, path, Runner(None, "threads", progress))
+
+
+def _check_default(ds: xr.Dataset, name: str, path: Path) -> None:
+    """Raise if a dataset labelled ``default`` was computed from an older default preset."""
+    from sweeps import metadata as md
+    from sweeps.spec import preset
+    from sweeps.store import StaleDatasetError
+
+    if ds.attrs.get(md.ATTR_NAME) != "default":
+        return
+    current = preset("default").resolve(name).to_dict()
+    if json.loads(ds.attrs[md.ATTR_SPEC]) != current:
+        raise StaleDatasetError(f"The dataset at {path} is stale: it was computed from an "
+                                "older default grid; run `inference-lab sweep --experiment "
+                                f"{name}` (or open it with refresh=True) to recompute it.")
+
+
+def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: bool = True,
+                 refresh: bool = False) -> xr.Dataset:
+    """The grid dataset of experiment ``name`` as a lazy ``xarray.Dataset``.
+
+    Parameters
+    ----------
+    name : {"decode", "prefill", "prefix", "goodput", "context"}
+        Which experiment's grid.
+    path : path, optional
+        A ``.zarr`` store to open instead of the data directory's ``<name>.zarr``.
+    compute_missing : bool
+        Compute the default grid when the dataset does not exist (default True).
+    refresh : bool
+        Recompute the default grid when the dataset is stale or unreadable instead of
+        raising (default False).
+
+    Returns
+    -------
+    xarray.Dataset
+        Dimensions and coordinates named as the CLI flags, variables as ``calc --json`` keys,
+        ``units``/``long_name`` on each, provenance in ``attrs``.
+
+    Raises
+    ------
+    LabInputError
+        Unknown name; or (:class:`~sweeps.store.DatasetError`) a missing, stale or corrupt
+        dataset, with one sentence saying how to fix it.
+    """
+    from sweeps.registry import grid_kind
+    from sweeps.store import CorruptDatasetError, StaleDatasetError, open_grid
+
+    if name not in DATASET_NAMES:
+        raise LabInputError(f"There is no dataset '{name}'; valid: {', '.join(DATASET_NAMES)}.")
+    grid_kind(name)
+    target = Path(path) if path is not None else dataset_path(name)
+    if target.exists() and not refresh:
+        ds = open_grid(target)
+        _check_default(ds, name, target)
+        return ds
+    with _lock(target):
+        if target.exists():
+            try:
+                ds = open_grid(target)
+                _check_default(ds, name, target)
+                return ds
+            except (StaleDatasetError, CorruptDatasetError):
+                if not refresh:
+                    raise
+        elif not compute_missing:
+            return open_grid(target)
+        compute_default(name, target)
+    return open_grid(target)

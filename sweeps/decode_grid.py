@@ -1,0 +1,109 @@
+"""The decode family's grid (experiments 1–4): ``model × gpu × tp × precision × batch × context``.
+
+Each chunk calls :func:`lab.decode_family.decode_metrics` — the function behind ``calc
+decode --json`` — with the catalog tables and axes shaped to broadcast, so every cell equals the
+CLI's number for the same inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import SimpleNamespace
+
+import numpy as np
+
+from lab.calc import MAX_BATCH, MAX_CONTEXT
+from lab.catalog import gpu_catalog, gpu_table, model_catalog, model_table
+from lab.decode import PRECISIONS, TP_DEGREES
+from lab.decode_family import UNITS, decode_metrics
+from lab.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
+from lab.parallel import DEFAULT_ALLREDUCE_LATENCY_S
+from lab.validity import REASON_TEXT, Reason
+from sweeps.build import axis_view
+from sweeps.schema import Rule, Schema
+
+DIMS = ("model", "gpu", "tp", "precision", "batch", "context")
+"""Dimensions of the decode grid, in order."""
+
+VARIABLE_UNITS = {
+    **UNITS,
+    "valid": ("configuration is valid", "1"),
+    "reason": ("why the configuration is invalid (0: valid)", "1"),
+}
+"""``(long_name, units)`` of every variable of the decode grid."""
+
+
+def _variables() -> tuple[str, ...]:
+    return tuple(VARIABLE_UNITS)
+
+
+def reason_attrs() -> dict:
+    """CF flag attributes of the ``reason`` code variable."""
+    return {
+        "flag_values": [int(r) for r in Reason],
+        "flag_meanings": " ".join(r.name.lower() for r in Reason),
+        "flag_descriptions": [REASON_TEXT[r] for r in Reason],
+    }
+
+
+SCHEMA = Schema(
+    experiment="decode",
+    axes=(
+        Rule("model", "str", "model", "1", choices=lambda: tuple(model_catalog()),
+             default="all"),
+        Rule("gpu", "str", "GPU", "1", choices=lambda: tuple(gpu_catalog()), default="all"),
+        Rule("tp", "int", "tensor-parallel degree", "GPUs", 1, 64, default=list(TP_DEGREES)),
+        Rule("precision", "str", "linear-layer precision", "1", choices=lambda: PRECISIONS,
+             default=list(PRECISIONS)),
+        Rule("batch", "int", "batch", "sequences", 1, MAX_BATCH, default={"pow2": [1, 1024]}),
+        Rule("context", "int", "context", "tokens", 1, MAX_CONTEXT,
+             default={"pow2": [128, 131072]}),
+    ),
+    constants=(
+        Rule("budget", "float", "memory budget fraction", "1", 0.01, 1.0,
+             default=DEFAULT_BUDGET_FRACTION),
+        Rule("reserve_gb", "float", "reserved memory per GPU", "GB", 0, 100_000,
+             default=DEFAULT_RESERVE_BYTES / 1e9),
+        Rule("page", "int", "KV page size", "tokens", 1, 4096, default=DEFAULT_PAGE_TOKENS),
+        Rule("allreduce", "bool", "all-reduce extension on", "1", default=False),
+        Rule("allreduce_latency_us", "float", "latency per collective", "µs", 0, 1e6,
+             default=DEFAULT_ALLREDUCE_LATENCY_S * 1e6),
+    ),
+    variables=_variables,
+    description="Experiments 1–4: the ideal decode step, memory fit, tensor parallelism and "
+    "precision, cell by cell (invalid cells NaN, `valid` False, `reason` code).",
+)
+
+
+def _table_view(table, axis: int, ndim: int) -> SimpleNamespace:
+    """A catalog table's fields as numpy arrays lying along ``axis``."""
+    return SimpleNamespace(**{name: axis_view(table[name].values, axis, ndim)
+                              for name in table.data_vars})
+
+
+def decode_block(coords: Mapping[str, np.ndarray], constants: Mapping) -> dict:
+    """Every decode-family output for one chunk (arrays broadcastable to its shape).
+
+    Parameters
+    ----------
+    coords : mapping
+        1-D values of ``model``, ``gpu`` (ids), ``tp``, ``precision``, ``batch``, ``context``.
+    constants : mapping
+        ``budget``, ``reserve_gb`` (GB), ``page`` (tokens), ``allreduce``,
+        ``allreduce_latency_us`` (µs) — converted exactly as :func:`lab.calc.calc_decode` does.
+    """
+    ndim = len(DIMS)
+    model = _table_view(model_table(list(coords["model"])), 0, ndim)
+    gpu = _table_view(gpu_table(list(coords["gpu"])), 1, ndim)
+    tp = axis_view(np.asarray(coords["tp"], dtype=np.int64), 2, ndim)
+    precision = axis_view(np.asarray(coords["precision"], dtype=str), 3, ndim)
+    batch = axis_view(np.asarray(coords["batch"], dtype=np.int64), 4, ndim)
+    context = axis_view(np.asarray(coords["context"], dtype=np.int64), 5, ndim)
+    return decode_metrics(
+        model, gpu, tp, precision, batch, context,
+        budget_fraction=constants["budget"],
+        reserve_bytes=constants["reserve_gb"] * 1e9,
+        page=constants["page"],
+        allreduce=constants["allreduce"],
+        allreduce_latency_s=constants["allreduce_latency_us"] * 1e-6,
+    )

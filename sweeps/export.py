@@ -1,0 +1,175 @@
+"""Export any selection of a grid as CSV, Parquet, NetCDF or Zarr.
+
+Selections are written as on the command line, ``dim=value``: one value (the dimension is
+dropped and kept as a scalar coordinate), a comma-separated list (``batch=1,8,64``) or an
+inclusive numeric range (``context=1024:8192``). Unknown dimensions or values get one sentence
+listing the valid ones.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from lab.errors import LabInputError
+from sweeps.axes import choose_chunks
+from sweeps.schema import DEFAULT_CHUNK_CELLS
+
+FORMATS = ("csv", "parquet", "netcdf", "zarr")
+"""Export formats."""
+SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".nc": "netcdf", ".zarr": "zarr"}
+"""File suffixes that imply a format when ``--format`` is not given."""
+MAX_LISTED = 24
+"""Longest list of valid values quoted in an error message."""
+
+
+def _listed(values: Sequence) -> str:
+    shown = [str(v) for v in values[:MAX_LISTED]]
+    more = f", … ({len(values)} in all)" if len(values) > MAX_LISTED else ""
+    return ", ".join(shown) + more
+
+
+def _parse_value(text: str, dim: str, coord: np.ndarray):
+    if coord.dtype.kind in "iuf":
+        try:
+            number = float(text)
+        except ValueError:
+            raise LabInputError(f"{dim}={text} is not a number; valid {dim} values: "
+                                f"{_listed(list(coord))}.") from None
+        return int(number) if coord.dtype.kind in "iu" and number.is_integer() else number
+    return text
+
+
+def _parse_one(item: str, ds: xr.Dataset, experiment: str):
+    if "=" not in item:
+        raise LabInputError(f"Selection '{item}' must look like dim=value (for example "
+                            f"{next(iter(ds.dims))}={ds[next(iter(ds.dims))].values[0]}).")
+    dim, text = (part.strip() for part in item.split("=", 1))
+    if dim not in ds.dims:
+        raise LabInputError(f"'{dim}' is not a dimension of the {experiment} dataset; valid: "
+                            f"{', '.join(map(str, ds.dims))}.")
+    coord = ds[dim].values
+    valid = list(coord.tolist())
+    if ":" in text and coord.dtype.kind in "iuf":
+        low, high = (_parse_value(t, dim, coord) for t in text.split(":", 1))
+        chosen = [v for v in valid if low <= v <= high]
+        if not chosen:
+            raise LabInputError(f"{dim}={text} holds no grid values; valid {dim} values: "
+                                f"{_listed(valid)}.")
+        return dim, chosen
+    values = [_parse_value(t.strip(), dim, coord) for t in text.split(",")]
+    for value in values:
+        if value not in valid:
+            raise LabInputError(f"{dim}={value} is not on the grid; valid {dim} values: "
+                                f"{_listed(valid)}.")
+    return dim, values[0] if len(values) == 1 else values
+
+
+def parse_selection(items: Sequence[str], ds: xr.Dataset, experiment: str) -> dict:
+    """``{dim: value or list}`` from ``dim=value`` strings, checked against ``ds``."""
+    selection = {}
+    for item in items:
+        dim, value = _parse_one(item, ds, experiment)
+        if dim in selection:
+            raise LabInputError(f"'{dim}' is selected twice; give its values once, "
+                                "comma-separated.")
+        selection[dim] = value
+    return selection
+
+
+def select(ds: xr.Dataset, items: Sequence[str], experiment: str,
+           variables: Sequence[str] | None = None) -> xr.Dataset:
+    """The part of ``ds`` named by ``items`` (and only ``variables`` when given)."""
+    if variables:
+        unknown = [v for v in variables if v not in ds.data_vars]
+        if unknown:
+            raise LabInputError(f"'{unknown[0]}' is not a variable of the {experiment} "
+                                f"dataset; valid: {', '.join(map(str, ds.data_vars))}.")
+        ds = ds[list(variables)]
+    return ds.sel(parse_selection(items, ds, experiment))
+
+
+def portable(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` with string coordinates as Python-object strings (what every writer accepts).
+
+    Zarr reads strings back as numpy ``StringDType``; written as is, they would become Zarr's
+    unstable fixed-length UTF-32 type. Object strings are written as variable-length UTF-8.
+    """
+    replace = {name: var.astype(object) for name, var in ds.variables.items()
+               if var.dtype.kind in "UT" or isinstance(var.dtype, np.dtypes.StringDType)}
+    out = ds.assign_coords({k: v for k, v in replace.items() if k in ds.coords})
+    out = out.assign({k: v for k, v in replace.items() if k in ds.data_vars})
+    for name in replace:
+        out[name].attrs = dict(ds[name].attrs)
+        out[name].encoding = {}
+    return out
+
+
+def format_for(path: str | Path, fmt: str | None) -> str:
+    """The export format: ``fmt`` if given, else from the file suffix."""
+    if fmt:
+        if fmt not in FORMATS:
+            raise LabInputError(f"Format '{fmt}' is not one of {', '.join(FORMATS)}.")
+        return fmt
+    suffix = Path(path).suffix.lower()
+    if suffix not in SUFFIXES:
+        raise LabInputError(f"Cannot tell the format of '{path}'; give --format "
+                            f"({', '.join(FORMATS)}) or a {', '.join(SUFFIXES)} name.")
+    return SUFFIXES[suffix]
+
+
+def _frame(ds: xr.Dataset) -> pd.DataFrame:
+    frame = ds.to_dataframe().reset_index() if ds.dims else ds.expand_dims("cell").to_dataframe()
+    return frame.reset_index(drop=True).drop(columns=["cell"], errors="ignore")
+
+
+def column_attrs(ds: xr.Dataset) -> dict:
+    """``{name: {"long_name", "units"}}`` of every variable and coordinate."""
+    return {str(k): {a: v.attrs[a] for a in ("long_name", "units") if a in v.attrs}
+            for k, v in ds.variables.items()}
+
+
+def write(ds: xr.Dataset, path: str | Path, fmt: str) -> Path:
+    """Write ``ds`` to ``path`` as ``fmt`` (an existing file is replaced).
+
+    CSV is plain (one row per cell, a column per coordinate and variable). Parquet keeps the
+    dataset attributes and every column's ``units``/``long_name`` in its schema metadata (key
+    ``inference_lab``). NetCDF and Zarr keep every attribute.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ds = portable(ds)
+    if fmt == "csv":
+        _frame(ds).to_csv(path, index=False)
+    elif fmt == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(_frame(ds), preserve_index=False)
+        meta = {"attrs": {k: v for k, v in ds.attrs.items() if isinstance(v, str)},
+                "columns": column_attrs(ds)}
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                               b"inference_lab": json.dumps(meta).encode()})
+        pq.write_table(table, path)
+    elif fmt == "netcdf":
+        ds.load().to_netcdf(path, engine="h5netcdf", invalid_netcdf=True)
+    elif fmt == "zarr":
+        import shutil
+
+        if path.exists():
+            shutil.rmtree(path)
+        for name in ds.variables:
+            ds[name].encoding = {}
+        if ds.dims:
+            sizes = tuple(ds.sizes.values())
+            ds = ds.chunk(dict(zip(ds.sizes, choose_chunks(sizes, DEFAULT_CHUNK_CELLS),
+                                   strict=True)))
+        ds.to_zarr(path, mode="w-", consolidated=False, zarr_format=3)
+    else:
+        raise LabInputError(f"Format '{fmt}' is not one of {', '.join(FORMATS)}.")
+    return path

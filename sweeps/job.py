@@ -1,0 +1,81 @@
+"""The sweep job: each requested experiment of a grid spec, built and written to Zarr."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from lab.errors import LabInputError
+from sweeps.paths import dataset_path
+from sweeps.registry import grid_kind
+from sweeps.runner import Runner
+from sweeps.spec import GridSpec
+from sweeps.store import write_grid
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """One written dataset: experiment, path, cells and wall time (s)."""
+
+    experiment: str
+    path: Path
+    cells: int
+    seconds: float
+
+    @property
+    def cells_per_s(self) -> float:
+        """End-to-end rate, cells per second."""
+        return self.cells / self.seconds if self.seconds > 0 else float("inf")
+
+
+def output_paths(experiments: Sequence[str], out: str | Path | None) -> dict[str, Path]:
+    """Where each experiment's dataset goes.
+
+    ``out`` ending in ``.zarr`` names the store of a single experiment; any other ``out`` is
+    a directory receiving ``<experiment>.zarr``; None is the lab's data directory.
+    """
+    if out is not None and str(out).rstrip("/").endswith(".zarr"):
+        if len(experiments) != 1:
+            raise LabInputError(f"--out {out} names one Zarr store but the sweep covers "
+                                f"{len(experiments)} experiments; give a directory or one "
+                                "--experiment.")
+        return {experiments[0]: Path(out)}
+    return {name: dataset_path(name, out) for name in experiments}
+
+
+def run_sweep(grid: GridSpec, experiments: Sequence[str] | None, out: str | Path | None,
+              run: Runner, report: Callable[[str], None] | None = None) -> list[SweepResult]:
+    """Build and write every requested experiment of ``grid``.
+
+    Parameters
+    ----------
+    grid : GridSpec
+        The grid spec (preset or file).
+    experiments : sequence of str, optional
+        Which of the spec's experiments to run (default: all of them).
+    out : path, optional
+        See :func:`output_paths`.
+    run : Runner
+        Where the chunks are computed.
+    report : callable, optional
+        Receives one line per step for the user.
+    """
+    names = tuple(experiments or grid.experiments)
+    specs = {name: grid.resolve(name) for name in names}
+    paths = output_paths(names, out)
+    results = []
+    for name in names:
+        spec = specs[name]
+        if report:
+            shape = " × ".join(f"{d} {n}" for d, n in zip(spec.axes, spec.shape, strict=True))
+            report(f"{name}: {spec.cells:,} cells ({shape}) → {paths[name]}")
+        start = time.perf_counter()
+        ds = grid_kind(name).build(spec, grid.name)
+        write_grid(ds, paths[name], run)
+        results.append(SweepResult(name, paths[name], spec.cells, time.perf_counter() - start))
+        if report:
+            r = results[-1]
+            report(f"{name}: done in {r.seconds:.1f} s ({r.cells_per_s:,.0f} cells/s)")
+    return results

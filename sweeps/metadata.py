@@ -1,0 +1,84 @@
+"""Provenance stored with every dataset: grid spec, catalog figures, version, and their hash.
+
+The hash covers exactly what the numbers depend on: the expanded grid spec, the catalog
+records of the models and GPUs it uses (figures and sources), and the package version. A
+dataset whose stored hash differs from the hash of its own spec against today's catalog and
+version is stale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from importlib.metadata import PackageNotFoundError, version
+
+from lab.catalog import get_gpu, get_model
+from sweeps.schema import ExperimentSpec
+
+ATTR_SPEC = "grid_spec"
+ATTR_NAME = "grid_name"
+ATTR_CATALOG = "catalog"
+ATTR_VERSION = "inference_lab_version"
+ATTR_HASH = "grid_hash"
+ATTR_EXPERIMENT = "experiment"
+ATTR_COMPLETE = "sweep_complete"
+REQUIRED_ATTRS = (ATTR_EXPERIMENT, ATTR_NAME, ATTR_SPEC, ATTR_CATALOG, ATTR_VERSION, ATTR_HASH,
+                  ATTR_COMPLETE)
+"""Attributes every finished dataset carries."""
+
+
+def package_version() -> str:
+    """The installed ``inference-lab`` version (``0.0.0`` from an uninstalled source tree)."""
+    try:
+        return version("inference-lab")
+    except PackageNotFoundError:
+        return "0.0.0"
+
+
+def _ids(spec: ExperimentSpec, key: str) -> list[str]:
+    values = list(spec.axes.get(key, ()))
+    if key in spec.constants:
+        values.append(spec.constants[key])
+    return [v for v in dict.fromkeys(values) if isinstance(v, str)]
+
+
+def _json_ready(record: dict) -> dict:
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v)
+            for k, v in record.items()}
+
+
+def catalog_figures(spec: ExperimentSpec) -> dict:
+    """Catalog records (figures, source, date checked) of the models and GPUs ``spec`` uses."""
+    return {
+        "models": {m: _json_ready(get_model(m).as_dict()) for m in _ids(spec, "model")},
+        "gpus": {g: _json_ready(get_gpu(g).as_dict()) for g in _ids(spec, "gpu")},
+    }
+
+
+def grid_hash(spec: ExperimentSpec, catalog: dict, version: str) -> str:
+    """SHA-256 of the spec, the catalog records it uses and the package version (hex)."""
+    payload = json.dumps({"spec": spec.to_dict(), "catalog": catalog, "version": version},
+                         sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def dataset_attrs(spec: ExperimentSpec, grid_name: str, description: str) -> dict:
+    """The attributes of a dataset computed for ``spec`` today (JSON strings where nested)."""
+    catalog = catalog_figures(spec)
+    return {
+        "title": f"Inference Lab {spec.experiment} grid",
+        "description": description,
+        ATTR_EXPERIMENT: spec.experiment,
+        ATTR_NAME: grid_name,
+        ATTR_SPEC: json.dumps(spec.to_dict()),
+        ATTR_CATALOG: json.dumps(catalog),
+        ATTR_VERSION: package_version(),
+        ATTR_HASH: grid_hash(spec, catalog, package_version()),
+    }
+
+
+def expected_hash(spec_json: str) -> tuple[str, ExperimentSpec]:
+    """The hash a dataset with stored spec ``spec_json`` would carry if computed now."""
+    spec = ExperimentSpec.from_dict(json.loads(spec_json))
+    return grid_hash(spec, catalog_figures(spec), package_version()), spec

@@ -1,0 +1,32 @@
+"""Where datasets live: ``datasets/grids/`` in the repository, or ``$INFERENCE_LAB_DATA``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+DATASET_NAMES = ("decode", "prefill", "prefix", "goodput", "context")
+"""Every dataset name :func:`lab.open_dataset` knows."""
+ENV_VAR = "INFERENCE_LAB_DATA"
+"""Environment variable naming the directory of the grids (overrides the default)."""
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def data_dir() -> Path:
+    """Directory holding ``<experiment>.zarr``.
+
+    ``$INFERENCE_LAB_DATA`` when set; else ``datasets/grids`` of the source tree (an editable
+    install or a clone); else ``~/.cache/inference-lab/grids`` for a regular install.
+    """
+    override = os.environ.get(ENV_VAR)
+    if override:
+        return Path(override).expanduser()
+    if (REPO_ROOT / "pyproject.toml").is_file():
+        return REPO_ROOT / "datasets" / "grids"
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return cache / "inference-lab" / "grids"
+
+
+def dataset_path(name: str, directory: str | Path | None = None) -> Path:
+    """Path of the Zarr store of dataset ``name`` (in ``directory`` or :func:`data_dir`)."""
+    return Path(directory or data_dir()) / f"{name}.zarr"
