@@ -12,7 +12,7 @@ from lab.units import fmt_gb, fmt_int, fmt_ms, fmt_number, fmt_rate
 
 def _ms(seconds: float) -> str:
     """Milliseconds with as many decimals as the value needs (``0.06``, ``2``, ``10.5``)."""
-    text = f"{seconds * 1e3:,.6f}".rstrip("0").rstrip(".")
+    text = f"{seconds * 1e3:,.4f}".rstrip("0").rstrip(".")
     return text if text not in ("", "-0") else "0"
 
 

@@ -6,6 +6,7 @@ import importlib
 
 CALC_MODULES = (
     "lab.cli.calc_decode",
+    "lab.cli.calc_serving",
 )
 """Modules that register ``calc`` subcommands, in ``--help`` order."""
 
