@@ -1,0 +1,111 @@
+"""Experiment 8: double the prompt — prefill time grows by more than twice."""
+
+from __future__ import annotations
+
+import numpy as np
+import param
+
+from lab.calc import DecodeConfig
+from lab.calc_serving import CONTEXT_DEFAULTS, MAX_TOKENS_CONTEXT, calc_context
+from lab.catalog import gpu_catalog, model_catalog
+from lab.context_growth import UNITS, context_metrics
+from lab.decode import PRECISIONS
+from lab.experiments.base import Card, Experiment, Prediction
+from lab.experiments.serving_common import dataset
+from lab.explain_serving import context_steps
+from lab.units import fmt_int, fmt_ms, fmt_number
+
+D = CONTEXT_DEFAULTS
+
+
+class ContextGrowth(Experiment):
+    """Context growth: T(n) = a·n + c·n(n+1)/2, the doubling ratio and the crossover."""
+
+    number = 8
+    slug = "context"
+    title = "Context growth"
+    headline = "Twice the prompt. More than twice the time."
+    prediction = Prediction(
+        question="Double the prompt. Does prefill take twice as long?",
+        choices=("Exactly twice", "Between twice and four times", "Four times"),
+        answer=1,
+    )
+    limits = (
+        "The exact pair count is for dense causal attention. The time coefficients are "
+        "synthetic (or idealised from dense peaks), cover all layers and heads, and assume "
+        "serial linear and attention phases at full utilisation. Sliding-window attention is a "
+        "labelled extension; compressed attention and kernel behaviour are not modelled."
+    )
+    sources = (
+        "Vaswani et al., Attention is all you need (2017): causal self-attention.",
+        "DeepInfer FLOPs estimator (checked October 2026): a source-reading assignment, "
+        "not reproduced.",
+    )
+
+    tokens = param.Integer(default=D["tokens"], bounds=(1, MAX_TOKENS_CONTEXT),
+                           label="Prompt (tokens)", doc="Prompt tokens n.")
+    a_ms = param.Number(default=D["a_ms"], bounds=(0, 1000), label="a (ms per token)",
+                        doc="Linear time per token over all layers, ms (synthetic).")
+    c_ms = param.Number(default=D["c_ms"], bounds=(1e-12, 1000), label="c (ms per pair)",
+                        doc="Attention time per (query, key) pair over all layers and heads, ms.")
+    window = param.Integer(default=0, bounds=(0, MAX_TOKENS_CONTEXT),
+                           label="Sliding window (tokens, 0 = dense; extension)",
+                           doc="Width W of sliding-window attention; 0 for dense causal.")
+    from_model = param.Boolean(default=False, label="Derive a and c from a model",
+                               doc="a = 2·N_lin/peak(p), c = 4·L·H·h/peak(bf16).")
+    model = param.Selector(default="llama-3.1-8b", objects=list(model_catalog()),
+                           check_on_set=False, label="Model", doc="Model for a and c.")
+    gpu = param.Selector(default="h100-sxm", objects=list(gpu_catalog()), check_on_set=False,
+                         label="GPU", doc="GPU for a and c.")
+    precision = param.Selector(default="bf16", objects=list(PRECISIONS), label="Precision",
+                               doc="Linear-layer precision for a.")
+
+    def _kwargs(self, **changes) -> dict:
+        values = {**self.inputs(), **changes}
+        model_cfg = (DecodeConfig(model=values["model"], gpu=values["gpu"],
+                                  precision=values["precision"]) if values["from_model"] else None)
+        return {"tokens": values["tokens"],
+                "a_ms": None if model_cfg else values["a_ms"],
+                "c_ms": None if model_cfg else values["c_ms"],
+                "window": values["window"] or None, "from_model": model_cfg}
+
+    def compute(self) -> dict:
+        return calc_context(**self._kwargs())
+
+    def cards(self) -> list[Card]:
+        r = self.result
+        return [
+            Card("Prefill time T(n)", fmt_ms(r["time_s"]), f"{r['pairs']:,} pairs"),
+            Card("Doubling ratio", f"{r['doubling_ratio']:.2f}×", "T(2n) / T(n), between 2 and 4"),
+            Card("Attention share", f"{fmt_number(r['attention_share'] * 100, 1)} %",
+                 f"attention {fmt_ms(r['attention_time_s'])}"),
+            Card("Crossover n*", f"{fmt_int(r['crossover_tokens'])} tokens",
+                 "where a·n = c·pairs (dense)"),
+        ]
+
+    def steps(self):
+        return context_steps(self.result)
+
+    def explanation(self) -> str:
+        r = self.result
+        return (
+            f"Between twice and four times: doubling {self.tokens:,} tokens takes prefill from "
+            f"{fmt_ms(r['time_s'])} to {fmt_ms(r['time_doubled_s'])}, "
+            f"{r['doubling_ratio']:.2f}×. The linear part a·n doubles, but the attention part "
+            f"counts pairs, {r['pairs']:,} growing to {r['pairs_doubled']:,} — nearly four "
+            f"times. Attention is {fmt_number(r['attention_share'] * 100, 1)} % of the time "
+            f"here; past the crossover at {fmt_int(r['crossover_tokens'])} tokens it dominates "
+            f"and the ratio approaches 4."
+        )
+
+    def chart_data(self):
+        """T(n) with its linear and attention parts against n (log-spaced up to 4n)."""
+        r = self.result
+        top = max(4 * self.tokens, 2 * int(max(r["crossover_tokens"], 1)), 16)
+        grid = np.unique(np.append(np.round(np.geomspace(1, top, 200)), self.tokens)
+                         ).astype(np.int64)
+        window = self.window or None
+        out = context_metrics(grid, r["inputs"]["a_s"], r["inputs"]["c_s"], window)
+        return dataset("tokens", grid, "prompt tokens", "tokens", out, UNITS,
+                       ("time_s", "linear_time_s", "attention_time_s", "attention_share",
+                        "pairs", "doubling_ratio"))

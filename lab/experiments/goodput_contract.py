@@ -1,0 +1,159 @@
+"""Experiment 7: raise the batch cap — throughput rises, goodput under a contract does not."""
+
+from __future__ import annotations
+
+import numpy as np
+import param
+import xarray as xr
+
+from lab.calc import MAX_BATCH, DecodeConfig, prepare
+from lab.calc_serving import DEFAULT_TRACE, GOODPUT_DEFAULTS, MS, calc_goodput
+from lab.catalog import gpu_catalog, model_catalog
+from lab.decode import PRECISIONS, TP_DEGREES
+from lab.experiments.base import Card, Experiment, Prediction
+from lab.experiments.serving_common import dataset
+from lab.explain_serving import goodput_steps
+from lab.goodput import UNITS, load_trace, simulate
+from lab.goodput.metrics import good_mask
+from lab.goodput.sweep import DEFAULT_CAPS, cap_sweep
+from lab.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
+from lab.units import fmt_ms, fmt_number, fmt_rate
+
+D = GOODPUT_DEFAULTS
+
+
+class GoodputContract(Experiment):
+    """Goodput under a contract: a trace served by deterministic continuous batching."""
+
+    number = 7
+    slug = "goodput"
+    title = "Goodput under a contract"
+    headline = "More throughput. Fewer kept promises."
+    prediction = Prediction(
+        question="Raise the batch cap and throughput rises. Does goodput?",
+        choices=("Yes, it rises too", "It rises, then falls", "It stays flat"),
+        answer=1,
+    )
+    limits = (
+        "A deterministic continuous-batching model of an authored, synthetic trace: FCFS "
+        "admission under a batch cap (and optionally a KV memory check at final lengths), a "
+        "linear prefill curve and experiment 1's ideal decode step. No preemption, chunked "
+        "prefill, speculative decoding, sampling or network time; it does not reproduce a "
+        "particular engine release."
+    )
+    sources = (
+        "vLLM scheduler (continuous batching, max_num_seqs) for implementation context.",
+        "Zhong et al., DistServe: goodput under TTFT and TPOT SLOs (OSDI 2024).",
+    )
+
+    trace = param.String(default=str(DEFAULT_TRACE), label="Trace CSV",
+                         doc="Path to a CSV with request_id,arrival_s,prompt_tokens,output_tokens.")
+    batch_cap = param.Integer(default=D["batch_cap"], bounds=(1, MAX_BATCH),
+                              label="Batch cap M (requests)", doc="Most requests running at once.")
+    ttft_ms = param.Number(default=D["ttft_ms"], bounds=(1, 1e7), label="TTFT limit (ms)",
+                           doc="Contract: time to first token T1.")
+    tpot_ms = param.Number(default=D["tpot_ms"], bounds=(0.1, 1e5), label="TPOT limit (ms)",
+                           doc="Contract: time per output token T2.")
+    c0_ms = param.Number(default=D["c0_ms"], bounds=(0, 1000), label="c0 (ms per step)",
+                         doc="Fixed prefill cost of a step that admits requests.")
+    c1_ms = param.Number(default=D["c1_ms"], bounds=(0, 10), step=0.005,
+                         label="c1 (ms per token)", doc="Prefill cost per admitted prompt token.")
+    memory_check = param.Boolean(default=False, label="Memory check",
+                                 doc="Admit only while every running request's final KV fits.")
+    model = param.Selector(default="llama-3.1-8b", objects=list(model_catalog()),
+                           check_on_set=False, label="Model", doc="Catalog model.")
+    gpu = param.Selector(default="h100-sxm", objects=list(gpu_catalog()), check_on_set=False,
+                         label="GPU", doc="Catalog GPU.")
+    tp = param.Selector(default=1, objects=list(TP_DEGREES), label="Tensor parallel",
+                        doc="GPUs the model is sharded over.")
+    precision = param.Selector(default="bf16", objects=list(PRECISIONS), label="Precision",
+                               doc="Linear-layer precision.")
+    budget = param.Number(default=DEFAULT_BUDGET_FRACTION, bounds=(0.01, 1.0), step=0.01,
+                          label="Memory budget (share of capacity)", doc="For the memory check.")
+    reserve_gb = param.Number(default=DEFAULT_RESERVE_BYTES / 1e9, bounds=(0, 1000),
+                              label="Reserve (GB)", doc="GB held back, for the memory check.")
+    page = param.Integer(default=DEFAULT_PAGE_TOKENS, bounds=(1, 4096), label="KV page (tokens)",
+                         doc="Tokens per KV page, for the memory check.")
+
+    def decode_config(self) -> DecodeConfig:
+        """Model, GPU, tp, precision and memory inputs as a :class:`~lab.calc.DecodeConfig`."""
+        return DecodeConfig(model=self.model, gpu=self.gpu, tp=self.tp,
+                            precision=self.precision, budget=self.budget,
+                            reserve_gb=self.reserve_gb, page=self.page)
+
+    def compute(self) -> dict:
+        return calc_goodput(trace=self.trace, batch_cap=self.batch_cap, ttft_ms=self.ttft_ms,
+                            tpot_ms=self.tpot_ms, c0_ms=self.c0_ms, c1_ms=self.c1_ms,
+                            memory_check=self.memory_check, decode=self.decode_config())
+
+    def _memory(self) -> dict:
+        return {"memory_check": self.memory_check, "budget_fraction": self.budget,
+                "reserve_bytes": self.reserve_gb * 1e9, "page": self.page}
+
+    def cards(self) -> list[Card]:
+        r = self.result
+        return [
+            Card("Goodput", f"{fmt_number(r['goodput_rps'])} req/s",
+                 f"{r['good_requests']:,} of {r['requests']:,} meet the contract"),
+            Card("Throughput", fmt_rate(r["throughput_tokens_per_s"]),
+                 f"over {fmt_number(r['makespan_s'], 2)} s"),
+            Card("Attainment", f"{fmt_number(r['attainment'] * 100, 1)} %",
+                 f"TTFT ≤ {fmt_ms(r['inputs']['ttft_limit_s'])}, "
+                 f"TPOT ≤ {fmt_ms(r['inputs']['tpot_limit_s'])}"),
+            Card("Median TTFT / TPOT", f"{fmt_ms(r['ttft_p50_s'])} / {fmt_ms(r['tpot_p50_s'])}",
+                 f"{r['rejected_requests']:,} rejected by memory" if r["rejected_requests"]
+                 else "every request served"),
+        ]
+
+    def steps(self):
+        return goodput_steps(self.result)
+
+    def sweep(self, caps=DEFAULT_CAPS) -> dict:
+        """Goodput, throughput and the rest against the batch cap (one simulation per cap)."""
+        model, gpu = prepare(self.decode_config().with_(context=1))
+        caps = np.unique(np.append(np.asarray(caps), self.batch_cap))
+        return cap_sweep(load_trace(self.trace), caps, model, gpu, self.tp, self.precision,
+                         self.c0_ms * MS, self.c1_ms * MS, self.ttft_ms * MS, self.tpot_ms * MS,
+                         **self._memory())
+
+    def explanation(self) -> str:
+        s = self.sweep()
+        best = int(np.argmax(s["goodput_rps"]))
+        caps, gp, th = s["batch_cap"], s["goodput_rps"], s["throughput_tokens_per_s"]
+        return (
+            f"It rises, then falls. Throughput climbs with every cap, from "
+            f"{fmt_rate(th[0])} at M = {caps[0]} to {fmt_rate(th[-1])} at M = {caps[-1]}, "
+            f"because bigger batches share each weight read. Goodput peaks at "
+            f"{fmt_number(gp[best])} req/s at M = {caps[best]} and is "
+            f"{fmt_number(gp[-1])} req/s at M = {caps[-1]}: small caps leave requests queueing "
+            f"past the TTFT limit, large caps make every step carry more decoders and more "
+            f"prefill, so TPOT breaks the {fmt_ms(self.tpot_ms * MS)} limit."
+        )
+
+    def chart_data(self) -> xr.Dataset:
+        """Goodput and throughput (and attainment, medians) against the batch cap."""
+        s = self.sweep()
+        return dataset("batch_cap", s["batch_cap"], "batch cap", "requests", s, UNITS,
+                       ("goodput_rps", "throughput_tokens_per_s", "attainment", "good_requests",
+                        "ttft_p50_s", "tpot_p50_s"))
+
+    def scatter_data(self) -> xr.Dataset:
+        """Per-request TTFT and TPOT (and whether each is good) for the contract-box scatter."""
+        model, gpu = prepare(self.decode_config().with_(context=1))
+        trace = load_trace(self.trace)
+        sim = simulate(trace, model, gpu, self.tp, self.precision, self.batch_cap,
+                       self.c0_ms * MS, self.c1_ms * MS, **self._memory())
+        good = good_mask(sim, self.ttft_ms * MS, self.tpot_ms * MS)
+        ds = xr.Dataset(
+            {"ttft_s": ("request", sim.ttft_s, {"long_name": "time to first token",
+                                                "units": "s"}),
+             "tpot_s": ("request", sim.tpot_s, {"long_name": "time per output token",
+                                                "units": "s"}),
+             "good": ("request", good, {"long_name": "meets the contract", "units": "1"}),
+             "rejected": ("request", sim.rejected, {"long_name": "never fits in memory",
+                                                    "units": "1"})},
+            coords={"request": ("request", np.asarray(trace.ids),
+                                {"long_name": "request id", "units": "1"})},
+            attrs={"ttft_limit_s": self.ttft_ms * MS, "tpot_limit_s": self.tpot_ms * MS},
+        )
+        return ds
