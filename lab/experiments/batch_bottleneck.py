@@ -82,4 +82,4 @@ class BatchBottleneck(DecodeExperiment):
         out = self.sweep(batch=batch)
         return with_units(out, ("step_time_s", "aggregate_tokens_per_s",
                                 "per_sequence_tokens_per_s", "fits",
-                                "memory_remaining_bytes"))
+                                "memory_remaining_bytes"), batch)

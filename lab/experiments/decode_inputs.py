@@ -17,18 +17,22 @@ DEFAULTS = DecodeConfig()
 
 def labelled(values, dim: str, long_name: str, units: str) -> xr.DataArray:
     """A 1-D coordinate array ``dim`` with ``long_name`` and ``units`` attrs."""
-    return xr.DataArray(np.asarray(values), dims=dim,
+    return xr.DataArray(np.asarray(values), dims=dim, name=dim,
                         coords={dim: xr.Variable(dim, np.asarray(values),
                                                  {"long_name": long_name, "units": units})})
 
 
-def with_units(outputs: dict, names) -> xr.Dataset:
-    """Selected outputs of :func:`decode_metrics` as a Dataset with ``long_name``/``units``."""
+def with_units(outputs: dict, names, *axes: xr.DataArray) -> xr.Dataset:
+    """Selected outputs of :func:`decode_metrics` as a Dataset with ``long_name``/``units``.
+
+    ``axes`` are the labelled coordinate arrays the outputs were swept over; their attrs are
+    restored on the Dataset's coordinates.
+    """
     data = {}
     for name in names:
         long_name, units = UNITS.get(name, (name.replace("_", " "), "1"))
         data[name] = outputs[name].assign_attrs(long_name=long_name, units=units)
-    return xr.Dataset(data)
+    return xr.Dataset(data).assign_coords({axis.name: axis[axis.name] for axis in axes})
 
 
 class DecodeExperiment(Experiment):

@@ -81,4 +81,4 @@ class PrecisionSwitch(DecodeExperiment):
             "speedup": speedup,
             "step_time_bf16_s": bf16.assign_attrs(long_name="BF16 step time", units="s"),
             "step_time_fp8_s": fp8.assign_attrs(long_name="FP8 step time", units="s"),
-        })
+        }).assign_coords(context=context["context"], batch=batch["batch"])

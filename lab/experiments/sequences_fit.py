@@ -83,4 +83,4 @@ class SequencesFit(DecodeExperiment):
                            "tokens")
         tp = labelled(np.array(TP_DEGREES, dtype=np.int64), "tp", "tensor parallel", "GPUs")
         out = self.sweep(context=context, tp=tp)
-        return with_units(out, ("max_sequences", "kv_bytes_per_sequence", "free_for_kv_bytes"))
+        return with_units(out, ("max_sequences", "kv_bytes_per_sequence", "free_for_kv_bytes"), context, tp)

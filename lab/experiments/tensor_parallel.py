@@ -100,8 +100,8 @@ class TensorParallel(DecodeExperiment):
         out = self.sweep(tp=tp)
         data = with_units(out, ("step_time_s", "per_sequence_tokens_per_s",
                                 "aggregate_tokens_per_s", "aggregate_tokens_per_s_per_gpu",
-                                "allreduce_time_s", "valid", "reason"))
+                                "allreduce_time_s", "valid", "reason"), tp)
         memory = out["memory_params_bytes"] + out["memory_kv_bytes"]
         data["memory_per_gpu_bytes"] = memory.assign_attrs(long_name="weights + KV per GPU",
                                                            units="B")
-        return data
+        return data.assign_coords(tp=tp["tp"])
