@@ -11,6 +11,10 @@ EXPERIMENT_CLASSES = (
     ("lab.experiments.sequences_fit", "SequencesFit"),
     ("lab.experiments.tensor_parallel", "TensorParallel"),
     ("lab.experiments.precision_switch", "PrecisionSwitch"),
+    ("lab.experiments.prefill_deadline", "PrefillDeadline"),
+    ("lab.experiments.prefix_ownership", "PrefixOwnership"),
+    ("lab.experiments.goodput_contract", "GoodputContract"),
+    ("lab.experiments.context_growth", "ContextGrowth"),
 )
 """Module and class of every experiment, in order 1–8."""
 
