@@ -1,7 +1,7 @@
 """Inference Lab in the browser: ``panel serve apps/*.py`` (or ``inference-lab serve``).
 
 This file is the only app script: ``panel serve apps/*.py`` therefore serves a single app and
-Panel redirects ``/`` to it, the landing page. Other pages are ``?page=<slug>``.
+Panel redirects ``/`` to it, the landing page. Other pages are ``?view=<slug>``.
 """
 
 import panel as pn

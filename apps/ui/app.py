@@ -1,7 +1,8 @@
 """The whole lab as one Panel app: a template, navigation, and the page named in the URL.
 
-Pages are chosen by the ``page`` query parameter (``?page=batch``), so ``panel serve
-apps/*.py`` serves one app and its root redirects to the landing page.
+Pages are chosen by the ``view`` query parameter (``?view=batch``; not ``page``, which is an
+experiment input), so ``panel serve apps/*.py`` serves one app and its root redirects to the
+landing page.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ import panel_material_ui as pmui
 
 from apps.ui.registry import DERIVATION, GRID, HOME, SOURCES, all_pages, experiment_class, href
 
+VIEW_ARG = "view"
+"""Query argument naming the page (experiments sync their inputs to the other arguments)."""
+
 THEME = {"palette": {"primary": {"main": "#0072B2"}, "secondary": {"main": "#E69F00"}},
          "typography": {"fontFamily": "system-ui, -apple-system, 'Segoe UI', Roboto, Arial, "
                         "sans-serif"}}
@@ -18,9 +22,9 @@ THEME = {"palette": {"primary": {"main": "#0072B2"}, "secondary": {"main": "#E69
 
 
 def requested_page() -> str:
-    """The ``page`` query argument of the current request ('' for the landing page)."""
+    """The ``view`` query argument of the current request ('' for the landing page)."""
     args = pn.state.session_args or {}
-    values = args.get("page") or [b""]
+    values = args.get(VIEW_ARG) or [b""]
     value = values[0]
     return value.decode() if isinstance(value, bytes) else str(value)
 

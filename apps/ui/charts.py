@@ -9,6 +9,7 @@ from the data's ``long_name``/``units`` attrs; SI data is converted to the units
 from __future__ import annotations
 
 import holoviews as hv
+import holoviews.plotting.bokeh  # registers the Bokeh backend used by .opts
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -109,11 +110,19 @@ def fit_curve(ds: xr.Dataset, x: str, y: str, current: float, *, fits: str | Non
     marker = hv.Scatter(here, xdim, vdims, label="current").opts(
         color=HIGHLIGHT, fill_alpha=hv.dim("fill_alpha"), size=15, line_width=3,
         marker="circle", tools=["hover"])
+    return finish(curve * points * marker, xs if log2_x else None, title)
+
+
+def finish(overlay: hv.Overlay, log2_xs: np.ndarray | None, title: str) -> hv.Overlay:
+    """Shared look of a swept-axis chart; a log2 x axis when ``log2_xs`` is given.
+
+    Apply after the last layer is added: composing overlays drops the outer options.
+    """
     opts = {"responsive": True, "height": 320, "show_grid": True, "title": title,
             "backend_opts": CANVAS, "show_legend": False, "fontscale": 1.1}
-    if log2_x:
-        opts.update(logx=True, xticks=power_of_two_ticks(xs))
-    return (curve * points * marker).opts(**opts)
+    if log2_xs is not None:
+        opts.update(logx=True, xticks=power_of_two_ticks(log2_xs))
+    return overlay.opts(**opts)
 
 
 def batch_charts(ds: xr.Dataset, batch: int, ridge_batch: float) -> list[hv.Overlay]:
@@ -124,11 +133,11 @@ def batch_charts(ds: xr.Dataset, batch: int, ridge_batch: float) -> list[hv.Over
     """
     ridge = hv.VLine(float(ridge_batch)).opts(color=OKABE_ITO[2], line_dash="dashed",
                                               line_width=1.5)
-    step = fit_curve(ds, "batch", "step_time_s", batch,
-                     title=f"Step time ({NOTE.lower()})") * ridge
-    rate = fit_curve(ds, "batch", "aggregate_tokens_per_s", batch, color=OKABE_ITO[1],
-                     title=f"Aggregate ceiling ({NOTE.lower()})") * ridge
-    return [step.opts(backend_opts=CANVAS), rate.opts(backend_opts=CANVAS)]
+    xs = display_values(ds["batch"])[0]
+    step = fit_curve(ds, "batch", "step_time_s", batch) * ridge
+    rate = fit_curve(ds, "batch", "aggregate_tokens_per_s", batch, color=OKABE_ITO[1]) * ridge
+    return [finish(step, xs, f"Step time: {NOTE.lower()}"),
+            finish(rate, xs, f"Aggregate ceiling: {NOTE.lower()}")]
 
 
 def numeric_variables(ds: xr.Dataset) -> list[str]:
@@ -202,8 +211,8 @@ def heatmap(ds: xr.Dataset, variable: str, x: str = "batch", y: str = "context")
     ys, y_long, y_unit = display_values(ds[y])
     da = ds[variable].transpose(x, y)
     gx, gy = np.meshgrid(np.arange(len(xs)), np.arange(len(ys)), indexing="ij")
-    frame = pd.DataFrame({x: [f"{v:,.0f}" for v in xs[gx.ravel()]],
-                          y: [f"{v:,.0f}" for v in ys[gy.ravel()]]})
+    frame = pd.DataFrame({x: pd.Series([f"{v:,.0f}" for v in xs[gx.ravel()]], dtype=object),
+                          y: pd.Series([f"{v:,.0f}" for v in ys[gy.ravel()]], dtype=object)})
     vdims = [dimension(variable, long_name, unit)]
     frame[variable] = np.asarray(display_values(da)[0]).ravel()
     for name, other in ds.data_vars.items():
@@ -215,7 +224,7 @@ def heatmap(ds: xr.Dataset, variable: str, x: str = "batch", y: str = "context")
             frame[name] = shown.ravel()
             vdims.append(dimension(name, o_long, o_unit))
         else:
-            frame[name] = np.asarray(arr.values).astype(str).ravel()
+            frame[name] = pd.Series(np.asarray(arr.values).ravel().astype(str), dtype=object)
             vdims.append(hv.Dimension(name, label=str(other.attrs.get("long_name", name))))
     del values
     el = hv.HeatMap(frame, [dimension(x, x_long, x_unit), dimension(y, y_long, y_unit)], vdims)

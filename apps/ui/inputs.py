@@ -13,16 +13,16 @@ SLIDER_MAX_SPAN = 4096
 def widget_spec(parameter: param.Parameter) -> dict:
     """The ``pn.Param`` widget spec for one input: type, throttling and sizing."""
     if isinstance(parameter, param.Boolean):
-        return {"type": pmui.Switch}
+        return {"type": pmui.Switch, "sizing_mode": "stretch_width"}
     if isinstance(parameter, param.Selector):
-        return {"type": pmui.Select}
+        return {"type": pmui.Select, "sizing_mode": "stretch_width"}
     if isinstance(parameter, param.Integer):
         lo, hi = parameter.bounds or (None, None)
         if lo is not None and hi is not None and hi - lo <= SLIDER_MAX_SPAN:
-            return {"type": pmui.EditableIntSlider, "throttled": True}
-        return {"type": pmui.IntInput, "throttled": True}
+            return {"type": pmui.EditableIntSlider, "throttled": True, "sizing_mode": "stretch_width"}
+        return {"type": pmui.IntInput, "throttled": True, "sizing_mode": "stretch_width"}
     if isinstance(parameter, param.Number):
-        return {"type": pmui.FloatInput, "throttled": True}
+        return {"type": pmui.FloatInput, "throttled": True, "sizing_mode": "stretch_width"}
     return {}
 
 

@@ -9,10 +9,13 @@ from panel.viewable import Viewer
 
 from lab.experiments.base import Experiment
 
+UNDECIDED = "Not sure yet"
+"""The choice selected before the reader commits to one."""
+
 
 def verdict(choice: str | None, choices: tuple[str, ...], answer: int) -> str:
-    """``Right.``, ``Not quite.`` or a nudge when nothing was chosen."""
-    if choice is None:
+    """``Right.``, ``Not quite.`` or just the answer when nothing was chosen."""
+    if choice in (None, UNDECIDED):
         return f"The answer: {choices[answer]}."
     if choice == choices[answer]:
         return f"Right: {choices[answer]}."
@@ -23,7 +26,7 @@ class PredictionView(Viewer):
     """Question, choices and a reveal button; the answer explains itself with live numbers."""
 
     experiment = param.ClassSelector(class_=Experiment, doc="The experiment asked about.")
-    choice = param.Selector(default=None, objects=[], allow_None=True, label="Your prediction",
+    choice = param.Selector(default=UNDECIDED, objects=[UNDECIDED], label="Your prediction",
                             doc="Pick an answer before revealing it.")
     reveal = param.Event(label="Reveal the answer", doc="Show the answer and why.")
     revealed = param.Boolean(default=False, doc="Whether the answer is shown.")
@@ -31,7 +34,7 @@ class PredictionView(Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         prediction = self.experiment.prediction
-        self.param.choice.objects = list(prediction.choices)
+        self.param.choice.objects = [UNDECIDED, *prediction.choices]
         self._choices = pmui.RadioBoxGroup.from_param(self.param.choice, label="",
                                                       inline=False)
         self._button = pmui.Button.from_param(self.param.reveal, variant="contained",

@@ -49,4 +49,4 @@ def experiment_class(slug: str) -> type[Experiment] | None:
 
 def href(slug: str) -> str:
     """A link to a page, relative to the app's own path (keeps working under any prefix)."""
-    return f"?page={slug}" if slug else "?"
+    return f"?view={slug}" if slug else "?"
