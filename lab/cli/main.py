@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "lab.cli.catalog_cmd",
     "lab.cli.sweep_cmd",
     "lab.cli.export_cmd",
+    "lab.cli.serve_cmd",
 )
 """Modules that register a top-level subcommand, in ``--help`` order."""
 

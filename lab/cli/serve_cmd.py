@@ -1,0 +1,83 @@
+"""``inference-lab serve``: the lab in the browser, landing page at ``/``.
+
+Runs ``panel serve`` on the lab's app script (``apps/inference_lab.py``) with that app as the
+site index. Panel is imported only by the server process this command starts, never by ``lab``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+from lab.errors import LabInputError
+
+APP_MODULE = "apps.inference_lab"
+"""The app script's module; its file is what ``panel serve`` runs."""
+
+
+def app_script() -> Path:
+    """Path of the app script, found through the installed ``apps`` package."""
+    spec = importlib.util.find_spec(APP_MODULE)
+    if spec is None or not spec.origin:
+        raise LabInputError("The lab's apps are not installed; run `pip install -e .` from "
+                            "the repository.")
+    return Path(spec.origin)
+
+
+def panel_command(args: argparse.Namespace) -> list[str]:
+    """The ``panel serve`` command line for the parsed arguments."""
+    script = app_script()
+    cmd = [sys.executable, "-m", "panel", "serve", str(script), "--index", script.stem,
+           "--port", str(args.port), "--address", args.address,
+           "--num-procs", str(args.num_procs)]
+    origins = args.allow_websocket_origin or [f"{host}:{args.port}" for host in
+                                              ("localhost", "127.0.0.1", args.address)]
+    for origin in dict.fromkeys(origins):
+        cmd += ["--allow-websocket-origin", origin]
+    if args.basic_auth:
+        cmd += ["--basic-auth", args.basic_auth,
+                "--cookie-secret", args.cookie_secret or secrets.token_urlsafe(32)]
+    if args.num_procs == 1:
+        cmd.append("--warm")
+    if args.show:
+        cmd.append("--show")
+    return cmd
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.port < 0 or args.port > 65535:
+        raise LabInputError(f"Port {args.port} is not between 0 and 65535.")
+    if args.num_procs < 0:
+        raise LabInputError(f"--num-procs {args.num_procs} is negative (0 means one per CPU).")
+    cmd = panel_command(args)
+    print(f"Serving Inference Lab at http://{args.address}:{args.port}/ (Ctrl+C stops).",
+          file=sys.stderr)
+    try:
+        return subprocess.call(cmd)
+    except KeyboardInterrupt:
+        return 130
+
+
+def register(subparsers) -> None:
+    """Add the ``serve`` subcommand."""
+    parser = subparsers.add_parser(
+        "serve", help="serve the lab in the browser (landing page at /)",
+        description="Serve every page of the lab with Panel; the landing page is at /.")
+    parser.add_argument("--port", type=int, default=5006, help="port (default 5006; 0 = any)")
+    parser.add_argument("--address", default="localhost",
+                        help="address to listen on (default localhost; 0.0.0.0 for all)")
+    parser.add_argument("--num-procs", type=int, default=1,
+                        help="server processes (default 1; 0 = one per CPU)")
+    parser.add_argument("--basic-auth", metavar="PASSWORD_OR_FILE", default=None,
+                        help="require a password (or a file of user:password lines)")
+    parser.add_argument("--cookie-secret", default=None,
+                        help="cookie secret for --basic-auth (default: random per start)")
+    parser.add_argument("--allow-websocket-origin", action="append", metavar="HOST[:PORT]",
+                        help="extra origin allowed to connect (repeatable); default: this "
+                        "address and localhost at the port")
+    parser.add_argument("--show", action="store_true", help="open a browser tab")
+    parser.set_defaults(func=_run)
