@@ -1,0 +1,79 @@
+"""Experiment 8: exact pair counts, the sliding-window extension, doubling ratio, crossover."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lab.calc import DecodeConfig
+from lab.calc_serving import calc_context
+from lab.context_growth import attention_pairs, context_metrics, dense_pairs
+from lab.decode import attention_flops_per_token, linear_params
+
+
+def test_pairs_exact_at_ten_million():
+    r = calc_context(tokens=10**7)
+    assert r["pairs"] == 50_000_005_000_000
+    assert isinstance(r["pairs"], int)
+    assert calc_context(tokens=10**9)["pairs"] == 10**9 * (10**9 + 1) // 2
+
+
+@given(st.integers(1, 10**12))
+def test_pairs_formula_python_int(n):
+    assert dense_pairs(n) == n * (n + 1) // 2
+    assert isinstance(dense_pairs(n), int)
+
+
+def test_pairs_int64_arrays_exact():
+    n = np.array([1, 10**6, 10**7, 3 * 10**9], dtype=np.int64)
+    got = dense_pairs(n)
+    assert got.dtype == np.int64
+    assert [int(v) for v in got] == [int(k) * (int(k) + 1) // 2 for k in n]
+
+
+def _brute(n: int, window: int | None) -> int:
+    return sum(min(i, window) if window else i for i in range(1, n + 1))
+
+
+@given(n=st.integers(1, 300), window=st.integers(1, 300))
+def test_windowed_pairs_brute_force(n, window):
+    assert int(attention_pairs(n, window)) == _brute(n, window)
+
+
+def test_dense_pairs_brute_force():
+    for n in range(1, 60):
+        assert dense_pairs(n) == _brute(n, None)
+
+
+@given(n=st.integers(1, 10**8), a=st.floats(0, 1e-3), c=st.floats(1e-13, 1e-6))
+def test_doubling_ratio_between_two_and_four(n, a, c):
+    r = context_metrics(n, a, c)
+    assert 2 - 1e-9 <= r["doubling_ratio"] <= 4 + 1e-9
+
+
+def test_crossover_terms_equal():
+    a, c = 1.5e-5, 5e-10
+    r = context_metrics(100, a, c)
+    n_star = r["crossover_tokens"]
+    assert n_star == pytest.approx(59_999)
+    at = context_metrics(int(n_star), a, c)
+    assert at["linear_time_s"] == pytest.approx(at["attention_time_s"])
+    assert at["attention_share"] == pytest.approx(0.5)
+
+
+def test_from_model_coefficients(llama8b, h100):
+    r = calc_context(tokens=4096, from_model=DecodeConfig(precision="fp8"))
+    assert r["inputs"]["a_s"] == pytest.approx(2 * linear_params(llama8b) / h100.peak_fp8)
+    assert r["inputs"]["c_s"] == pytest.approx(attention_flops_per_token(llama8b) / h100.peak_bf16)
+
+
+def test_arrays_equal_pointwise():
+    n = np.array([1, 2, 100, 4096, 10**6])
+    grid = context_metrics(n, 1.5e-5, 5e-10, window=2048)
+    grid = {k: np.broadcast_to(v, n.shape) for k, v in grid.items()}
+    for i, k in enumerate(n):
+        point = context_metrics(int(k), 1.5e-5, 5e-10, window=2048)
+        for key, value in point.items():
+            assert grid[key][i] == pytest.approx(value), key

@@ -1,0 +1,84 @@
+"""Experiment 6: the spec's worked case, the sawtooth, arrays agreeing with points."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lab.calc_serving import calc_prefix
+from lab.catalog import model_table
+from lab.decode import kv_bytes_per_token
+from lab.explain import render_text
+from lab.explain_serving import prefix_steps
+from lab.prefix import prefix_metrics
+
+
+def test_spec_worked_case(llama8b):
+    r = prefix_metrics(llama8b, 1, 1000, 200, 100, 16)
+    assert r["shared_blocks"] == 62
+    assert r["tail_tokens"] == 208
+    assert r["private_blocks_per_request"] == 13
+    assert r["blocks_with_cache"] == 1362
+    assert r["blocks_without_cache"] == 7500
+    assert round(r["saved_fraction"] * 100, 1) == 81.8
+    assert r["block_bytes"] == 2_097_152
+    assert r["bytes_with_cache"] == 1362 * 2_097_152
+    assert r["owned_blocks_per_request"] == pytest.approx(13.62)
+
+
+def test_calc_and_text():
+    r = calc_prefix()
+    text = render_text(prefix_steps(r))
+    assert "1,362 blocks" in text and "7,500 blocks" in text and "81.8 %" in text
+    assert "2,097,152 B" in text
+
+
+def test_tp_shards_bytes(llama8b):
+    assert prefix_metrics(llama8b, 2, 1000, 200, 100, 16)["block_bytes"] == 1_048_576
+
+
+def test_sawtooth_one_more_token_costs_every_request_a_block(llama8b):
+    # P = 1008: tail 0 + 200 -> 13 blocks; P = 1009: tail 1 + 200 -> 13; the step happens
+    # where (P mod b) + U crosses a multiple of b.
+    base = prefix_metrics(llama8b, 1, 1016 - 9, 200, 100, 16)  # P mod 16 = 15, tail 215
+    plus = prefix_metrics(llama8b, 1, 1016 - 8, 200, 100, 16)  # P mod 16 = 0, tail 200
+    assert base["private_blocks_per_request"] == 14
+    assert plus["private_blocks_per_request"] == 13
+    p = np.arange(0, 200)
+    saved = prefix_metrics(llama8b, 1, p, 200, 100, 16)["saved_fraction"]
+    assert np.any(np.diff(saved) < 0) and np.any(np.diff(saved) > 0)
+
+
+@given(prefix=st.integers(0, 5000), own=st.integers(0, 5000), n=st.integers(1, 500),
+       block=st.sampled_from([1, 8, 16, 32, 256]))
+def test_blocks_cover_tokens(prefix, own, n, block):
+    from lab.catalog import get_model
+    if prefix + own == 0:
+        return
+    r = prefix_metrics(get_model("llama-3.1-8b"), 1, prefix, own, n, block)
+    assert r["shared_blocks"] * block + r["private_blocks_per_request"] * block >= prefix + own
+    assert r["blocks_with_cache"] <= r["blocks_without_cache"]
+    assert 0 <= r["saved_fraction"] < 1
+
+
+def test_arrays_equal_pointwise(llama8b):
+    prefix = np.array([0, 15, 16, 1000])
+    requests = np.array([1, 7, 100])
+    grid = prefix_metrics(llama8b, 1, prefix[:, None], 200, requests[None, :], 16)
+    grid = {k: np.broadcast_to(v, (4, 3)) for k, v in grid.items()}
+    for i, p in enumerate(prefix):
+        for j, n in enumerate(requests):
+            point = prefix_metrics(llama8b, 1, int(p), 200, int(n), 16)
+            for key, value in point.items():
+                assert grid[key][i, j] == pytest.approx(value), key
+
+
+def test_model_table_by_attribute():
+    table = model_table(["llama-3.1-8b", "qwen2.5-7b"])
+    r = prefix_metrics(table, 1, 1000, 200, 100, 16)
+    assert isinstance(r["block_bytes"], xr.DataArray)
+    expected = 16 * kv_bytes_per_token(table) / 1
+    xr.testing.assert_allclose(r["block_bytes"], expected * 1.0)
