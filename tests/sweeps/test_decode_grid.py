@@ -1,0 +1,135 @@
+"""Decode grid cells equal the CLI's numbers; every variable and coordinate is labelled."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stdout
+
+import numpy as np
+import pytest
+
+from lab.calc import DecodeConfig, calc_decode
+from lab.cli.main import main
+from lab.decode_family import UNITS
+from lab.errors import LabInputError
+from sweeps import metadata as md
+from sweeps.decode_grid import DIMS
+
+RTOL = 1e-12
+
+
+def _cell_inputs(ds, index):
+    return {dim: ds[dim].values[i] for dim, i in zip(DIMS, index, strict=True)}
+
+
+def _random_cells(ds, count, seed):
+    rng = np.random.default_rng(seed)
+    return [tuple(int(rng.integers(ds.sizes[d])) for d in DIMS) for _ in range(count)]
+
+
+def _assert_matches(cell: dict, record: dict) -> None:
+    for name, value in cell.items():
+        expected = record[name]
+        if isinstance(expected, bool):
+            assert bool(value) is expected, name
+        else:
+            assert value == pytest.approx(expected, rel=RTOL, abs=0), name
+
+
+def test_random_cells_equal_calc_decode(default_decode):
+    ds = default_decode
+    names = list(ds.data_vars)
+    loaded = ds.load()
+    valid_seen = invalid_seen = 0
+    for index in _random_cells(ds, 400, seed=4):
+        inputs = _cell_inputs(ds, index)
+        cell = {name: loaded[name].values[index].item() for name in names}
+        config = DecodeConfig(**{k: (str(v) if k in ("model", "gpu", "precision") else int(v))
+                                 for k, v in inputs.items()})
+        if cell["valid"]:
+            valid_seen += 1
+            _assert_matches(cell, calc_decode(config))
+        else:
+            invalid_seen += 1
+            assert cell["reason"] > 0
+            assert all(np.isnan(cell[n]) for n in UNITS if loaded[n].dtype.kind == "f")
+            with pytest.raises(LabInputError):
+                calc_decode(config)
+    assert valid_seen > 200 and invalid_seen > 10
+
+
+@pytest.mark.parametrize("inputs", [
+    {"model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": 1, "precision": "bf16", "batch": 8,
+     "context": 8192},
+    {"model": "qwen2.5-72b", "gpu": "mi300x", "tp": 4, "precision": "fp8", "batch": 96,
+     "context": 32768},
+    {"model": "llama-3.2-1b", "gpu": "l4", "tp": 2, "precision": "bf16", "batch": 1024,
+     "context": 128},
+])
+def test_cells_equal_cli_json(default_decode, inputs):
+    argv = ["calc", "decode", "--json"]
+    for key, value in inputs.items():
+        argv += [f"--{key}", str(value)]
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(argv) == 0
+    record = json.loads(out.getvalue())
+    cell = default_decode.sel(inputs)
+    _assert_matches({n: cell[n].item() for n in cell.data_vars}, record)
+    assert cell["step_time_s"].dtype == np.float64
+
+
+def test_acceptance_cell_is_bit_identical(default_decode):
+    cell = default_decode.sel(model="llama-3.1-8b", gpu="h100-sxm", tp=1, precision="bf16",
+                              batch=8, context=8192)
+    record = calc_decode(DecodeConfig())
+    for name in cell.data_vars:
+        assert cell[name].item() == record[name], name
+    assert f"{cell['step_time_s'].item() * 1e3:.2f}" == "7.04"
+
+
+def test_default_grid_shape(default_decode):
+    ds = default_decode
+    assert tuple(ds.dims) == DIMS
+    assert ds.sizes["model"] == 13 and ds.sizes["gpu"] == 16
+    assert list(ds.tp.values) == [1, 2, 4, 8]
+    assert list(ds.precision.values) == ["bf16", "fp8"]
+    assert ds.batch.values[0] == 1 and ds.batch.values[-1] == 1024
+    assert {2, 3, 4, 6, 8, 12} <= set(ds.batch.values.tolist())
+    assert ds.context.values[0] == 128 and ds.context.values[-1] == 131072
+
+
+def test_every_variable_and_coordinate_is_labelled(default_decode):
+    ds = default_decode
+    for name, var in ds.variables.items():
+        assert var.attrs.get("long_name"), name
+        assert "units" in var.attrs and var.attrs["units"], name
+    assert ds["step_time_s"].attrs["units"] == "s"
+    assert ds["context"].attrs["units"] == "tokens"
+    assert ds["reason"].attrs["flag_values"][0] == 0
+
+
+def test_dataset_attrs_carry_provenance(default_decode):
+    attrs = default_decode.attrs
+    spec = json.loads(attrs[md.ATTR_SPEC])
+    assert spec["experiment"] == "decode" and spec["axes"]["tp"] == [1, 2, 4, 8]
+    catalog = json.loads(attrs[md.ATTR_CATALOG])
+    assert catalog["gpus"]["h100-sxm"]["source"]
+    assert catalog["models"]["llama-3.1-8b"]["total_params"] == 8_030_261_248
+    assert attrs[md.ATTR_VERSION] == md.package_version()
+    assert attrs[md.ATTR_COMPLETE] is True
+    assert len(attrs[md.ATTR_HASH]) == 64
+
+
+def test_invalid_cells_are_nan_with_reason(default_decode):
+    from lab.validity import Reason
+
+    no_fp8 = default_decode.sel(model="llama-3.1-8b", gpu="a100-sxm-80gb", tp=1,
+                                precision="fp8", batch=8, context=8192)
+    assert not no_fp8["valid"].item()
+    assert no_fp8["reason"].item() == Reason.FP8_UNSUPPORTED
+    assert np.isnan(no_fp8["step_time_s"].item())
+    too_long = default_decode.sel(model="qwen2.5-7b", gpu="h100-sxm", tp=1, precision="bf16",
+                                  batch=8, context=131072)
+    assert too_long["reason"].item() == Reason.CONTEXT_TOO_LONG

@@ -1,0 +1,186 @@
+"""Safe writes, interrupted sweeps, and stale or corrupt datasets reported on open."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+
+from lab.catalog import loader
+from lab.catalog.specs import GPUSpec
+from sweeps import metadata as md
+from sweeps.store import (
+    CorruptDatasetError,
+    MissingDatasetError,
+    StaleDatasetError,
+    clear_leftovers,
+    open_grid,
+)
+from tests.sweeps.conftest import SMALL_DECODE, write_small
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_written_dataset_opens_complete(small_decode):
+    ds = open_grid(small_decode)
+    assert ds.attrs[md.ATTR_COMPLETE] is True
+    assert not list(small_decode.parent.glob("small.zarr.tmp-*"))
+
+
+def test_rewrite_replaces_the_dataset(tmp_path):
+    path = write_small(tmp_path / "g.zarr")
+    write_small(path, {**SMALL_DECODE, "batch": [2, 4]})
+    assert list(open_grid(path).batch.values) == [2, 4]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.zarr"]
+
+
+def test_failed_write_leaves_old_dataset(tmp_path, monkeypatch):
+    path = write_small(tmp_path / "g.zarr")
+    before = open_grid(path).step_time_s.values
+
+    from sweeps import decode_grid
+
+    def broken(coords, constants):
+        if "llama-3.1-70b" in list(coords["model"]):
+            raise RuntimeError("boom")
+        return decode_grid.decode_block(coords, constants)
+
+    from sweeps.registry import GRIDS, GridKind
+
+    kind = GRIDS["decode"]
+    monkeypatch.setitem(GRIDS, "decode", GridKind(kind.schema, broken, kind.units,
+                                                  kind.var_attrs))
+    with pytest.raises(RuntimeError, match="boom"):
+        write_small(path, {**SMALL_DECODE, "batch": [8, 64]})
+    np.testing.assert_array_equal(open_grid(path).step_time_s.values, before)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.zarr"]
+
+
+def _sweep_cmd(grid: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "lab", "sweep", "--grid", str(grid), "--out", str(out),
+            "--scheduler", "threads", "--quiet"]
+
+
+def test_killed_sweep_leaves_old_dataset_and_rerun_completes(tmp_path):
+    out = write_small(tmp_path / "decode.zarr")
+    before = open_grid(out).step_time_s.values
+    grid = tmp_path / "big.toml"
+    grid.write_text('name = "big"\n[decode]\nchunk_cells = 4096\n'
+                    'model = ["llama-3.1-8b", "qwen3-8b", "llama-3.1-70b"]\n', encoding="utf-8")
+    proc = subprocess.Popen(_sweep_cmd(grid, out), cwd=REPO, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    written = []
+    while time.monotonic() < deadline and not written and proc.poll() is None:
+        written = list(tmp_path.glob("decode.zarr.tmp-*/step_time_s/c/*"))
+        time.sleep(0.01)
+    assert written, "the sweep never started writing chunks"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    leftovers = list(tmp_path.glob("decode.zarr.tmp-*"))
+    assert leftovers, "the killed sweep should have left its temporary directory"
+    ds = open_grid(out)
+    np.testing.assert_array_equal(ds.step_time_s.values, before)
+    done = subprocess.run(_sweep_cmd(grid, out), cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(out)
+    ds = open_grid(out)
+    assert ds.sizes["gpu"] == 16 and ds.attrs[md.ATTR_NAME] == "big"
+    assert not list(tmp_path.glob("decode.zarr.tmp-*"))
+
+
+def test_leftovers_of_live_writers_are_kept(tmp_path):
+    target = tmp_path / "g.zarr"
+    live = tmp_path / f"g.zarr.tmp-{os.getpid()}-abc"
+    live.mkdir()
+    dead = tmp_path / "g.zarr.tmp-999999999-abc"
+    dead.mkdir()
+    clear_leftovers(target)
+    assert live.exists() and not dead.exists()
+
+
+def test_target_lost_mid_swap_is_restored(tmp_path):
+    path = write_small(tmp_path / "g.zarr")
+    path.rename(tmp_path / "g.zarr.old-999999999-abc")
+    clear_leftovers(path)
+    assert open_grid(path).attrs[md.ATTR_COMPLETE] is True
+
+
+def test_missing_dataset_is_reported(tmp_path):
+    with pytest.raises(MissingDatasetError, match="There is no dataset at .*inference-lab "
+                       "sweep"):
+        open_grid(tmp_path / "nothing.zarr")
+
+
+def test_unreadable_metadata_is_reported(small_decode):
+    (small_decode / "zarr.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(CorruptDatasetError, match="is unreadable .* delete it"):
+        open_grid(small_decode)
+
+
+def test_incomplete_dataset_is_reported(small_decode):
+    group = zarr.open_group(small_decode, mode="r+")
+    del group.attrs[md.ATTR_COMPLETE]
+    with pytest.raises(CorruptDatasetError, match="incomplete .*'sweep_complete'"):
+        open_grid(small_decode)
+
+
+def test_missing_variable_is_reported(small_decode):
+    import shutil
+
+    shutil.rmtree(small_decode / "step_time_s")
+    with pytest.raises(CorruptDatasetError, match="lacks variable 'step_time_s'"):
+        open_grid(small_decode)
+
+
+def test_non_sweep_zarr_is_reported(tmp_path):
+    path = tmp_path / "other.zarr"
+    xr.Dataset({"a": ("x", np.arange(3.0))}).to_zarr(path, consolidated=False)
+    with pytest.raises(CorruptDatasetError, match="not written by a sweep"):
+        open_grid(path)
+
+
+def test_changed_catalog_makes_dataset_stale(small_decode, monkeypatch):
+    original = loader.gpu_catalog()
+    h100 = original["h100-sxm"]
+    changed = dict(original)
+    changed["h100-sxm"] = GPUSpec(**{**h100.__dict__, "hbm_bw": h100.hbm_bw * 1.1})
+    monkeypatch.setattr(loader, "gpu_catalog", lambda: changed)
+    with pytest.raises(StaleDatasetError, match="stale: the catalog figures of gpu "
+                       "'h100-sxm' changed"):
+        open_grid(small_decode)
+    assert open_grid(small_decode, check_stale=False).sizes["gpu"] == 3
+
+
+def test_changed_version_makes_dataset_stale(small_decode, monkeypatch):
+    monkeypatch.setattr(md, "package_version", lambda: "99.0")
+    with pytest.raises(StaleDatasetError, match="computed by inference-lab .*not 99.0"):
+        open_grid(small_decode)
+
+
+def test_edited_spec_makes_dataset_stale(small_decode):
+    group = zarr.open_group(small_decode, mode="r+")
+    spec = json.loads(group.attrs[md.ATTR_SPEC])
+    spec["constants"]["budget"] = 0.8
+    group.attrs[md.ATTR_SPEC] = json.dumps(spec)
+    with pytest.raises(StaleDatasetError, match="grid spec no longer matches"):
+        open_grid(small_decode)
+
+
+def test_removed_catalog_entry_makes_dataset_stale(small_decode, monkeypatch):
+    original = loader.model_catalog()
+    monkeypatch.setattr(loader, "model_catalog",
+                        lambda: {k: v for k, v in original.items() if k != "qwen3-8b"})
+    with pytest.raises(StaleDatasetError, match="stale: .*qwen3-8b"):
+        open_grid(small_decode)
