@@ -59,7 +59,7 @@ def test_failed_write_leaves_old_dataset(tmp_path, monkeypatch):
     kind = GRIDS["decode"]
     monkeypatch.setitem(GRIDS, "decode", GridKind(kind.schema, broken, kind.units,
                                                   kind.var_attrs))
-    with pytest.raises(RuntimeError, match="boom"):
+    with pytest.raises(RuntimeError, match=r"boom"):
         write_small(path, {**SMALL_DECODE, "batch": [8, 64]})
     np.testing.assert_array_equal(open_grid(path).step_time_s.values, before)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.zarr"]
@@ -118,21 +118,21 @@ def test_target_lost_mid_swap_is_restored(tmp_path):
 
 
 def test_missing_dataset_is_reported(tmp_path):
-    with pytest.raises(MissingDatasetError, match="There is no dataset at .*inference-lab "
-                       "sweep"):
+    with pytest.raises(MissingDatasetError, match=r"There is no dataset at .*inference-lab "
+                       r"sweep"):
         open_grid(tmp_path / "nothing.zarr")
 
 
 def test_unreadable_metadata_is_reported(small_decode):
     (small_decode / "zarr.json").write_text("{not json", encoding="utf-8")
-    with pytest.raises(CorruptDatasetError, match="is unreadable .* delete it"):
+    with pytest.raises(CorruptDatasetError, match=r"is unreadable .* delete it"):
         open_grid(small_decode)
 
 
 def test_incomplete_dataset_is_reported(small_decode):
     group = zarr.open_group(small_decode, mode="r+")
     del group.attrs[md.ATTR_COMPLETE]
-    with pytest.raises(CorruptDatasetError, match="incomplete .*'sweep_complete'"):
+    with pytest.raises(CorruptDatasetError, match=r"incomplete .*'sweep_complete'"):
         open_grid(small_decode)
 
 
@@ -140,14 +140,14 @@ def test_missing_variable_is_reported(small_decode):
     import shutil
 
     shutil.rmtree(small_decode / "step_time_s")
-    with pytest.raises(CorruptDatasetError, match="lacks variable 'step_time_s'"):
+    with pytest.raises(CorruptDatasetError, match=r"lacks variable 'step_time_s'"):
         open_grid(small_decode)
 
 
 def test_non_sweep_zarr_is_reported(tmp_path):
     path = tmp_path / "other.zarr"
     xr.Dataset({"a": ("x", np.arange(3.0))}).to_zarr(path, consolidated=False)
-    with pytest.raises(CorruptDatasetError, match="not written by a sweep"):
+    with pytest.raises(CorruptDatasetError, match=r"not written by a sweep"):
         open_grid(path)
 
 
@@ -157,7 +157,7 @@ def test_changed_catalog_makes_dataset_stale(small_decode, monkeypatch):
     changed = dict(original)
     changed["h100-sxm"] = GPUSpec(**{**h100.__dict__, "hbm_bw": h100.hbm_bw * 1.1})
     monkeypatch.setattr(loader, "gpu_catalog", lambda: changed)
-    with pytest.raises(StaleDatasetError, match="stale: the catalog figures of gpu "
+    with pytest.raises(StaleDatasetError, match=r"stale: the catalog figures of gpu "
                        "'h100-sxm' changed"):
         open_grid(small_decode)
     assert open_grid(small_decode, check_stale=False).sizes["gpu"] == 3
@@ -165,7 +165,7 @@ def test_changed_catalog_makes_dataset_stale(small_decode, monkeypatch):
 
 def test_changed_version_makes_dataset_stale(small_decode, monkeypatch):
     monkeypatch.setattr(md, "package_version", lambda: "99.0")
-    with pytest.raises(StaleDatasetError, match="computed by inference-lab .*not 99.0"):
+    with pytest.raises(StaleDatasetError, match=r"computed by inference-lab .*not 99.0"):
         open_grid(small_decode)
 
 
@@ -174,7 +174,7 @@ def test_edited_spec_makes_dataset_stale(small_decode):
     spec = json.loads(group.attrs[md.ATTR_SPEC])
     spec["constants"]["budget"] = 0.8
     group.attrs[md.ATTR_SPEC] = json.dumps(spec)
-    with pytest.raises(StaleDatasetError, match="grid spec no longer matches"):
+    with pytest.raises(StaleDatasetError, match=r"grid spec no longer matches"):
         open_grid(small_decode)
 
 
@@ -182,5 +182,5 @@ def test_removed_catalog_entry_makes_dataset_stale(small_decode, monkeypatch):
     original = loader.model_catalog()
     monkeypatch.setattr(loader, "model_catalog",
                         lambda: {k: v for k, v in original.items() if k != "qwen3-8b"})
-    with pytest.raises(StaleDatasetError, match="stale: .*qwen3-8b"):
+    with pytest.raises(StaleDatasetError, match=r"stale: .*qwen3-8b"):
         open_grid(small_decode)
