@@ -146,9 +146,10 @@ def numeric_variables(ds: xr.Dataset) -> list[str]:
             if np.issubdtype(da.dtype, np.number) and not np.issubdtype(da.dtype, np.bool_)]
 
 
-def sweep_axis(ds: xr.Dataset) -> str:
+def sweep_axis(data: xr.Dataset | xr.DataArray) -> str:
     """The swept axis: the dimension with the most points (the first on ties)."""
-    return max(ds.dims, key=lambda d: (ds.sizes[d], -list(ds.dims).index(d)))
+    dims = list(data.dims)
+    return max(dims, key=lambda d: (data.sizes[d], -dims.index(d)))
 
 
 def series_chart(ds: xr.Dataset, y: str, current: dict) -> hv.Overlay:
@@ -157,8 +158,8 @@ def series_chart(ds: xr.Dataset, y: str, current: dict) -> hv.Overlay:
     The current configuration (``current[x]`` when ``x`` is an input) is marked by a
     vertical line and, where a series matches the current inputs, a highlighted marker.
     """
-    x = sweep_axis(ds)
     da = ds[y]
+    x = sweep_axis(da)
     others = [d for d in da.dims if d != x]
     xs, x_long, x_unit = display_values(ds[x])
     _, y_long, y_unit = display_values(da)

@@ -36,5 +36,5 @@ def dataset_netcdf(ds: xr.Dataset) -> bytes:
 def csv_button(get_data: Callable[[], xr.Dataset], filename: str, label: str) -> pmui.FileDownload:
     """A download button that builds the CSV when clicked, from the data current then."""
     return pmui.FileDownload(callback=lambda: io.StringIO(dataset_csv(get_data())),
-                             filename=filename, label=label, variant="outlined",
+                             filename=filename, label=label,
                              embed=False)

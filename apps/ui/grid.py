@@ -88,7 +88,7 @@ class GridExplorer(Viewer):
                            default_layout=pn.Column)
         netcdf = pmui.FileDownload(callback=lambda: io.BytesIO(dataset_netcdf(self._ds)),
                                    filename="decode-grid.nc", label="Whole dataset (NetCDF)",
-                                   variant="outlined", embed=False)
+                                   embed=False)
         csv = csv_button(self.current, "decode-grid-selection.csv", "Selection (CSV)")
         intro = ("# Grid explorer\n\nThe precomputed decode grid (model × GPU × tp × precision × "
                  "batch × context), read as it was computed. Grey cells are invalid "

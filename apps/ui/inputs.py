@@ -28,6 +28,7 @@ def widget_spec(parameter: param.Parameter) -> dict:
 
 def input_panel(experiment: param.Parameterized, names: list[str]) -> pn.Param:
     """A ``pn.Param`` of ``names`` with labels (and units) and doc tooltips from the params."""
-    widgets = {name: spec for name in names if (spec := widget_spec(experiment.param[name]))}
+    widgets = {name: {**spec, "css_classes": [f"lab-input-{name}"]} for name in names
+               if (spec := widget_spec(experiment.param[name]))}
     return pn.Param(experiment, parameters=names, widgets=widgets, show_name=False,
                     sizing_mode="stretch_width", default_layout=pn.Column)

@@ -38,7 +38,7 @@ class PredictionView(Viewer):
         self._choices = pmui.RadioBoxGroup.from_param(self.param.choice, label="",
                                                       inline=False)
         self._button = pmui.Button.from_param(self.param.reveal, variant="contained",
-                                              button_type="primary")
+                                              color="primary")
         self._answer = pn.pane.Markdown(
             pn.bind(self._answer_text, self.param.revealed, self.param.choice,
                     self.experiment.param.result),

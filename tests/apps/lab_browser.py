@@ -1,0 +1,81 @@
+"""Helpers of the browser tests: servers on free ports, Chromium checks, screenshots."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = REPO / "test-artifacts"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run",
+                 "--disable-quic"]
+
+
+def free_port() -> int:
+    """A free TCP port on loopback."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_http(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    """Poll ``url`` until it answers (the server process must stay alive)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}: "
+                               f"{proc.stderr.read().decode() if proc.stderr else ''}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError(f"{url} did not answer within {timeout} s")
+
+
+def start_server(cmd: list[str], port: int, path: str = "/") -> subprocess.Popen:
+    """Start a server process and wait until ``path`` answers."""
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}{path}", proc)
+    except BaseException:
+        proc.kill()
+        raise
+    return proc
+
+
+def stop_server(proc: subprocess.Popen) -> str:
+    """Stop a server started by :func:`start_server`; return its stderr."""
+    proc.terminate()
+    try:
+        _, err = proc.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    return err.decode(errors="replace") if err else ""
+
+
+def require_chromium() -> None:
+    """Skip without Chromium locally; fail on CI, where a missing browser is a broken setup."""
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        if os.environ.get("CI"):
+            pytest.fail(f"{CHROMIUM} is missing on CI; install Debian's chromium package.")
+        pytest.skip(f"{CHROMIUM} is not installed")
+
+
+
+def screenshot(page, name: str) -> Path:
+    """Save a full-page screenshot under ``test-artifacts/``."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

@@ -1,0 +1,158 @@
+"""Plotting functions and views without a browser: HoloViews options and Bokeh data."""
+
+from __future__ import annotations
+
+import holoviews as hv
+import numpy as np
+import pytest
+
+from apps.ui.calculation import CalculationView, steps_html
+from apps.ui.cards import CardsView, cards_html
+from apps.ui.chart_view import ChartView
+from apps.ui.charts import (
+    batch_charts,
+    experiment_charts,
+    heatmap,
+    numeric_variables,
+    sweep_axis,
+)
+from apps.ui.downloads import dataset_csv
+from apps.ui.prediction import UNDECIDED, PredictionView, verdict
+from lab.experiments import all_experiments
+from lab.experiments.batch_bottleneck import BatchBottleneck
+
+
+def plot_of(element):
+    return hv.renderer("bokeh").get_plot(element)
+
+
+def point_sources(plot) -> list[dict]:
+    """CDS data of every scatter layer of an overlay plot."""
+    return [sub.handles["cds"].data for sub in plot.subplots.values()
+            if "cds" in sub.handles and "fill_alpha" in sub.handles["cds"].data]
+
+
+def test_batch_chart_axes_units_and_canvas():
+    exp = BatchBottleneck()
+    step, rate = batch_charts(exp.chart_data(), exp.batch, exp.result["ridge_batch"])
+    plot = plot_of(step)
+    assert plot.state.xaxis[0].axis_label == "Batch (sequences)"
+    assert plot.state.yaxis[0].axis_label == "Ideal decode step time (ms)"
+    assert plot.state.output_backend == "canvas"
+    assert type(plot.state.x_scale).__name__ == "LogScale"
+    assert "not a measurement" in plot.state.title.text
+    assert plot_of(rate).state.yaxis[0].axis_label == "Aggregate decode ceiling (tokens/s)"
+
+
+def test_batch_chart_highlights_current_point_in_ms():
+    exp = BatchBottleneck()
+    step, _ = batch_charts(exp.chart_data(), 8, exp.result["ridge_batch"])
+    layers = point_sources(plot_of(step))
+    current = [d for d in layers if len(d["batch"]) == 1]
+    assert len(current) == 1
+    assert current[0]["batch"][0] == 8
+    assert round(current[0]["step_time_s"][0], 2) == 7.04
+
+
+def test_over_budget_points_are_hollow():
+    exp = BatchBottleneck()
+    ds = exp.chart_data()
+    step, _ = batch_charts(ds, exp.batch, exp.result["ridge_batch"])
+    series = max(point_sources(plot_of(step)), key=lambda d: len(d["batch"]))
+    fits = np.asarray(ds["fits"].values)
+    assert (~fits).any() and fits.any()
+    np.testing.assert_array_equal(series["fill_alpha"], np.where(fits, 1.0, 0.0))
+    np.testing.assert_array_equal(series["fits"], fits)
+
+
+@pytest.mark.parametrize("cls", all_experiments()[1:], ids=lambda c: c.slug)
+def test_other_experiment_charts_render(cls):
+    exp = cls()
+    ds = exp.chart_data()
+    charts = experiment_charts(ds, exp.inputs())
+    assert 1 <= len(charts) <= 4
+    for chart in charts:
+        plot = plot_of(chart)
+        assert plot.state.output_backend == "canvas"
+        assert plot.state.xaxis[0].axis_label.lower().startswith(
+            ds[sweep_axis(ds[numeric_variables(ds)[0]])].attrs.get(
+                "long_name", sweep_axis(ds[numeric_variables(ds)[0]])).split()[0].lower()[:3])
+
+
+def test_heatmap_hover_shows_every_variable():
+    import xarray as xr
+
+    batch = xr.DataArray([1, 2, 4], dims="batch", attrs={"long_name": "batch",
+                                                          "units": "sequences"})
+    context = xr.DataArray([128, 256], dims="context", attrs={"long_name": "context",
+                                                               "units": "tokens"})
+    step = xr.DataArray(np.arange(6.0).reshape(3, 2) * 1e-3, dims=("batch", "context"),
+                        coords={"batch": batch, "context": context},
+                        attrs={"long_name": "ideal decode step time", "units": "s"})
+    valid = step > 0
+    ds = xr.Dataset({"step_time_s": step, "valid": valid.assign_attrs(long_name="valid")})
+    el = heatmap(ds, "step_time_s")
+    assert [d.name for d in el.vdims] == ["step_time_s", "valid"]
+    plot = plot_of(el)
+    data = plot.handles["cds"].data
+    assert "valid" in data and "step_time_s" in data
+    assert sorted(np.asarray(data["step_time_s"], dtype=float)) == [0, 1, 2, 3, 4, 5]
+    assert plot.state.title.text.endswith("(ms)")
+
+
+def test_cards_show_the_acceptance_figures():
+    html = cards_html(BatchBottleneck().cards())
+    for text in ("7.04 ms", "1,136 tok/s", "43.33 GB", "HBM"):
+        assert text in html
+
+
+@pytest.mark.parametrize("changes, words", [
+    ({"model": "qwen2.5-7b", "tp": 8}, "does not divide"),
+    ({"gpu": "a100-sxm-80gb", "precision": "fp8"}, "no FP8"),
+])
+def test_invalid_inputs_show_the_reason_not_numbers(changes, words):
+    exp = BatchBottleneck()
+    cards, calc, chart = CardsView(experiment=exp), CalculationView(experiment=exp), \
+        ChartView(experiment=exp)
+    exp.param.update(**changes)
+    html = cards._html(exp.result)
+    assert words in html and "ms" not in html
+    assert words in calc._html(exp.result)
+    assert chart._grid.visible is False
+    exp.param.update(model="llama-3.1-8b", tp=1, gpu="h100-sxm", precision="bf16")
+    assert "7.04 ms" in cards._html(exp.result)
+    assert chart._grid.visible is True
+
+
+def test_calculation_rows_follow_the_inputs():
+    exp = BatchBottleneck()
+    html = steps_html(exp.steps())
+    assert "15.01 GB / GPU" in html and "= 7.04 ms" in html
+    exp.batch = 16
+    assert "9.61 ms" in steps_html(exp.steps())
+
+
+def test_prediction_reveal_explains_with_live_numbers():
+    exp = BatchBottleneck()
+    view = PredictionView(experiment=exp)
+    assert view._answer_text(view.revealed, view.choice, exp.result) == ""
+    view.choice = exp.prediction.choices[exp.prediction.answer]
+    view.param.trigger("reveal")
+    text = view._answer_text(view.revealed, view.choice, exp.result)
+    assert text.startswith("**Right") and "7.04 ms" in text
+    assert verdict(UNDECIDED, ("a", "b"), 1) == "The answer: b."
+    assert verdict("a", ("a", "b"), 1).startswith("Not quite")
+
+
+def test_chart_csv_holds_the_figures_on_screen():
+    exp = BatchBottleneck()
+    view = ChartView(experiment=exp)
+    csv = dataset_csv(view.data[0])
+    header, *rows = csv.strip().splitlines()
+    cols = header.split(",")
+    row = dict(zip(cols, next(r for r in rows if r.split(",")[0] == "8").split(","), strict=True))
+    assert round(float(row["step_time_s"]) * 1e3, 2) == 7.04
+    assert round(float(row["aggregate_tokens_per_s"])) == 1136
+    exp.batch = 16
+    assert ",16," not in csv and any(r.startswith("16,") for r in
+                                        dataset_csv(view.data[0]).splitlines())
