@@ -104,6 +104,6 @@ class PrefillDeadline(Experiment):
         i = r["inputs"]
         out = prefill_metrics(self.prompt, grid, i["decode_s"], i["c0_s"], i["c1_s"],
                               i["deadline_s"], i["itl_limit_s"])
-        return dataset("chunk", grid, "chunk size", "tokens", out, UNITS,
+        return dataset("chunk_size", grid, "chunk size", "tokens", out, UNITS,
                        ("ttft_s", "itl_during_prefill_s", "chunks", "meets_deadline",
                         "meets_itl", "meets_both"))
