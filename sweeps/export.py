@@ -110,6 +110,18 @@ def portable(ds: xr.Dataset) -> xr.Dataset:
     return out
 
 
+def netcdf_engine() -> str:
+    """The first NetCDF-4 writer installed: ``h5netcdf`` (with h5py) or ``netcdf4``."""
+    import importlib.util
+
+    if importlib.util.find_spec("h5py") and importlib.util.find_spec("h5netcdf"):
+        return "h5netcdf"
+    if importlib.util.find_spec("netCDF4"):
+        return "netcdf4"
+    raise LabInputError("NetCDF export needs h5netcdf with h5py, or netCDF4; install one "
+                        "(pip install h5py).")
+
+
 def format_for(path: str | Path, fmt: str | None) -> str:
     """The export format: ``fmt`` if given, else from the file suffix."""
     if fmt:
@@ -157,7 +169,10 @@ def write(ds: xr.Dataset, path: str | Path, fmt: str) -> Path:
                                                b"inference_lab": json.dumps(meta).encode()})
         pq.write_table(table, path)
     elif fmt == "netcdf":
-        ds.load().to_netcdf(path, engine="h5netcdf", invalid_netcdf=True)
+        ds = ds.load()
+        for item in (ds, *ds.variables.values()):
+            item.attrs = {k: int(v) if isinstance(v, bool) else v for k, v in item.attrs.items()}
+        ds.to_netcdf(path, engine=netcdf_engine())
     elif fmt == "zarr":
         import shutil
 

@@ -186,6 +186,7 @@ def open_grid(path: str | Path, *, check_stale: bool = True) -> xr.Dataset:
         what = f"variable '{absent[0]}'" if absent else "the grid's shape"
         raise CorruptDatasetError(f"The dataset at {path} lacks {what} of its grid spec; "
                                   f"delete it and {fix}.")
+    ds = ds[list(spec.variables)]
     if check_stale and ds.attrs[md.ATTR_HASH] != expected:
         raise StaleDatasetError(f"The dataset at {path} is stale: {_stale_detail(ds, spec)}; "
                                 f"{fix}.")

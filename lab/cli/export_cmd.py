@@ -14,6 +14,7 @@ def _run(args: argparse.Namespace) -> int:
     fmt = format_for(args.output, args.format)
     ds = open_dataset(args.experiment, path=args.dataset)
     part = select(ds, args.sel or [], args.experiment, args.vars)
+    part.attrs["selection"] = " ".join(args.sel or []) or "all"
     print(write(part, args.output, fmt))
     return 0
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,13 @@ def default_decode(tmp_path_factory):
     return open_grid(path)
 
 
+@pytest.fixture(scope="session")
+def small_decode_master(tmp_path_factory):
+    """The small decode grid, written once per session (do not modify: copy it)."""
+    return write_small(tmp_path_factory.mktemp("small") / "small.zarr")
+
+
 @pytest.fixture
-def small_decode(tmp_path):
-    """A freshly written small decode grid (path)."""
-    return write_small(tmp_path / "small.zarr")
+def small_decode(small_decode_master, tmp_path):
+    """A private copy of the small decode grid (path), free to modify."""
+    return Path(shutil.copytree(small_decode_master, tmp_path / "small.zarr"))

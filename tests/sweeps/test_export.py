@@ -1,0 +1,128 @@
+"""Export round-trips for every format; bad selections get one sentence listing valid ones."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+import xarray as xr
+
+from lab.cli.main import main
+from lab.errors import LabInputError
+from sweeps.export import FORMATS, format_for, parse_selection, select, write
+from sweeps.store import open_grid
+
+SEL = ["model=llama-3.1-8b", "gpu=h100-sxm,l4", "batch=1:8"]
+
+
+@pytest.fixture
+def small(small_decode):
+    return open_grid(small_decode)
+
+
+def _expected(small):
+    return select(small, SEL, "decode").load()
+
+
+def _frame_matches(frame: pd.DataFrame, expected: xr.Dataset) -> None:
+    reference = expected.to_dataframe().reset_index()
+    frame = frame.set_index(["gpu", "tp", "precision", "batch", "context"]).sort_index()
+    reference = reference.set_index(["gpu", "tp", "precision", "batch", "context"]).sort_index()
+    assert len(frame) == len(reference) == expected["step_time_s"].size
+    for name in expected.data_vars:
+        np.testing.assert_array_equal(frame[name].to_numpy(), reference[name].to_numpy(),
+                                      err_msg=name)
+    assert (frame["model"] == "llama-3.1-8b").all()
+
+
+def test_selection_parsing(small):
+    sel = parse_selection(SEL, small, "decode")
+    assert sel == {"model": "llama-3.1-8b", "gpu": ["h100-sxm", "l4"], "batch": [1, 8]}
+
+
+def test_csv_round_trip(small, tmp_path):
+    path = write(_expected(small), tmp_path / "x.csv", "csv")
+    _frame_matches(pd.read_csv(path), _expected(small))
+
+
+def test_parquet_round_trip_keeps_units(small, tmp_path):
+    path = write(_expected(small), tmp_path / "x.parquet", "parquet")
+    _frame_matches(pd.read_parquet(path), _expected(small))
+    meta = json.loads(pq.read_schema(path).metadata[b"inference_lab"])
+    assert meta["columns"]["step_time_s"] == {"long_name": "ideal decode step time",
+                                              "units": "s"}
+    assert meta["attrs"]["experiment"] == "decode"
+
+
+@pytest.mark.parametrize("fmt,name", [("netcdf", "x.nc"), ("zarr", "x.zarr")])
+def test_array_formats_round_trip(small, tmp_path, fmt, name):
+    expected = _expected(small)
+    path = write(expected, tmp_path / name, fmt)
+    engine = "zarr" if fmt == "zarr" else None
+    kwargs = {"consolidated": False} if fmt == "zarr" else {}
+    with xr.open_dataset(path, engine=engine, **kwargs) as back:
+        back = back.load()
+    for name_ in expected.data_vars:
+        np.testing.assert_array_equal(back[name_].values, expected[name_].values)
+        assert back[name_].attrs["units"] == expected[name_].attrs["units"]
+    assert list(back["gpu"].values) == ["h100-sxm", "l4"]
+    assert str(back["model"].values) == "llama-3.1-8b"
+    assert back.attrs["grid_hash"] == expected.attrs["grid_hash"]
+
+
+def test_zarr_export_rewrites_existing(small, tmp_path):
+    path = write(_expected(small), tmp_path / "x.zarr", "zarr")
+    write(_expected(small).isel(context=[0]), path, "zarr")
+    assert xr.open_zarr(path, consolidated=False).sizes["context"] == 1
+
+
+@pytest.mark.parametrize("items,message", [
+    (["foo=1"], "'foo' is not a dimension of the decode dataset; valid: model, gpu, tp, "
+                "precision, batch, context."),
+    (["batch=5"], "batch=5 is not on the grid; valid batch values: 1, 8, 64."),
+    (["batch=x"], "batch=x is not a number; valid batch values: 1, 8, 64."),
+    (["gpu=h100"], "gpu=h100 is not on the grid; valid gpu values: h100-sxm, l4, tpu-v5e."),
+    (["batch=100:200"], "batch=100:200 holds no grid values; valid batch values: 1, 8, 64."),
+    (["batch"], "Selection 'batch' must look like dim=value"),
+    (["tp=1", "tp=2"], "'tp' is selected twice"),
+])
+def test_bad_selections(small, items, message):
+    with pytest.raises(LabInputError) as info:
+        parse_selection(items, small, "decode")
+    assert str(info.value).startswith(message)
+
+
+def test_bad_variable(small):
+    with pytest.raises(LabInputError, match="'nope' is not a variable of the decode dataset; "
+                       "valid: linear_weight_bytes, "):
+        select(small, [], "decode", ["nope"])
+
+
+def test_format_from_suffix():
+    assert [format_for(f"x{s}", None) for s in (".csv", ".parquet", ".nc", ".zarr")] == \
+        list(FORMATS)
+    with pytest.raises(LabInputError, match="Cannot tell the format"):
+        format_for("x.txt", None)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_export_cli_every_format(small_decode, tmp_path, capsys, fmt):
+    out = tmp_path / f"out.{fmt}"
+    code = main(["export", "--dataset", str(small_decode), "--sel", "model=qwen3-8b",
+                 "gpu=h100-sxm", "--vars", "step_time_s", "valid", "--format", fmt,
+                 "-o", str(out)])
+    assert code == 0
+    assert capsys.readouterr().out.strip() == str(out)
+    assert out.exists()
+
+
+def test_export_cli_bad_selection_exits_2(small_decode, tmp_path, capsys):
+    code = main(["export", "--dataset", str(small_decode), "--sel", "gpu=a100",
+                 "-o", str(tmp_path / "x.csv")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("inference-lab: error: gpu=a100 is not on the grid; valid gpu "
+                          "values: h100-sxm, l4, tpu-v5e.")
