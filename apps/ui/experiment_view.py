@@ -15,6 +15,12 @@ from apps.ui.theme import PROSE_CSS
 from lab.experiments.base import Experiment
 
 
+def url_inputs(experiment: Experiment) -> list[str]:
+    """Inputs kept in the URL: all but free-text ones (a file path must not come from a link)."""
+    return [n for n in experiment.input_names()
+            if not isinstance(experiment.param[n], param.String)]
+
+
 def limits_markdown(experiment: Experiment) -> str:
     """The limits paragraph and the primary sources as Markdown."""
     sources = "\n".join(f"- {s}" for s in experiment.sources)
@@ -31,8 +37,8 @@ class ExperimentView(Viewer):
         super().__init__(**params)
         exp = self.experiment
         if self.sync_url and pn.state.location is not None:
-            pn.state.location.sync(exp, exp.input_names())
-        self.inputs = input_panel(exp, exp.input_names())
+            pn.state.location.sync(exp, url_inputs(exp))
+        self.inputs = input_panel(exp, url_inputs(exp))
         self.cards = CardsView(experiment=exp)
         self.chart = ChartView(experiment=exp)
         self.prediction = PredictionView(experiment=exp)

@@ -84,7 +84,8 @@ class GridExplorer(Viewer):
 
     def __panel__(self):
         widgets = pn.Param(self, parameters=["variable", *SELECTORS], show_name=False,
-                           widgets={n: {"type": pmui.Select} for n in ["variable", *SELECTORS]},
+                           widgets={n: {"type": pmui.Select, "css_classes": [f"lab-grid-{n}"]}
+                                    for n in ["variable", *SELECTORS]},
                            default_layout=pn.Column)
         netcdf = pmui.FileDownload(callback=lambda: io.BytesIO(dataset_netcdf(self._ds)),
                                    filename="decode-grid.nc", label="Whole dataset (NetCDF)",

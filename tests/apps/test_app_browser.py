@@ -1,0 +1,195 @@
+"""End-to-end tests in headless Chromium against ``panel serve apps/*.py``."""
+
+from __future__ import annotations
+
+import csv
+import re
+
+import param
+import pytest
+from lab_browser import screenshot
+from playwright.sync_api import expect
+
+from apps.ui.charts import numeric_variables, sweep_axis
+from apps.ui.registry import all_pages
+from lab.experiments import all_experiments
+
+PAGES = [p.slug for p in all_pages()]
+CARD_VALUES = ".lab-card .value"
+
+CDS_WITH_FILL = """() => {
+  const out = [];
+  for (const doc of Bokeh.documents)
+    for (const m of doc._all_models.values())
+      if (m.type === 'ColumnDataSource' && m.data.fill_alpha && m.data.batch)
+        out.push({batch: Array.from(m.data.batch), fill: Array.from(m.data.fill_alpha)});
+  return out;
+}"""
+
+HEATMAP_VALUES = """() => {
+  for (const doc of Bokeh.documents)
+    for (const m of doc._all_models.values())
+      if (m.type === 'ColumnDataSource' && m.data.zvalues)
+        return Array.from(m.data.zvalues).slice(0, 40);
+  return null;
+}"""
+
+
+def url(base: str, view: str, **query) -> str:
+    parts = [f"view={view}"] if view else []
+    parts += [f"{k}={v}" for k, v in query.items()]
+    return f"{base}/inference_lab?{'&'.join(parts)}" if parts else f"{base}/"
+
+
+def card_values(page) -> list[str]:
+    return page.locator(CARD_VALUES).all_inner_texts()
+
+
+def main_input(cls) -> str:
+    """The integer input that drives the experiment's chart (else its first integer input)."""
+    exp = cls()
+    ints = [n for n in cls.input_names() if isinstance(cls.param[n], param.Integer)]
+    ds = exp.chart_data()
+    axis = sweep_axis(ds[numeric_variables(ds)[0]])
+    return axis if axis in ints else ints[0]
+
+
+def set_number(page, name: str, value: int) -> None:
+    box = page.locator(f".lab-input-{name} input").first
+    box.fill(str(value))
+    box.press("Enter")
+
+
+@pytest.mark.parametrize("view", PAGES, ids=lambda v: v or "landing")
+def test_every_page_loads_without_errors(lab_url, lab_page, console_errors, view):
+    lab_page.goto(url(lab_url, view))
+    expect(lab_page.locator(".MuiToolbar-root").first).to_contain_text("Inference Lab")
+    if view in {c.slug for c in all_experiments()}:
+        expect(lab_page.locator(CARD_VALUES).first).to_be_visible()
+        expect(lab_page.locator(".bk-Canvas, canvas").first).to_be_visible()
+    elif view == "grid":
+        expect(lab_page.locator("canvas").first).to_be_visible()
+    else:
+        expect(lab_page.locator("h1").first).to_be_visible()
+    expect(lab_page.get_by_text("Traceback")).to_have_count(0)
+    screenshot(lab_page, f"page-{view or 'landing'}")
+    assert console_errors == []
+
+
+def test_root_is_the_landing_page(lab_url, lab_page):
+    lab_page.goto(f"{lab_url}/")
+    expect(lab_page.get_by_text("Change the inputs. Understand the tradeoff.")).to_be_visible()
+    expect(lab_page.locator("a.lab-exp")).to_have_count(len(all_experiments()))
+
+
+def test_batch_defaults_and_moving_batch_to_16(lab_url, lab_page, console_errors):
+    lab_page.goto(url(lab_url, "batch"))
+    values = lab_page.locator(CARD_VALUES)
+    expect(values.nth(0)).to_have_text("7.04 ms")
+    expect(values.nth(1)).to_have_text("1,136 tok/s")
+    expect(values.nth(4)).to_have_text("43.33 GB")
+    before = lab_page.evaluate(CDS_WITH_FILL)
+    assert [8] in [d["batch"] for d in before]
+    set_number(lab_page, "batch", 16)
+    expect(values.nth(0)).to_have_text("9.61 ms")
+    expect(values.nth(1)).to_have_text("1,665 tok/s")
+    lab_page.wait_for_function(
+        "() => { for (const d of Bokeh.documents) for (const m of d._all_models.values())"
+        " if (m.type === 'ColumnDataSource' && m.data.batch && m.data.batch.length === 1"
+        " && m.data.batch[0] === 16) return true; return false; }")
+    screenshot(lab_page, "batch-16")
+    assert console_errors == []
+
+
+def test_over_budget_configuration_draws_hollow_markers(lab_url, lab_page):
+    lab_page.goto(url(lab_url, "batch", batch=512))
+    expect(lab_page.locator(".lab-card .label").nth(4)).to_have_text("Over budget")
+    lab_page.wait_for_function(
+        "() => { for (const d of Bokeh.documents) for (const m of d._all_models.values())"
+        " if (m.type === 'ColumnDataSource' && m.data.batch && m.data.batch.length === 1"
+        " && m.data.batch[0] === 512) return true; return false; }")
+    sources = lab_page.evaluate(CDS_WITH_FILL)
+    current = [s for s in sources if s["batch"] == [512]]
+    assert current and all(s["fill"] == [0] for s in current)
+    series = [s for s in sources if len(s["batch"]) > 1]
+    for s in series:
+        fills = dict(zip(s["batch"], s["fill"], strict=True))
+        assert fills[1] == 1 and fills[1024] == 0
+
+
+def test_prediction_reveal(lab_url, lab_page):
+    lab_page.goto(url(lab_url, "batch"))
+    lab_page.get_by_text("No, a little later").click()
+    lab_page.locator("button", has_text="Reveal the answer").click()
+    answer = lab_page.locator(".lab-answer")
+    expect(answer).to_contain_text("Right: No, a little later.")
+    expect(answer).to_contain_text("7.04 ms")
+
+
+def test_url_round_trips_the_state(lab_url, lab_page, browser):
+    lab_page.goto(url(lab_url, "batch"))
+    expect(lab_page.locator(CARD_VALUES).first).to_have_text("7.04 ms")
+    set_number(lab_page, "batch", 16)
+    expect(lab_page).to_have_url(re.compile(r"batch=16"))
+    shared = lab_page.url
+    other = browser.new_page()
+    try:
+        other.goto(shared)
+        expect(other.locator(CARD_VALUES).first).to_have_text("9.61 ms", timeout=20_000)
+        expect(other.locator(".lab-input-batch input").first).to_have_value("16")
+    finally:
+        other.close()
+
+
+def test_invalid_inputs_show_the_reason(lab_url, lab_page, console_errors):
+    lab_page.goto(url(lab_url, "batch", model="qwen2.5-7b", tp=8))
+    expect(lab_page.locator(".lab-error")).to_contain_text("does not divide")
+    expect(lab_page.locator(CARD_VALUES)).to_have_count(0)
+    assert console_errors == []
+
+
+@pytest.mark.parametrize("cls", all_experiments(), ids=lambda c: c.slug)
+def test_each_experiment_reacts_to_its_main_input(lab_url, lab_page, console_errors, cls):
+    name = main_input(cls)
+    lab_page.goto(url(lab_url, cls.slug))
+    first = lab_page.locator(CARD_VALUES)
+    expect(first.first).to_be_visible()
+    before = card_values(lab_page)
+    default = getattr(cls(), name)
+    lo, hi = cls.param[name].bounds or (None, None)
+    new = default * 2 if hi is None or default * 2 <= hi else max(default // 2, lo or 1)
+    set_number(lab_page, name, new)
+    expect(lab_page).to_have_url(re.compile(rf"{name}={new}\b"))
+    lab_page.wait_for_function(
+        "(b) => { const v = Array.from(document.querySelectorAll('*')).flatMap(e => "
+        "e.shadowRoot ? Array.from(e.shadowRoot.querySelectorAll('.lab-card .value')) : [])"
+        ".map(e => e.textContent); return v.length && v.join('|') !== b; }",
+        arg="|".join(before))
+    assert console_errors == []
+
+
+def test_grid_explorer_switches_model(lab_url, lab_page, console_errors):
+    lab_page.goto(url(lab_url, "grid"))
+    lab_page.wait_for_function(f"() => ({HEATMAP_VALUES})() !== null")
+    before = lab_page.evaluate(HEATMAP_VALUES)
+    lab_page.locator(".lab-grid-model [role=combobox]").first.click()
+    lab_page.get_by_role("option", name="llama-3.1-70b", exact=True).click()
+    expect(lab_page).to_have_url(re.compile(r"model=llama-3.1-70b"))
+    lab_page.wait_for_function(
+        f"(b) => JSON.stringify(({HEATMAP_VALUES})()) !== b", arg=__import__("json").dumps(before))
+    screenshot(lab_page, "grid-70b")
+    assert console_errors == []
+
+
+def test_csv_download_holds_the_figures_on_screen(lab_url, lab_page, tmp_path):
+    lab_page.goto(url(lab_url, "batch"))
+    expect(lab_page.locator(CARD_VALUES).first).to_have_text("7.04 ms")
+    with lab_page.expect_download() as info:
+        lab_page.get_by_text("Chart data (CSV)").click()
+    path = tmp_path / "chart.csv"
+    info.value.save_as(path)
+    rows = list(csv.DictReader(path.open()))
+    row = next(r for r in rows if r["batch"] == "8")
+    assert f"{float(row['step_time_s']) * 1e3:.2f} ms" == "7.04 ms"
+    assert f"{round(float(row['aggregate_tokens_per_s'])):,} tok/s" == "1,136 tok/s"
+    assert {r["batch"] for r in rows} >= {"1", "8", "1024"}
