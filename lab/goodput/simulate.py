@@ -233,6 +233,8 @@ def simulate(
                 heapq.heappush(decoding, (steps + output_list[i] - 1, i))
                 batch += 1
                 offset += prompt_list[i] - steps
+        if not batch:
+            kv_used = 0.0  # nothing running: no reservation can linger through rounding
 
     return Simulation(trace=trace, batch_cap=cap, first_token_s=first, finish_s=finish,
                       admission_step=admitted_at, rejected=rejected, steps=steps,
