@@ -144,3 +144,10 @@ def test_console_script_and_python_m():
                              text=True, check=False)
         assert bad.returncode == 2
         assert bad.stderr.count("\n") == 1
+
+
+def test_output_into_a_closed_pipe_is_quiet():
+    done = subprocess.run(f"{sys.executable} -m lab catalog | head -1", shell=True,
+                          capture_output=True, text=True, check=False)
+    assert "Traceback" not in done.stderr
+    assert done.stdout.startswith("GPUs")
