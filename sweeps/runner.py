@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, redirect_stdout
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,8 +55,9 @@ class Runner:
         if self.progress:
             from distributed import progress
 
-            progress(futures)
-            sys.stdout.write("\n")
+            with redirect_stdout(sys.stderr):
+                progress(futures)
+                sys.stderr.write("\n")
         return tuple(self.client.gather(futures))
 
     @property
@@ -95,7 +96,7 @@ def runner(scheduler: str | None = None, workers: int | None = None, *,
 
     if scheduler is None:
         with LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
-                          processes=True, dashboard_address=None) as cluster, \
+                          processes=True, dashboard_address=":0") as cluster, \
                 Client(cluster) as client:
             yield Runner(client, progress=progress)
         return

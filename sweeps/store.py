@@ -183,8 +183,8 @@ def open_grid(path: str | Path, *, check_stale: bool = True) -> xr.Dataset:
                                   f"({type(exc).__name__}); delete it and {fix}.") from None
     absent = [v for v in spec.variables if v not in ds.data_vars]
     if absent or dict(ds.sizes) != {k: len(v) for k, v in spec.axes.items()}:
-        what = f"variable '{absent[0]}'" if absent else "the grid's shape"
-        raise CorruptDatasetError(f"The dataset at {path} lacks {what} of its grid spec; "
+        what = f"lacks variable '{absent[0]}' of" if absent else "does not have the shape of"
+        raise CorruptDatasetError(f"The dataset at {path} {what} its grid spec; "
                                   f"delete it and {fix}.")
     ds = ds[list(spec.variables)]
     if check_stale and ds.attrs[md.ATTR_HASH] != expected:

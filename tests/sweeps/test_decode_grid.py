@@ -40,7 +40,7 @@ def _assert_matches(cell: dict, record: dict) -> None:
 def test_random_cells_equal_calc_decode(default_decode):
     ds = default_decode
     names = list(ds.data_vars)
-    loaded = ds.load()
+    loaded = ds.compute()
     valid_seen = invalid_seen = 0
     for index in _random_cells(ds, 400, seed=4):
         inputs = _cell_inputs(ds, index)
@@ -76,7 +76,7 @@ def test_cells_equal_cli_json(default_decode, inputs):
         assert main(argv) == 0
     record = json.loads(out.getvalue())
     cell = default_decode.sel(inputs)
-    _assert_matches({n: cell[n].item() for n in cell.data_vars}, record)
+    _assert_matches({n: cell[n].values.item() for n in cell.data_vars}, record)
     assert cell["step_time_s"].dtype == np.float64
 
 
@@ -85,8 +85,8 @@ def test_acceptance_cell_is_bit_identical(default_decode):
                               batch=8, context=8192)
     record = calc_decode(DecodeConfig())
     for name in cell.data_vars:
-        assert cell[name].item() == record[name], name
-    assert f"{cell['step_time_s'].item() * 1e3:.2f}" == "7.04"
+        assert cell[name].values.item() == record[name], name
+    assert f"{cell['step_time_s'].values.item() * 1e3:.2f}" == "7.04"
 
 
 def test_default_grid_shape(default_decode):
@@ -127,9 +127,9 @@ def test_invalid_cells_are_nan_with_reason(default_decode):
 
     no_fp8 = default_decode.sel(model="llama-3.1-8b", gpu="a100-sxm-80gb", tp=1,
                                 precision="fp8", batch=8, context=8192)
-    assert not no_fp8["valid"].item()
-    assert no_fp8["reason"].item() == Reason.FP8_UNSUPPORTED
-    assert np.isnan(no_fp8["step_time_s"].item())
+    assert not no_fp8["valid"].values.item()
+    assert no_fp8["reason"].values.item() == Reason.FP8_UNSUPPORTED
+    assert np.isnan(no_fp8["step_time_s"].values.item())
     too_long = default_decode.sel(model="qwen2.5-7b", gpu="h100-sxm", tp=1, precision="bf16",
                                   batch=8, context=131072)
-    assert too_long["reason"].item() == Reason.CONTEXT_TOO_LONG
+    assert too_long["reason"].values.item() == Reason.CONTEXT_TOO_LONG

@@ -1,0 +1,54 @@
+"""The sweep job on a real ``distributed`` cluster with two worker processes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster, get_task_stream
+
+from lab.cli.main import main
+from sweeps.store import open_grid
+from tests.sweeps.conftest import SMALL_DECODE
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as local:
+        yield local
+
+
+def _grid_file(tmp_path):
+    path = tmp_path / "grid.toml"
+    lines = ["[decode]"] + [f"{k} = {v!r}".replace("'", '"') for k, v in SMALL_DECODE.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_sweep_runs_on_an_existing_cluster(cluster, tmp_path, small_decode, capsys):
+    out = tmp_path / "cluster.zarr"
+    with Client(cluster) as client, get_task_stream(client) as stream:
+        code = main(["sweep", "--grid", str(_grid_file(tmp_path)), "--out", str(out),
+                     "--scheduler", cluster.scheduler_address])
+        assert len(client.scheduler_info()["workers"]) == 2
+    assert code == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip() == str(out)
+    assert "2 workers" in captured.err
+    workers = {task["worker"] for task in stream.data}
+    assert workers and workers <= {w.worker_address for w in cluster.workers.values()}
+    on_cluster = open_grid(out)
+    threaded = open_grid(small_decode)
+    for name in threaded.data_vars:
+        np.testing.assert_array_equal(on_cluster[name].values, threaded[name].values)
+
+
+
+def test_sweep_starts_a_local_cluster_with_two_workers(tmp_path, capsys):
+    out = tmp_path / "local.zarr"
+    code = main(["sweep", "--grid", str(_grid_file(tmp_path)), "--out", str(out),
+                 "--workers", "2"])
+    assert code == 0
+    captured = capsys.readouterr()
+    assert "Dask cluster at tcp://127.0.0.1" in captured.err and "(2 workers)" in captured.err
+    assert open_grid(out).sizes["model"] == 3
