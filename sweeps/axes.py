@@ -71,8 +71,10 @@ def _bounds(table: dict, key: str, where: str) -> tuple[int, int]:
             or not all(isinstance(v, int) and not isinstance(v, bool) for v in pair)):
         raise LabInputError(f"{where}: '{key}' must be a pair of whole numbers [start, stop].")
     low, high = pair
-    if not 0 < low <= high:
-        raise LabInputError(f"{where}: '{key}' must satisfy 0 < start ≤ stop, not {pair}.")
+    smallest = 0 if key == "range" else 1
+    if not smallest <= low <= high:
+        raise LabInputError(f"{where}: '{key}' must satisfy {smallest} ≤ start ≤ stop, "
+                            f"not {pair}.")
     return low, high
 
 

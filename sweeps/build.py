@@ -110,7 +110,7 @@ def build_dataset(spec: ExperimentSpec, schema: Schema, block: BlockFunction,
                                   {"long_name": rule.long_name, "units": rule.units})
     for name, value in spec.constants.items():
         rule = rules[name]
-        coords[name] = xr.Variable((), coordinate_array([value], rule.kind)[0],
+        coords[name] = xr.Variable((), coordinate_array([value], rule.kind).reshape(()),
                                    {"long_name": rule.long_name, "units": rule.units})
     first = {dim: coordinate_array(spec.axes[dim][:1], rules[dim].kind) for dim in dims}
     sample = block(first, spec.constants)

@@ -78,7 +78,6 @@ def dataset_attrs(spec: ExperimentSpec, grid_name: str, description: str) -> dic
     }
 
 
-def expected_hash(spec_json: str) -> tuple[str, ExperimentSpec]:
-    """The hash a dataset with stored spec ``spec_json`` would carry if computed now."""
-    spec = ExperimentSpec.from_dict(json.loads(spec_json))
-    return grid_hash(spec, catalog_figures(spec), package_version()), spec
+def expected_hash(spec: ExperimentSpec) -> str:
+    """The hash a dataset of ``spec`` would carry if computed now."""
+    return grid_hash(spec, catalog_figures(spec), package_version())

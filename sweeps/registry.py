@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import xarray as xr
 
-from sweeps import decode_grid
+from sweeps import decode_grid, serving_grids
 from sweeps.build import BlockFunction, build_dataset
 from sweeps.metadata import dataset_attrs
 from sweeps.paths import DATASET_NAMES
@@ -40,6 +40,8 @@ GRIDS: dict[str, GridKind] = {
                        decode_grid.VARIABLE_UNITS,
                        lambda: {"reason": decode_grid.reason_attrs()}),
 }
+GRIDS.update({name: GridKind(schema, block, units)
+              for name, (schema, block, units) in serving_grids.KINDS.items()})
 """Experiments with a grid, by name."""
 
 

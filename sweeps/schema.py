@@ -90,6 +90,11 @@ class Schema:
     constants: tuple[Rule, ...]
     variables: Callable[[], tuple[str, ...]]
     description: str = ""
+    finalize: Callable[[ExperimentSpec], ExperimentSpec] | None = None
+    """Checks across fields (one sentence on failure) and fills ``extra`` (file hashes);
+    run on every resolve and again on open, so a changed input file makes a dataset stale."""
+    chunk_cells: int = DEFAULT_CHUNK_CELLS
+    """Default cells per chunk (small where one cell is expensive)."""
 
     @property
     def dims(self) -> tuple[str, ...]:
@@ -206,11 +211,12 @@ def resolve_section(schema: Schema, section: Mapping, where: str) -> ExperimentS
     if bad or not variables:
         raise LabInputError(f"{where}.variables must be a non-empty list of "
                             f"{', '.join(available)}.")
-    chunk_cells = section.get("chunk_cells", DEFAULT_CHUNK_CELLS)
+    chunk_cells = section.get("chunk_cells", schema.chunk_cells)
     if isinstance(chunk_cells, bool) or not isinstance(chunk_cells, int) or chunk_cells < 1:
         raise LabInputError(f"{where}.chunk_cells must be a positive whole number.")
     float_dtype = section.get("float_dtype", "float64")
     if float_dtype not in FLOAT_DTYPES:
         raise LabInputError(f"{where}.float_dtype must be one of {', '.join(FLOAT_DTYPES)}.")
     ordered = tuple(v for v in available if v in variables)
-    return ExperimentSpec(schema.experiment, axes, constants, ordered, chunk_cells, float_dtype)
+    spec = ExperimentSpec(schema.experiment, axes, constants, ordered, chunk_cells, float_dtype)
+    return schema.finalize(spec) if schema.finalize else spec

@@ -23,7 +23,9 @@ import zarr
 
 from lab.errors import LabInputError
 from sweeps import metadata as md
+from sweeps.registry import grid_kind
 from sweeps.runner import Runner
+from sweeps.schema import ExperimentSpec
 
 TMP_MARK = ".tmp-"
 OLD_MARK = ".old-"
@@ -130,7 +132,10 @@ def write_grid(ds: xr.Dataset, target: str | Path, run: Runner) -> Path:
     return target
 
 
-def _stale_detail(ds: xr.Dataset, spec) -> str:
+def _stale_detail(ds: xr.Dataset, stored_spec: ExperimentSpec, spec: ExperimentSpec) -> str:
+    changed_inputs = [k for k in spec.extra if stored_spec.extra.get(k) != spec.extra[k]]
+    if changed_inputs:
+        return f"its input changed ({', '.join(changed_inputs)})"
     stored = json.loads(ds.attrs[md.ATTR_CATALOG])
     now = md.catalog_figures(spec)
     changed = [f"{kind[:-1]} '{key}'" for kind in ("models", "gpus")
@@ -174,13 +179,17 @@ def open_grid(path: str | Path, *, check_stale: bool = True) -> xr.Dataset:
         raise CorruptDatasetError(f"The dataset at {path} is incomplete or not written by a "
                                   f"sweep (no '{missing[0]}' attribute); delete it and {fix}.")
     try:
-        expected, spec = md.expected_hash(ds.attrs[md.ATTR_SPEC])
-    except LabInputError as exc:
-        raise StaleDatasetError(f"The dataset at {path} is stale: {exc} Run `inference-lab "
-                                f"sweep --out {path}` with a current grid.") from None
+        stored = ExperimentSpec.from_dict(json.loads(ds.attrs[md.ATTR_SPEC]))
     except (ValueError, KeyError, TypeError) as exc:
         raise CorruptDatasetError(f"The dataset at {path} has an unreadable grid spec "
                                   f"({type(exc).__name__}); delete it and {fix}.") from None
+    try:
+        schema = grid_kind(stored.experiment).schema
+        spec = schema.finalize(stored) if schema.finalize else stored
+        expected = md.expected_hash(spec)
+    except LabInputError as exc:
+        raise StaleDatasetError(f"The dataset at {path} is stale: {exc} Run `inference-lab "
+                                f"sweep --out {path}` with a current grid.") from None
     absent = [v for v in spec.variables if v not in ds.data_vars]
     if absent or dict(ds.sizes) != {k: len(v) for k, v in spec.axes.items()}:
         what = f"lacks variable '{absent[0]}' of" if absent else "does not have the shape of"
@@ -188,6 +197,6 @@ def open_grid(path: str | Path, *, check_stale: bool = True) -> xr.Dataset:
                                   f"delete it and {fix}.")
     ds = ds[list(spec.variables)]
     if check_stale and ds.attrs[md.ATTR_HASH] != expected:
-        raise StaleDatasetError(f"The dataset at {path} is stale: {_stale_detail(ds, spec)}; "
+        raise StaleDatasetError(f"The dataset at {path} is stale: {_stale_detail(ds, stored, spec)}; "
                                 f"{fix}.")
     return ds

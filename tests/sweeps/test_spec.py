@@ -25,7 +25,8 @@ def test_range_and_logspace_axes():
 @pytest.mark.parametrize("entry,message", [
     ([], "is an empty list"),
     ({"pow2": [1, 8], "range": [1, 8]}, "exactly one of pow2, range, logspace"),
-    ({"pow2": [8, 1]}, "0 < start ≤ stop"),
+    ({"pow2": [8, 1]}, "1 ≤ start ≤ stop"),
+    ({"range": [-1, 1]}, "0 ≤ start ≤ stop"),
     ({"range": [1, 8], "step": 0}, "'step' must be a positive whole number"),
     ({"logspace": [1, 8]}, "needs 'num'"),
     ("lots", "must be a list of values or a generator table"),
