@@ -8,6 +8,7 @@ CLI's number for the same inputs.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from types import SimpleNamespace
 
 import numpy as np
@@ -75,8 +76,13 @@ SCHEMA = Schema(
 )
 
 
-def _table_view(table, axis: int, ndim: int) -> SimpleNamespace:
-    """A catalog table's fields as numpy arrays lying along ``axis``."""
+@lru_cache(maxsize=64)
+def _table_view(kind: str, ids: tuple[str, ...], axis: int, ndim: int) -> SimpleNamespace:
+    """A catalog table's fields (``model_table``/``gpu_table``) as numpy arrays along ``axis``.
+
+    Cached per chunk's ids: building the xarray table costs as much as a chunk's arithmetic.
+    """
+    table = model_table(list(ids)) if kind == "model" else gpu_table(list(ids))
     return SimpleNamespace(**{name: axis_view(table[name].values, axis, ndim)
                               for name in table.data_vars})
 
@@ -93,8 +99,8 @@ def decode_block(coords: Mapping[str, np.ndarray], constants: Mapping) -> dict:
         ``allreduce_latency_us`` (µs) — converted exactly as :func:`lab.calc.calc_decode` does.
     """
     ndim = len(DIMS)
-    model = _table_view(model_table(list(coords["model"])), 0, ndim)
-    gpu = _table_view(gpu_table(list(coords["gpu"])), 1, ndim)
+    model = _table_view("model", tuple(str(m) for m in coords["model"]), 0, ndim)
+    gpu = _table_view("gpu", tuple(str(g) for g in coords["gpu"]), 1, ndim)
     tp = axis_view(np.asarray(coords["tp"], dtype=np.int64), 2, ndim)
     precision = axis_view(np.asarray(coords["precision"], dtype=str), 3, ndim)
     batch = axis_view(np.asarray(coords["batch"], dtype=np.int64), 4, ndim)

@@ -1,0 +1,217 @@
+"""Sweep benchmarks: end-to-end cells/s against a plain Zarr write, and compute against a loop.
+
+Run ``python benchmarks/bench_sweep.py`` (add ``--cluster`` to also time the job on a local
+``distributed`` cluster of 2 worker processes). It prints:
+
+1. **End to end** (build + compute + write Zarr) for the ``default`` decode grid, in cells per
+   second, beside a plain Zarr write of arrays with the same shapes, dtypes, chunks and values
+   (computed beforehand, so only the writing is timed): the limit the job can approach.
+2. **Compute alone**: the grid's block function (``lab.decode_family.decode_metrics`` over
+   broadcast axes) per chunk, against a lean per-point loop in plain Python floats over the same
+   formulas (every output of the record, the validity checks first, nothing cached across
+   points), on the same cells.
+
+Figures are best of ``--repeat`` runs (the machine is shared; the best is the least disturbed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import shutil
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from lab.catalog import gpu_catalog, model_catalog
+from sweeps.axes import choose_chunks
+from sweeps.build import coordinate_array
+from sweeps.decode_grid import decode_block
+from sweeps.registry import grid_kind
+from sweeps.runner import Runner, runner
+from sweeps.spec import preset
+from sweeps.store import write_grid
+
+
+def best_of(repeat: int, func) -> float:
+    """Shortest wall time of ``repeat`` calls of ``func``, seconds."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        func()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def end_to_end(repeat: int, run: Runner, workdir: Path) -> tuple[float, int]:
+    """Seconds to build, compute and write the default decode grid; its cell count."""
+    grid = preset("default")
+    spec = grid.resolve("decode")
+
+    def once():
+        ds = grid_kind("decode").build(spec, grid.name)
+        write_grid(ds, workdir / "job.zarr", run)
+
+    return best_of(repeat, once), spec.cells
+
+
+def plain_write(repeat: int, workdir: Path) -> float:
+    """Seconds for a plain ``to_zarr`` of the same arrays (same dtypes, chunks, values)."""
+    grid = preset("default")
+    spec = grid.resolve("decode")
+    computed = grid_kind("decode").build(spec, grid.name).compute(scheduler="threads")
+    chunks = dict(zip(spec.axes, choose_chunks(spec.shape, spec.chunk_cells), strict=True))
+    data = computed.chunk(chunks)
+
+    def once():
+        target = workdir / "plain.zarr"
+        shutil.rmtree(target, ignore_errors=True)
+        data.to_zarr(target, mode="w-", consolidated=False, zarr_format=3,
+                     compute=True)
+
+    return best_of(repeat, once)
+
+
+def _blocks(spec) -> list[dict]:
+    coords = {d: (coordinate_array(v, "str") if d in ("model", "gpu", "precision")
+                  else np.asarray(v, dtype=np.int64)) for d, v in spec.axes.items()}
+    size = choose_chunks(spec.shape, spec.chunk_cells)
+    starts = [range(0, n, c) for n, c in zip(spec.shape, size, strict=True)]
+    return [{d: v[a:a + c] for (d, v), a, c in zip(coords.items(), start, size, strict=True)}
+            for start in itertools.product(*starts)]
+
+
+def compute_alone(repeat: int, threads: int) -> tuple[float, int]:
+    """Seconds for the block function over every chunk of the default grid."""
+    spec = preset("default").resolve("decode")
+    blocks = _blocks(spec)
+
+    def once():
+        if threads == 1:
+            for block in blocks:
+                decode_block(block, spec.constants)
+        else:
+            with ThreadPoolExecutor(threads) as pool:
+                list(pool.map(lambda b: decode_block(b, spec.constants), blocks))
+
+    return best_of(repeat, once), spec.cells
+
+
+def point(m, g, tp, fp8, batch, context, budget, reserve, page):
+    """Every decode-family output of one cell in plain Python floats (None when invalid)."""
+    d, L, H, K, h = m.hidden, m.layers, m.heads, m.kv_heads, m.head_dim
+    if (H % tp or K % tp or tp not in (1, 2, 4, 8) or (fp8 and math.isnan(g.peak_fp8))
+            or context > m.max_context):
+        return None
+    bw = g.hbm_bw
+    nbytes = 1 if fp8 else 2
+    peak = g.peak_fp8 if fp8 else g.peak_bf16
+    n_lin = L * (d * H * h + 2 * d * K * h + H * h * d + 3 * d * m.intermediate) + d * m.vocab
+    w = 1.0 * n_lin * nbytes / tp
+    flops = 2.0 * n_lin * batch / tp
+    t_hbm = w / bw
+    t_comp = flops / peak
+    t_lin = max(t_hbm, t_comp)
+    kv_tok = 2 * L * K * h * 2
+    kv_tokens = batch * context
+    kv_read = 1.0 * kv_tokens * kv_tok / tp
+    att_flops = 1.0 * kv_tokens * 4 * L * H * h / tp
+    t_att_mem = kv_read / bw
+    t_att_comp = att_flops / g.peak_bf16
+    t_att = max(t_att_mem, t_att_comp)
+    step = t_lin + t_att
+    pages = -(-(context + 1) // page)
+    per_seq = 1.0 * pages * page * kv_tok / tp
+    params = 1.0 * m.total_params * nbytes / tp
+    budget_b = budget * g.capacity_bytes
+    mem_kv = batch * per_seq
+    remaining = budget_b - params - mem_kv - reserve
+    free = budget_b - params - reserve
+    waste = 1.0 * (pages * page - (context + 1)) * kv_tok / tp
+    max_seqs = math.floor(free / per_seq) if free > 0 else 0.0
+    return (w, flops, t_hbm, t_comp, t_lin, t_comp > t_hbm, kv_read, att_flops, t_att_mem,
+            t_att_comp, t_att, step, batch / step, 1.0 / step, peak * nbytes / (2.0 * bw),
+            0.0, batch / step / tp, params, mem_kv, budget_b, reserve, remaining,
+            remaining >= 0, per_seq, free, waste, max_seqs, free > 0)
+
+
+def python_loop(repeat: int, models: int) -> tuple[float, int]:
+    """Seconds for the plain-Python loop over the default grid's first ``models`` models."""
+    spec = preset("default").resolve("decode")
+    c = spec.constants
+    reserve = c["reserve_gb"] * 1e9
+    ms = [model_catalog()[i] for i in spec.axes["model"][:models]]
+    gs = [gpu_catalog()[i] for i in spec.axes["gpu"]]
+    axes = spec.axes
+
+    def once():
+        for m in ms:
+            for g in gs:
+                for tp in axes["tp"]:
+                    for precision in axes["precision"]:
+                        fp8 = precision == "fp8"
+                        for batch in axes["batch"]:
+                            for context in axes["context"]:
+                                point(m, g, tp, fp8, batch, context, c["budget"], reserve,
+                                      c["page"])
+
+    cells = spec.cells // len(axes["model"]) * models
+    return best_of(repeat, once), cells
+
+
+def check_loop_matches() -> None:
+    """The loop's figures equal the grid's (same formulas), or the comparison is void."""
+    from lab.calc import DecodeConfig, calc_decode
+
+    m, g = model_catalog()["llama-3.1-8b"], gpu_catalog()["h100-sxm"]
+    got = point(m, g, 1, False, 8, 8192, 0.9, 4e9, 16)
+    want = calc_decode(DecodeConfig())
+    assert math.isclose(got[11], want["step_time_s"], rel_tol=1e-12)
+    assert math.isclose(got[21], want["memory_remaining_bytes"], rel_tol=1e-12)
+    assert got[26] == want["max_sequences"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cluster", action="store_true",
+                        help="also time the job on a local cluster of 2 worker processes")
+    args = parser.parse_args()
+    check_loop_matches()
+    workdir = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
+    try:
+        seconds, cells = end_to_end(args.repeat, Runner(None, "threads"), workdir)
+        plain = plain_write(args.repeat, workdir)
+        print("End to end, default decode grid "
+              f"({cells:,} cells, 30 variables, float64, threaded scheduler):")
+        print(f"  sweep job (build + compute + write): {seconds:6.2f} s  "
+              f"{cells / seconds / 1e6:6.2f} M cells/s")
+        print(f"  plain Zarr write of the same arrays: {plain:6.2f} s  "
+              f"{cells / plain / 1e6:6.2f} M cells/s")
+        print(f"  ratio job / plain write: {seconds / plain:.2f}× the time")
+        if args.cluster:
+            with runner(None, 2) as run:
+                seconds_c, _ = end_to_end(args.repeat, run, workdir)
+            print(f"  sweep job on a local cluster (2 worker processes): {seconds_c:6.2f} s  "
+                  f"{cells / seconds_c / 1e6:6.2f} M cells/s")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    one, cells = compute_alone(args.repeat, 1)
+    two, _ = compute_alone(args.repeat, 2)
+    loop, loop_cells = python_loop(args.repeat, 3)
+    loop_rate = loop_cells / loop
+    print("Compute alone (every output of the record, default grid chunks):")
+    print(f"  vectorised, 1 thread:  {cells / one / 1e6:7.2f} M cells/s")
+    print(f"  vectorised, 2 threads: {cells / two / 1e6:7.2f} M cells/s")
+    print(f"  plain-Python loop ({loop_cells:,} cells): {loop_rate / 1e6:7.3f} M cells/s")
+    print(f"  ratio vectorised / loop: {cells / one / loop_rate:.0f}× (1 thread), "
+          f"{cells / two / loop_rate:.0f}× (2 threads)")
+
+
+if __name__ == "__main__":
+    main()
