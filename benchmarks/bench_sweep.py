@@ -34,7 +34,6 @@ from sweeps.decode_grid import decode_block
 from sweeps.registry import grid_kind
 from sweeps.runner import Runner, runner
 from sweeps.spec import preset
-from sweeps.store import write_grid
 
 
 def best_of(repeat: int, func) -> float:
@@ -53,8 +52,7 @@ def end_to_end(repeat: int, run: Runner, workdir: Path) -> tuple[float, int]:
     spec = grid.resolve("decode")
 
     def once():
-        ds = grid_kind("decode").build(spec, grid.name)
-        write_grid(ds, workdir / "job.zarr", run)
+        grid_kind("decode").write(spec, grid.name, workdir / "job.zarr", run)
 
     return best_of(repeat, once), spec.cells
 

@@ -41,11 +41,10 @@ def compute_default(name: str, path: Path, *, progress: bool = False) -> Path:
     from sweeps.registry import grid_kind
     from sweeps.runner import Runner
     from sweeps.spec import preset
-    from sweeps.store import write_grid
 
     grid = preset("default")
-    ds = grid_kind(name).build(grid.resolve(name), grid.name)
-    return write_grid(ds, path, Runner(None, "threads", progress))
+    return grid_kind(name).write(grid.resolve(name), grid.name, path,
+                                 Runner(None, "threads", progress))
 
 
 def _check_default(ds: xr.Dataset, name: str, path: Path) -> None:

@@ -9,11 +9,14 @@ Output dtypes come from running the block function on the grid's first cell.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 
+import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
+import zarr
 
 from sweeps.axes import choose_chunks
 from sweeps.schema import ExperimentSpec, Schema
@@ -68,6 +71,48 @@ def run_block(block: BlockFunction, spec: ExperimentSpec, coords: Mapping[str, n
             for name in spec.variables}
 
 
+def output_dtypes(spec: ExperimentSpec, schema: Schema, block: BlockFunction) -> dict:
+    """Storage dtype of every variable, from the block function run on the grid's first cell."""
+    kinds = {r.name: r.kind for r in schema.axes}
+    first = {dim: coordinate_array(spec.axes[dim][:1], kinds[dim]) for dim in schema.dims}
+    sample = block(first, spec.constants)
+    return {name: storage_dtype(name, sample[name], spec.float_dtype) for name in spec.variables}
+
+
+def block_slices(shape: tuple[int, ...], chunks: tuple[int, ...]) -> list[tuple[slice, ...]]:
+    """The index slices of every chunk of an array of ``shape`` cut into ``chunks``."""
+    starts = [range(0, n, c) for n, c in zip(shape, chunks, strict=True)]
+    return [tuple(slice(a, min(a + c, n)) for a, c, n in zip(start, chunks, shape, strict=True))
+            for start in itertools.product(*starts)]
+
+
+def write_region(path: str, block: BlockFunction, spec: ExperimentSpec, kinds: Mapping,
+                 dtypes: Mapping, region: tuple[slice, ...]) -> int:
+    """Compute one chunk and write every variable's values into the Zarr store at ``path``.
+
+    One task per chunk does both, on whichever worker runs it: no block travels between
+    processes and memory holds one chunk at a time. Returns the cells written.
+    """
+    coords = {dim: coordinate_array(spec.axes[dim][sl], kinds[dim])
+              for dim, sl in zip(spec.axes, region, strict=True)}
+    arrays = run_block(block, spec, coords, dtypes)
+    group = zarr.open_group(path, mode="r+", zarr_format=3)
+    for name, values in arrays.items():
+        group[name][region] = values
+    return int(np.prod([s.stop - s.start for s in region]))
+
+
+def region_tasks(spec: ExperimentSpec, schema: Schema, block: BlockFunction,
+                 path: str) -> list:
+    """One ``dask.delayed`` :func:`write_region` per chunk of ``spec`` (chunk-aligned)."""
+    kinds = {r.name: r.kind for r in schema.axes}
+    dtypes = output_dtypes(spec, schema, block)
+    chunks = choose_chunks(spec.shape, spec.chunk_cells)
+    task = dask.delayed(write_region, pure=False)
+    return [task(path, block, spec, kinds, dtypes, region)
+            for region in block_slices(spec.shape, chunks)]
+
+
 def _block_to_dataset(placeholder: xr.DataArray, block: BlockFunction, spec: ExperimentSpec,
                       dtypes: Mapping[str, np.dtype]) -> xr.Dataset:
     coords = {dim: placeholder[dim].values for dim in placeholder.dims}
@@ -112,11 +157,7 @@ def build_dataset(spec: ExperimentSpec, schema: Schema, block: BlockFunction,
         rule = rules[name]
         coords[name] = xr.Variable((), coordinate_array([value], rule.kind).reshape(()),
                                    {"long_name": rule.long_name, "units": rule.units})
-    first = {dim: coordinate_array(spec.axes[dim][:1], rules[dim].kind) for dim in dims}
-    sample = block(first, spec.constants)
-    dtypes = {name: storage_dtype(name, sample[name], spec.float_dtype)
-              for name in spec.variables}
-
+    dtypes = output_dtypes(spec, schema, block)
     shape = spec.shape
     chunks = choose_chunks(shape, spec.chunk_cells)
     placeholder = xr.DataArray(da.empty(shape, chunks=chunks, dtype=np.uint8), dims=dims,

@@ -12,7 +12,6 @@ from sweeps.paths import dataset_path
 from sweeps.registry import grid_kind
 from sweeps.runner import Runner
 from sweeps.spec import GridSpec
-from sweeps.store import write_grid
 
 
 @dataclass(frozen=True)
@@ -72,8 +71,7 @@ def run_sweep(grid: GridSpec, experiments: Sequence[str] | None, out: str | Path
             shape = " × ".join(f"{d} {n}" for d, n in zip(spec.axes, spec.shape, strict=True))
             report(f"{name}: {spec.cells:,} cells ({shape}) → {paths[name]}")
         start = time.perf_counter()
-        ds = grid_kind(name).build(spec, grid.name)
-        write_grid(ds, paths[name], run)
+        grid_kind(name).write(spec, grid.name, paths[name], run)
         results.append(SweepResult(name, paths[name], spec.cells, time.perf_counter() - start))
         if report:
             r = results[-1]

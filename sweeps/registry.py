@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import xarray as xr
 
 from sweeps import decode_grid, serving_grids
-from sweeps.build import BlockFunction, build_dataset
+from sweeps.build import BlockFunction, build_dataset, region_tasks
 from sweeps.metadata import dataset_attrs
 from sweeps.paths import DATASET_NAMES
 from sweeps.schema import ExperimentSpec, Schema
@@ -33,6 +34,18 @@ class GridKind:
         attrs = dataset_attrs(spec, grid_name, self.schema.description)
         return build_dataset(spec, self.schema, self.block, self.units, attrs,
                              self.var_attrs())
+
+    def writers(self, spec: ExperimentSpec, path: str) -> list:
+        """Delayed tasks, one per chunk, computing and writing ``spec`` into ``path``."""
+        return region_tasks(spec, self.schema, self.block, path)
+
+    def write(self, spec: ExperimentSpec, grid_name: str, path, run) -> Path:
+        """Compute ``spec`` and write it to the Zarr store ``path`` (safely: see
+        :func:`sweeps.store.write_grid`) on ``run``."""
+        from sweeps.store import write_grid
+
+        return write_grid(self.build(spec, grid_name), path, run,
+                          lambda tmp: self.writers(spec, tmp))
 
 
 GRIDS: dict[str, GridKind] = {

@@ -1,10 +1,10 @@
 """Write grids to Zarr safely and open them again with every check.
 
 Writing (:func:`write_grid`): the template (metadata and coordinates) goes to a temporary
-directory beside the target, then every chunk is filled by region writes from wherever the
-graph runs, then the ``sweep_complete`` attribute is set and the directory is renamed into
-place. An interrupted or failed sweep leaves the previous dataset untouched; the next write
-clears the leftovers of dead writers.
+directory beside the target, then every chunk is filled by a region write from the task that
+computed it, wherever that runs, then the ``sweep_complete`` attribute is set and the
+directory is renamed into place. An interrupted or failed sweep leaves the previous dataset
+untouched; the next write clears the leftovers of dead writers.
 
 Opening (:func:`open_grid`): a missing, unreadable, incomplete or stale dataset raises a
 :class:`DatasetError` with one sentence saying what is wrong and how to fix it.
@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import xarray as xr
@@ -97,17 +98,23 @@ def _swap_into_place(tmp: Path, target: Path) -> None:
         shutil.rmtree(backup, ignore_errors=True)
 
 
-def write_grid(ds: xr.Dataset, target: str | Path, run: Runner) -> Path:
+def write_grid(ds: xr.Dataset, target: str | Path, run: Runner,
+               writers: Callable[[str], list] | None = None) -> Path:
     """Write the lazy grid ``ds`` to the Zarr store ``target`` (replacing it only on success).
 
     Parameters
     ----------
     ds : xarray.Dataset
-        A dask-backed grid from :meth:`sweeps.registry.GridKind.build`.
+        A dask-backed grid from :meth:`sweeps.registry.GridKind.build`; its template
+        (metadata, coordinates, attributes) is written first.
     target : path
         The ``.zarr`` directory to create or replace.
     run : Runner
         Where the chunks are computed and written.
+    writers : callable, optional
+        ``writers(path)`` gives one delayed task per chunk that computes the chunk and writes
+        its region (:meth:`sweeps.registry.GridKind.writers`). Without it, ``ds``'s own
+        graph fills the regions through ``to_zarr(region="auto")``.
 
     Returns
     -------
@@ -120,10 +127,12 @@ def write_grid(ds: xr.Dataset, target: str | Path, run: Runner) -> Path:
     tmp = target.with_name(f"{target.name}{TMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
         ds.to_zarr(tmp, mode="w-", compute=False, consolidated=False, zarr_format=3)
-        scalars = [name for name in ds.coords if name not in ds.dims]
-        regions = ds.drop_vars(scalars).to_zarr(tmp, region="auto", compute=False,
-                                                consolidated=False)
-        run.compute(regions)
+        if writers is not None:
+            run.compute(*writers(str(tmp)))
+        else:
+            scalars = [name for name in ds.coords if name not in ds.dims]
+            run.compute(ds.drop_vars(scalars).to_zarr(tmp, region="auto", compute=False,
+                                                      consolidated=False))
         zarr.open_group(tmp, mode="r+", zarr_format=3).attrs[md.ATTR_COMPLETE] = True
         _swap_into_place(tmp, target)
     except BaseException:

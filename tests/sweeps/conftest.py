@@ -10,7 +10,7 @@ import pytest
 from sweeps.registry import grid_kind
 from sweeps.runner import Runner
 from sweeps.spec import from_mapping, preset
-from sweeps.store import open_grid, write_grid
+from sweeps.store import open_grid
 
 SMALL_DECODE = {
     "model": ["llama-3.1-8b", "qwen3-8b", "llama-3.1-70b"],
@@ -27,8 +27,8 @@ SMALL_DECODE = {
 def write_small(path: Path, section: dict | None = None, name: str = "small") -> Path:
     """Write a small decode grid to ``path`` on the threaded scheduler."""
     grid = from_mapping({"decode": section or SMALL_DECODE}, "test grid", name)
-    ds = grid_kind("decode").build(grid.resolve("decode"), grid.name)
-    return write_grid(ds, path, Runner(None, "threads"))
+    return grid_kind("decode").write(grid.resolve("decode"), grid.name, path,
+                                     Runner(None, "threads"))
 
 
 @pytest.fixture(scope="session")
@@ -36,8 +36,7 @@ def default_decode(tmp_path_factory):
     """The ``default`` preset's decode grid, written to Zarr and opened again."""
     grid = preset("default")
     path = tmp_path_factory.mktemp("grids") / "decode.zarr"
-    ds = grid_kind("decode").build(grid.resolve("decode"), grid.name)
-    write_grid(ds, path, Runner(None, "threads"))
+    grid_kind("decode").write(grid.resolve("decode"), grid.name, path, Runner(None, "threads"))
     return open_grid(path)
 
 

@@ -16,7 +16,7 @@ from lab.errors import LabInputError
 from sweeps.registry import grid_kind
 from sweeps.runner import Runner
 from sweeps.spec import from_mapping, preset
-from sweeps.store import open_grid, write_grid
+from sweeps.store import open_grid
 
 RTOL = 1e-12
 CELLS = 300
@@ -29,8 +29,9 @@ def serving(tmp_path_factory):
     root = tmp_path_factory.mktemp("serving")
     out = {}
     for name in ("prefill", "prefix", "goodput", "context"):
-        ds = grid_kind(name).build(grid.resolve(name), grid.name)
-        out[name] = open_grid(write_grid(ds, root / f"{name}.zarr", Runner(None, "threads")))
+        path = grid_kind(name).write(grid.resolve(name), grid.name, root / f"{name}.zarr",
+                                     Runner(None, "threads"))
+        out[name] = open_grid(path)
     return out
 
 
@@ -154,8 +155,8 @@ def test_changed_trace_makes_goodput_stale(tmp_path):
     trace = tmp_path / "trace.csv"
     trace.write_bytes(DEFAULT_TRACE.read_bytes())
     grid = from_mapping({"goodput": {"trace": str(trace), "batch_cap": [1, 64]}}, "g", "g")
-    ds = grid_kind("goodput").build(grid.resolve("goodput"), grid.name)
-    path = write_grid(ds, tmp_path / "goodput.zarr", Runner(None, "threads"))
+    path = grid_kind("goodput").write(grid.resolve("goodput"), grid.name,
+                                      tmp_path / "goodput.zarr", Runner(None, "threads"))
     assert open_grid(path).sizes["batch_cap"] == 2
     lines = trace.read_text().splitlines()
     trace.write_text("\n".join(lines[:-1]) + "\n")
