@@ -3,9 +3,11 @@
 Run ``python benchmarks/bench_sweep.py`` (add ``--cluster`` to also time the job on a local
 ``distributed`` cluster of 2 worker processes). It prints:
 
-1. **End to end** (build + compute + write Zarr) for the ``default`` decode grid, in cells per
-   second, beside a plain Zarr write of arrays with the same shapes, dtypes, chunks and values
-   (computed beforehand, so only the writing is timed): the limit the job can approach.
+1. **End to end** (build + compute + write Zarr) for the ``default`` decode grid and for one
+   model's slice of the ``large`` preset (six float32 variables), in cells per second, beside
+   plain Zarr writes of arrays with the same shapes, dtypes, chunks and values (computed
+   beforehand, so only the writing is timed; through xarray and through zarr itself): the
+   limit the job can approach.
 2. **Compute alone**: the grid's block function (``lab.decode_family.decode_metrics`` over
    broadcast axes) per chunk, against a lean per-point loop in plain Python floats over the same
    formulas (every output of the record, the validity checks first, nothing cached across
@@ -26,14 +28,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import zarr
 
 from lab.catalog import gpu_catalog, model_catalog
 from sweeps.axes import choose_chunks
-from sweeps.build import coordinate_array
+from sweeps.build import block_slices, coordinate_array
 from sweeps.decode_grid import decode_block
 from sweeps.registry import grid_kind
 from sweeps.runner import Runner, runner
-from sweeps.spec import preset
+from sweeps.spec import PRESETS, from_mapping, preset
 
 
 def best_of(repeat: int, func) -> float:
@@ -46,9 +49,18 @@ def best_of(repeat: int, func) -> float:
     return min(times)
 
 
-def end_to_end(repeat: int, run: Runner, workdir: Path) -> tuple[float, int]:
-    """Seconds to build, compute and write the default decode grid; its cell count."""
-    grid = preset("default")
+GRIDS = {
+    "default": lambda: preset("default"),
+    "large-slice": lambda: from_mapping(
+        {"decode": {**PRESETS["large"]["decode"], "model": ["llama-3.1-8b"]}},
+        "large preset, one model", "large-slice"),
+}
+"""Grids timed end to end: the default (30 float64 variables) and one model's slice of the
+``large`` preset (six float32 variables plus the validity flag and code)."""
+
+
+def end_to_end(repeat: int, run: Runner, workdir: Path, grid) -> tuple[float, int]:
+    """Seconds to build, compute and write the decode grid of ``grid``; its cell count."""
     spec = grid.resolve("decode")
 
     def once():
@@ -57,21 +69,39 @@ def end_to_end(repeat: int, run: Runner, workdir: Path) -> tuple[float, int]:
     return best_of(repeat, once), spec.cells
 
 
-def plain_write(repeat: int, workdir: Path) -> float:
-    """Seconds for a plain ``to_zarr`` of the same arrays (same dtypes, chunks, values)."""
-    grid = preset("default")
+def plain_writes(repeat: int, workdir: Path, grid) -> tuple[float, float]:
+    """Seconds for plain writes of the same arrays (dtypes, chunks, values), computed first.
+
+    Returns the time of ``xarray.Dataset.to_zarr`` (dask, threaded) and of ``zarr`` itself
+    (each chunk of each variable assigned from memory, 2 threads).
+    """
     spec = grid.resolve("decode")
     computed = grid_kind("decode").build(spec, grid.name).compute(scheduler="threads")
-    chunks = dict(zip(spec.axes, choose_chunks(spec.shape, spec.chunk_cells), strict=True))
-    data = computed.chunk(chunks)
+    chunks = choose_chunks(spec.shape, spec.chunk_cells)
+    data = computed.chunk(dict(zip(spec.axes, chunks, strict=True)))
 
-    def once():
+    def with_xarray():
         target = workdir / "plain.zarr"
         shutil.rmtree(target, ignore_errors=True)
-        data.to_zarr(target, mode="w-", consolidated=False, zarr_format=3,
-                     compute=True)
+        data.to_zarr(target, mode="w-", consolidated=False, zarr_format=3, compute=True)
 
-    return best_of(repeat, once)
+    arrays = {name: computed[name].values for name in spec.variables}
+
+    def with_zarr():
+        target = workdir / "plain-zarr.zarr"
+        shutil.rmtree(target, ignore_errors=True)
+        group = zarr.open_group(target, mode="w", zarr_format=3)
+        out = {name: group.create_array(name, shape=a.shape, dtype=a.dtype, chunks=chunks)
+               for name, a in arrays.items()}
+
+        def region(index):
+            for name, a in arrays.items():
+                out[name][index] = a[index]
+
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(region, block_slices(spec.shape, chunks)))
+
+    return best_of(repeat, with_xarray), best_of(repeat, with_zarr)
 
 
 def _blocks(spec) -> list[dict]:
@@ -182,20 +212,24 @@ def main() -> None:
     check_loop_matches()
     workdir = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
     try:
-        seconds, cells = end_to_end(args.repeat, Runner(None, "threads"), workdir)
-        plain = plain_write(args.repeat, workdir)
-        print("End to end, default decode grid "
-              f"({cells:,} cells, 30 variables, float64, threaded scheduler):")
-        print(f"  sweep job (build + compute + write): {seconds:6.2f} s  "
-              f"{cells / seconds / 1e6:6.2f} M cells/s")
-        print(f"  plain Zarr write of the same arrays: {plain:6.2f} s  "
-              f"{cells / plain / 1e6:6.2f} M cells/s")
-        print(f"  ratio job / plain write: {seconds / plain:.2f}× the time")
-        if args.cluster:
-            with runner(None, 2) as run:
-                seconds_c, _ = end_to_end(args.repeat, run, workdir)
-            print(f"  sweep job on a local cluster (2 worker processes): {seconds_c:6.2f} s  "
-                  f"{cells / seconds_c / 1e6:6.2f} M cells/s")
+        for label, make in GRIDS.items():
+            grid = make()
+            spec = grid.resolve("decode")
+            seconds, cells = end_to_end(args.repeat, Runner(None, "threads"), workdir, grid)
+            plain_xr, plain_zarr = plain_writes(args.repeat, workdir, grid)
+            print(f"End to end, {label} decode grid ({cells:,} cells, {len(spec.variables)} "
+                  f"variables, {spec.float_dtype} floats, threaded scheduler):")
+            for name, t in (("sweep job (build + compute + write)", seconds),
+                            ("plain write, xarray.to_zarr", plain_xr),
+                            ("plain write, zarr directly", plain_zarr)):
+                print(f"  {name:38s} {t:6.2f} s  {cells / t / 1e6:6.2f} M cells/s")
+            print(f"  job time / plain write time: {seconds / plain_xr:.2f}× (xarray), "
+                  f"{seconds / plain_zarr:.2f}× (zarr)")
+            if args.cluster:
+                with runner(None, 2) as run:
+                    seconds_c, _ = end_to_end(args.repeat, run, workdir, grid)
+                print(f"  {'sweep job, local cluster of 2 workers':38s} {seconds_c:6.2f} s  "
+                      f"{cells / seconds_c / 1e6:6.2f} M cells/s")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
