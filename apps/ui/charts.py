@@ -229,7 +229,9 @@ def heatmap(ds: xr.Dataset, variable: str, x: str = "batch", y: str = "context")
             vdims.append(hv.Dimension(name, label=str(other.attrs.get("long_name", name))))
     del values
     el = hv.HeatMap(frame, [dimension(x, x_long, x_unit), dimension(y, y_long, y_unit)], vdims)
-    return el.opts(cmap="cividis", colorbar=True, tools=["hover"], responsive=True, height=460,
+    positive = np.nanmin(frame[variable]) > 0 if np.isfinite(frame[variable]).any() else False
+    return el.opts(cmap="cividis", colorbar=True, logz=bool(positive), tools=["hover"],
+                   responsive=True, height=460,
                    xrotation=45, backend_opts=CANVAS, clipping_colors={"NaN": "#d9d9d9"},
                    title=f"{long_name[:1].upper() + long_name[1:]}" + (f" ({unit})" if unit
                                                                         else ""))

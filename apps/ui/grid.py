@@ -18,6 +18,10 @@ from panel.viewable import Viewer
 
 from apps.ui.charts import heatmap
 from apps.ui.downloads import csv_button, dataset_netcdf
+from lab.calc import DecodeConfig
+
+DEFAULTS = DecodeConfig()
+"""The lab's default configuration (Llama 3.1 8B on H100 SXM, tp 1, BF16), shown first."""
 
 SELECTORS = ("model", "gpu", "tp", "precision")
 """Dimensions chosen with a selector; the heatmap spans batch × context."""
@@ -25,10 +29,14 @@ SELECTORS = ("model", "gpu", "tp", "precision")
 
 @pn.cache
 def decode_grid() -> xr.Dataset:
-    """The precomputed decode-family dataset (loaded on first use, cached per process)."""
-    import lab
+    """The precomputed decode-family dataset (loaded on first use, cached per process).
 
-    return lab.open_dataset("decode")
+    ``lab.open_dataset``, imported from its module: a stale editable install can leave the
+    ``lab`` package itself resolved as a namespace (no ``__init__``) under ``panel serve``.
+    """
+    from lab.datasets import open_dataset
+
+    return open_dataset("decode")
 
 
 def plottable(ds: xr.Dataset) -> list[str]:
@@ -66,7 +74,8 @@ class GridExplorer(Viewer):
             values = [v.item() if hasattr(v, "item") else v for v in self._ds[dim].values]
             self.param[dim].objects = values
             if getattr(self, dim) is None:
-                setattr(self, dim, values[0])
+                preferred = getattr(DEFAULTS, dim)
+                setattr(self, dim, preferred if preferred in values else values[0])
         if pn.state.location is not None:
             pn.state.location.sync(self, ["variable", *SELECTORS])
         self._plot = pn.pane.HoloViews(

@@ -11,7 +11,11 @@ SLIDER_MAX_SPAN = 4096
 
 
 def widget_spec(parameter: param.Parameter) -> dict:
-    """The ``pn.Param`` widget spec for one input: type, throttling and sizing."""
+    """The ``pn.Param`` widget spec for one input: type, throttling and sizing.
+
+    Sliders report only the released value (``value_throttled``); number boxes commit on
+    Enter or blur already.
+    """
     if isinstance(parameter, param.Boolean):
         return {"type": pmui.Switch, "sizing_mode": "stretch_width"}
     if isinstance(parameter, param.Selector):
@@ -20,9 +24,9 @@ def widget_spec(parameter: param.Parameter) -> dict:
         lo, hi = parameter.bounds or (None, None)
         if lo is not None and hi is not None and hi - lo <= SLIDER_MAX_SPAN:
             return {"type": pmui.EditableIntSlider, "throttled": True, "sizing_mode": "stretch_width"}
-        return {"type": pmui.IntInput, "throttled": True, "sizing_mode": "stretch_width"}
+        return {"type": pmui.IntInput, "sizing_mode": "stretch_width"}
     if isinstance(parameter, param.Number):
-        return {"type": pmui.FloatInput, "throttled": True, "sizing_mode": "stretch_width"}
+        return {"type": pmui.FloatInput, "sizing_mode": "stretch_width"}
     return {}
 
 

@@ -10,6 +10,7 @@ from lab_browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
     REPO,
+    app_errors,
     free_port,
     require_chromium,
     start_server,
@@ -35,7 +36,7 @@ def lab_url():
     proc = start_server(cmd, port)
     yield f"http://127.0.0.1:{port}"
     err = stop_server(proc)
-    assert "Traceback" not in err, err
+    assert app_errors(err) == [], err
 
 
 @pytest.fixture

@@ -64,6 +64,16 @@ def stop_server(proc: subprocess.Popen) -> str:
     return err.decode(errors="replace") if err else ""
 
 
+BENIGN = ("StreamClosedError", "WebSocketClosedError")
+"""Tornado's report of a browser tab closing mid-write: not an app error."""
+
+
+def app_errors(log: str) -> list[str]:
+    """Tracebacks in a server log other than closed-websocket noise."""
+    blocks = log.split("Task exception was never retrieved")
+    return [b for b in blocks if "Traceback" in b and not any(n in b for n in BENIGN)]
+
+
 def require_chromium() -> None:
     """Skip without Chromium locally; fail on CI, where a missing browser is a broken setup."""
     if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
