@@ -23,6 +23,7 @@ ATTR_VERSION = "inference_lab_version"
 ATTR_HASH = "grid_hash"
 ATTR_EXPERIMENT = "experiment"
 ATTR_COMPLETE = "sweep_complete"
+"""Set to 1 once every chunk is written (an integer, so NetCDF exports keep it)."""
 REQUIRED_ATTRS = (ATTR_EXPERIMENT, ATTR_NAME, ATTR_SPEC, ATTR_CATALOG, ATTR_VERSION, ATTR_HASH,
                   ATTR_COMPLETE)
 """Attributes every finished dataset carries."""

@@ -20,6 +20,8 @@ import dask
 
 from lab.errors import LabInputError
 
+CONNECT_TIMEOUT = "10s"
+"""How long to try reaching a ``--scheduler`` address before giving up."""
 LOCAL_SCHEDULERS = ("threads", "synchronous")
 """``--scheduler`` values that run in this process without ``distributed``."""
 
@@ -101,7 +103,7 @@ def runner(scheduler: str | None = None, workers: int | None = None, *,
             yield Runner(client, progress=progress)
         return
     try:
-        client = Client(scheduler, timeout="10s")
+        client = Client(scheduler, timeout=CONNECT_TIMEOUT)
     except (OSError, TimeoutError, ValueError) as exc:
         raise LabInputError(f"Could not connect to the Dask scheduler at '{scheduler}' "
                             f"({type(exc).__name__}); is `dask scheduler` running there?") \

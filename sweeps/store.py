@@ -133,7 +133,7 @@ def write_grid(ds: xr.Dataset, target: str | Path, run: Runner,
             scalars = [name for name in ds.coords if name not in ds.dims]
             run.compute(ds.drop_vars(scalars).to_zarr(tmp, region="auto", compute=False,
                                                       consolidated=False))
-        zarr.open_group(tmp, mode="r+", zarr_format=3).attrs[md.ATTR_COMPLETE] = True
+        zarr.open_group(tmp, mode="r+", zarr_format=3).attrs[md.ATTR_COMPLETE] = 1
         _swap_into_place(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

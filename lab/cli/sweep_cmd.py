@@ -9,15 +9,15 @@ from sweeps.paths import DATASET_NAMES
 
 
 def _run(args: argparse.Namespace) -> int:
-    from sweeps.job import run_sweep
+    from sweeps.job import output_paths, run_sweep
     from sweeps.runner import runner
     from sweeps.spec import load_grid
 
     grid = load_grid(args.grid)
-    experiments = args.experiment or None
-    if experiments:
-        for name in experiments:
-            grid.resolve(name)
+    experiments = args.experiment or list(grid.experiments)
+    for name in experiments:
+        grid.resolve(name)
+    output_paths(experiments, args.out)
 
     def report(line: str) -> None:
         print(line, file=sys.stderr, flush=True)

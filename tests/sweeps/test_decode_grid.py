@@ -118,7 +118,7 @@ def test_dataset_attrs_carry_provenance(default_decode):
     assert catalog["gpus"]["h100-sxm"]["source"]
     assert catalog["models"]["llama-3.1-8b"]["total_params"] == 8_030_261_248
     assert attrs[md.ATTR_VERSION] == md.package_version()
-    assert attrs[md.ATTR_COMPLETE] is True
+    assert attrs[md.ATTR_COMPLETE] == 1
     assert len(attrs[md.ATTR_HASH]) == 64
 
 
