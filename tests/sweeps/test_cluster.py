@@ -8,7 +8,7 @@ from distributed import Client, LocalCluster, get_task_stream
 
 from lab.cli.main import main
 from sweeps.store import open_grid
-from tests.sweeps.conftest import SMALL_DECODE
+from tests.sweeps.conftest import SMALL_DECODE, write_small
 
 
 @pytest.fixture(scope="module")
@@ -52,3 +52,38 @@ def test_sweep_starts_a_local_cluster_with_two_workers(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "Dask cluster at tcp://127.0.0.1" in captured.err and "(2 workers)" in captured.err
     assert open_grid(out).sizes["model"] == 3
+
+
+def test_killed_worker_mid_write_is_replaced_and_the_sweep_completes(cluster, tmp_path):
+    import os
+    import signal
+    import threading
+    import time
+
+    out = write_small(tmp_path / "decode.zarr")
+    grid = tmp_path / "many.toml"
+    grid.write_text('name = "many"\n[decode]\nchunk_cells = 4096\n'
+                    'model = ["llama-3.1-8b", "qwen3-8b", "llama-3.1-70b"]\n', encoding="utf-8")
+    result = {}
+
+    def sweep():
+        result["code"] = main(["sweep", "--grid", str(grid), "--out", str(out),
+                               "--scheduler", cluster.scheduler_address, "--quiet"])
+
+    with Client(cluster) as client:
+        pids = client.run(os.getpid)
+        thread = threading.Thread(target=sweep)
+        thread.start()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not list(
+                tmp_path.glob("decode.zarr.tmp-*/step_time_s/c/*")):
+            time.sleep(0.01)
+        os.kill(next(iter(pids.values())), signal.SIGKILL)
+        assert open_grid(out).attrs["grid_name"] == "small"
+        thread.join(timeout=120)
+    assert result["code"] == 0
+    ds = open_grid(out)
+    assert ds.attrs["grid_name"] == "many" and ds.sizes["gpu"] == 16
+    assert not np.isnan(ds["step_time_s"].sel(model="qwen3-8b", gpu="h100-sxm", tp=1,
+                                               precision="bf16", batch=8,
+                                               context=8192).values)
