@@ -64,10 +64,13 @@ def coordinate_array(values, kind: str) -> np.ndarray:
 
 def run_block(block: BlockFunction, spec: ExperimentSpec, coords: Mapping[str, np.ndarray],
               dtypes: Mapping[str, np.dtype]) -> dict[str, np.ndarray]:
-    """Call ``block`` on one chunk's coordinates; return full-shape arrays in storage dtypes."""
+    """Call ``block`` on one chunk's coordinates; return full-shape arrays in storage dtypes.
+
+    Outputs that vary along fewer dimensions come back as read-only broadcast views (no copy).
+    """
     shape = tuple(len(v) for v in coords.values())
     raw = block(coords, spec.constants)
-    return {name: np.broadcast_to(np.asarray(raw[name]), shape).astype(dtypes[name])
+    return {name: np.broadcast_to(np.asarray(raw[name]), shape).astype(dtypes[name], copy=False)
             for name in spec.variables}
 
 
@@ -117,7 +120,8 @@ def _block_to_dataset(placeholder: xr.DataArray, block: BlockFunction, spec: Exp
                       dtypes: Mapping[str, np.dtype]) -> xr.Dataset:
     coords = {dim: placeholder[dim].values for dim in placeholder.dims}
     arrays = run_block(block, spec, coords, dtypes)
-    return xr.Dataset({name: (placeholder.dims, arr) for name, arr in arrays.items()},
+    return xr.Dataset({name: (placeholder.dims, arr if arr.flags.writeable else arr.copy())
+                       for name, arr in arrays.items()},
                       coords=placeholder.coords)
 
 
