@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import secrets
-import subprocess
 import sys
 from pathlib import Path
 
@@ -55,11 +55,9 @@ def _run(args: argparse.Namespace) -> int:
         raise LabInputError(f"--num-procs {args.num_procs} is negative (0 means one per CPU).")
     cmd = panel_command(args)
     print(f"Serving Inference Lab at http://{args.address}:{args.port}/ (Ctrl+C stops).",
-          file=sys.stderr)
-    try:
-        return subprocess.call(cmd)
-    except KeyboardInterrupt:
-        return 130
+          file=sys.stderr, flush=True)
+    os.execv(cmd[0], cmd)  # the server replaces this process: signals reach it directly
+    return 0
 
 
 def register(subparsers) -> None:

@@ -6,6 +6,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -32,8 +33,7 @@ def wait_for_http(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> No
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}: "
-                               f"{proc.stderr.read().decode() if proc.stderr else ''}")
+            raise RuntimeError(f"server exited with {proc.returncode}: {server_log(proc)}")
         try:
             with urllib.request.urlopen(url, timeout=2):
                 return
@@ -42,9 +42,20 @@ def wait_for_http(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> No
     raise TimeoutError(f"{url} did not answer within {timeout} s")
 
 
+def server_log(proc: subprocess.Popen) -> str:
+    """What the server wrote to stderr so far."""
+    log = proc.log  # type: ignore[attr-defined]
+    log.flush()
+    log.seek(0)
+    return log.read().decode(errors="replace")
+
+
 def start_server(cmd: list[str], port: int, path: str = "/") -> subprocess.Popen:
-    """Start a server process and wait until ``path`` answers."""
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    """Start a server process (stderr to a temporary file, never a pipe that can fill up)
+    and wait until ``path`` answers."""
+    log = tempfile.TemporaryFile()  # noqa: SIM115 (closed by stop_server)
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log)
+    proc.log = log  # type: ignore[attr-defined]
     try:
         wait_for_http(f"http://127.0.0.1:{port}{path}", proc)
     except BaseException:
@@ -57,11 +68,13 @@ def stop_server(proc: subprocess.Popen) -> str:
     """Stop a server started by :func:`start_server`; return its stderr."""
     proc.terminate()
     try:
-        _, err = proc.communicate(timeout=15)
+        proc.wait(timeout=15)
     except subprocess.TimeoutExpired:
         proc.kill()
-        _, err = proc.communicate()
-    return err.decode(errors="replace") if err else ""
+        proc.wait()
+    text = server_log(proc)
+    proc.log.close()  # type: ignore[attr-defined]
+    return text
 
 
 BENIGN = ("StreamClosedError", "WebSocketClosedError")

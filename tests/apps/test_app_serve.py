@@ -1,0 +1,60 @@
+"""``inference-lab serve`` serves the lab with the landing page at ``/``."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import urllib.request
+
+from lab_browser import REPO, free_port, require_chromium, start_server, stop_server
+from playwright.sync_api import expect
+
+from lab.cli.main import build_parser
+from lab.cli.serve_cmd import app_script, panel_command
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(["serve", *argv])
+
+
+def test_panel_command_serves_the_app_as_the_index():
+    cmd = panel_command(parse("--port", "5100", "--address", "0.0.0.0", "--num-procs", "2",
+                              "--basic-auth", "secret"))
+    script = app_script()
+    assert script == REPO / "apps" / "inference_lab.py"
+    assert cmd[1:5] == ["-m", "panel", "serve", str(script)]
+    assert cmd[cmd.index("--index") + 1] == "inference_lab"
+    assert cmd[cmd.index("--num-procs") + 1] == "2"
+    assert cmd[cmd.index("--basic-auth") + 1] == "secret"
+    assert "--cookie-secret" in cmd and "--warm" not in cmd
+    assert "0.0.0.0:5100" in cmd
+
+
+def test_inference_lab_serve_has_the_landing_page_at_root(lab_page, console_errors):
+    require_chromium()
+    port = free_port()
+    exe = shutil.which("inference-lab") or sys.executable
+    cmd = ([exe] if exe.endswith("inference-lab") else [exe, "-m", "lab"])
+    proc = start_server([*cmd, "serve", "--port", str(port), "--address", "127.0.0.1"], port)
+    try:
+        lab_page.goto(f"http://127.0.0.1:{port}/")
+        expect(lab_page.get_by_text("Change the inputs. Understand the tradeoff.")).to_be_visible()
+        assert lab_page.url == f"http://127.0.0.1:{port}/"
+        lab_page.goto(f"http://127.0.0.1:{port}/?view=batch")
+        expect(lab_page.locator(".lab-card .value").first).to_have_text("7.04 ms")
+        assert console_errors == []
+    finally:
+        stop_server(proc)
+
+
+def test_basic_auth_asks_for_a_login():
+    port = free_port()
+    cmd = [sys.executable, "-m", "lab", "serve", "--port", str(port), "--address", "127.0.0.1",
+           "--basic-auth", "lab-secret-123"]
+    proc = start_server(cmd, port, path="/login")
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as response:
+            assert "/login" in response.url
+    finally:
+        stop_server(proc)
