@@ -31,6 +31,7 @@ import numpy as np
 import zarr
 
 from lab.catalog import gpu_catalog, model_catalog
+from sweeps.allocator import tune_allocator
 from sweeps.axes import choose_chunks
 from sweeps.build import block_slices, coordinate_array
 from sweeps.decode_grid import decode_block
@@ -117,6 +118,7 @@ def compute_alone(repeat: int, threads: int) -> tuple[float, int]:
     """Seconds for the block function over every chunk of the default grid."""
     spec = preset("default").resolve("decode")
     blocks = _blocks(spec)
+    tune_allocator()  # as the sweep's run_block does in every process
 
     def once():
         if threads == 1:
