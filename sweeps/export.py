@@ -136,8 +136,17 @@ def format_for(path: str | Path, fmt: str | None) -> str:
 
 
 def _frame(ds: xr.Dataset) -> pd.DataFrame:
+    """One row per cell, the inputs first (dimensions, then scalar coordinates such as a
+    selected model and the grid's constants), then the variables."""
     frame = ds.to_dataframe().reset_index() if ds.dims else ds.expand_dims("cell").to_dataframe()
-    return frame.reset_index(drop=True).drop(columns=["cell"], errors="ignore")
+    frame = frame.reset_index(drop=True).drop(columns=["cell"], errors="ignore")
+    order = []
+    if "grid_spec" in ds.attrs:  # the grid's own order: its axes, then its constants
+        spec = json.loads(ds.attrs["grid_spec"])
+        order = [*spec.get("axes", {}), *spec.get("constants", {})]
+    names = [*order, *map(str, ds.dims), *map(str, ds.coords)]
+    leading = list(dict.fromkeys(name for name in names if name in frame))
+    return frame[leading + [c for c in frame.columns if c not in leading]]
 
 
 def column_attrs(ds: xr.Dataset) -> dict:
