@@ -1,0 +1,233 @@
+"""UI latency of the served lab in headless Chromium.
+
+Measures, against ``inference-lab serve`` on a free loopback port:
+
+* **cards**: from the Enter key that commits a new batch on experiment 1 to the headline cards
+  showing the new figures (a ``MutationObserver`` inside the cards' shadow root);
+* **repaint**: from the same key press to the first Bokeh ``Figure`` paint whose data holds the
+  new current point;
+* both as median and p90 over ``--changes`` changes, for 1 session and ``--sessions`` concurrent
+  sessions (separate browser contexts, changes interleaved);
+* **first load** of the landing page and of experiment 1: navigation start to the content
+  visible (landing: the experiment cards; experiment 1: the cards and a painted chart).
+
+Usage: ``python benchmarks/bench_ui.py [--changes 20] [--sessions 4] [--loads 5] [--json F]``.
+Needs Debian's Chromium at ``/usr/bin/chromium``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+from playwright.async_api import async_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+BATCHES = (16, 32, 64, 128, 8, 4, 24, 48, 96, 12)
+"""Batch values cycled through; consecutive values always differ."""
+
+HOOKS = """() => {
+  window.__t0 = null; window.__cards = null; window.__paint = null; window.__want = null;
+  document.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') { window.__t0 = performance.now(); window.__cards = null;
+                             window.__paint = null; }
+  }, true);
+  const deep = (root, sel, out) => {
+    root.querySelectorAll('*').forEach(el => {
+      if (el.matches && el.matches(sel)) out.push(el);
+      if (el.shadowRoot) deep(el.shadowRoot, sel, out);
+    });
+    return out;
+  };
+  const cards = deep(document, '.lab-cards', [])[0];
+  const root = cards.getRootNode();
+  const first = () => { const v = deep(root, '.lab-card .value', [])[0]; return v && v.textContent; };
+  window.__first = first;
+  new MutationObserver(() => {
+    if (window.__t0 !== null && window.__cards === null && window.__wantCard !== undefined
+        && first() !== window.__wantCard) window.__cards = performance.now();
+  }).observe(root, {subtree: true, childList: true, characterData: true});
+  const current = () => {
+    for (const d of Bokeh.documents) for (const m of d._all_models.values())
+      if (m.type === 'ColumnDataSource' && m.data.batch && m.data.batch.length === 1)
+        return m.data.batch[0];
+    return null;
+  };
+  const seen = new Set();
+  const wrap = (v) => {
+    if (!v || seen.has(v)) return; seen.add(v);
+    if (v.model && v.model.type === 'Figure' && typeof v.paint === 'function') {
+      const orig = v.paint.bind(v);
+      v.paint = (...a) => { const r = orig(...a);
+        if (window.__t0 !== null && window.__paint === null && current() === window.__want)
+          window.__paint = performance.now();
+        return r; };
+    }
+    const kids = v.child_views;
+    if (kids && kids[Symbol.iterator]) for (const x of kids) wrap(x);
+    if (v.renderer_views) for (const x of v.renderer_views.values()) wrap(x);
+  };
+  for (const r of Array.from(Bokeh.index.roots || Object.values(Bokeh.index))) wrap(r);
+  return seen.size;
+}"""
+
+
+def free_port() -> int:
+    """A free loopback port."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_lab(port: int) -> subprocess.Popen:
+    """``inference-lab serve`` (via ``python -m lab``) on ``port``; waits until it answers."""
+    log = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the server)
+    proc = subprocess.Popen([sys.executable, "-m", "lab", "serve", "--port", str(port),
+                             "--address", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=log)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2):
+                return proc
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise TimeoutError("the lab did not start within 90 s")
+
+
+def summary(values: list[float]) -> dict:
+    """Median and p90 in ms."""
+    ordered = sorted(values)
+    p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+    return {"median_ms": round(statistics.median(ordered), 1), "p90_ms": round(p90, 1),
+            "n": len(ordered)}
+
+
+async def loopback_only(page) -> None:
+    """Abort every request that leaves loopback."""
+    async def route(r):
+        host = r.request.url.split("/")[2].split(":")[0]
+        await (r.continue_() if host in ("127.0.0.1", "localhost") else r.abort())
+    await page.route("**/*", route)
+
+
+async def open_batch(browser, base: str):
+    """A fresh context on experiment 1 with the timing hooks installed."""
+    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = await context.new_page()
+    await loopback_only(page)
+    await page.goto(f"{base}/?view=batch")
+    await page.locator(".lab-card .value").first.wait_for()
+    await page.wait_for_function("() => Bokeh.documents.length > 0")
+    await page.wait_for_timeout(300)
+    await page.evaluate(HOOKS)
+    return context, page
+
+
+async def change_batch(page, value: int, old_card: str) -> tuple[float, float]:
+    """Type ``value`` into the batch box, press Enter; (cards ms, repaint ms)."""
+    await page.evaluate("(a) => { window.__want = a[0]; window.__wantCard = a[1]; }",
+                        [value, old_card])
+    box = page.locator(".lab-input-batch input").first
+    await box.click()
+    await box.press("Control+A")
+    await box.press_sequentially(str(value))
+    await box.press("Enter")
+    await page.wait_for_function("() => window.__cards !== null && window.__paint !== null",
+                                 timeout=30_000)
+    cards, paint, t0 = await page.evaluate("() => [window.__cards, window.__paint, window.__t0]")
+    return cards - t0, paint - t0
+
+
+async def session_loop(page, changes: int, offset: int) -> tuple[list[float], list[float]]:
+    """``changes`` batch changes on one page."""
+    cards, paints = [], []
+    for i in range(changes):
+        value = BATCHES[(i + offset) % len(BATCHES)]
+        old = await page.evaluate("() => window.__first()")
+        c, p = await change_batch(page, value, old)
+        cards.append(c)
+        paints.append(p)
+    return cards, paints
+
+
+async def first_load(browser, url: str, ready: str) -> float:
+    """Seconds from navigation to ``ready`` visible in a fresh context."""
+    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = await context.new_page()
+    await loopback_only(page)
+    start = time.perf_counter()
+    await page.goto(url)
+    await page.locator(ready).first.wait_for(state="visible", timeout=30_000)
+    if "batch" in url:
+        await page.locator("canvas").first.wait_for(state="visible", timeout=30_000)
+    elapsed = time.perf_counter() - start
+    await context.close()
+    return elapsed
+
+
+async def run(args) -> dict:
+    port = free_port()
+    proc = start_lab(port)
+    base = f"http://127.0.0.1:{port}"
+    results: dict = {}
+    try:
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            loads = {"landing": [], "batch": []}
+            for _ in range(args.loads):
+                loads["landing"].append(await first_load(browser, f"{base}/", "a.lab-exp"))
+                loads["batch"].append(await first_load(browser, f"{base}/?view=batch",
+                                                       ".lab-card .value"))
+            results["first_load_s"] = {
+                k: {"first": round(v[0], 3), "median": round(statistics.median(v), 3)}
+                for k, v in loads.items()}
+            for sessions in (1, args.sessions):
+                opened = [await open_batch(browser, base) for _ in range(sessions)]
+                per = await asyncio.gather(*[session_loop(page, args.changes, i)
+                                             for i, (_, page) in enumerate(opened)])
+                cards = [c for cs, _ in per for c in cs]
+                paints = [p for _, ps in per for p in ps]
+                results[f"{sessions}_session{'s' if sessions > 1 else ''}"] = {
+                    "cards": summary(cards), "repaint": summary(paints)}
+                for context, _ in opened:
+                    await context.close()
+            await browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--changes", type=int, default=20, help="changes per session")
+    parser.add_argument("--sessions", type=int, default=4, help="concurrent sessions")
+    parser.add_argument("--loads", type=int, default=5, help="first loads per page")
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args(argv)
+    if not os.path.exists(CHROMIUM):
+        print(f"{CHROMIUM} is missing; install Debian's chromium.", file=sys.stderr)
+        return 2
+    results = asyncio.run(run(args))
+    text = json.dumps(results, indent=2)
+    print(text)
+    if args.json:
+        with open(args.json, "w") as handle:
+            handle.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
