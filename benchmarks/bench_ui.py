@@ -127,7 +127,7 @@ async def open_batch(browser, base: str):
     context = await browser.new_context(viewport={"width": 1400, "height": 1000})
     page = await context.new_page()
     await loopback_only(page)
-    await page.goto(f"{base}/?view=batch")
+    await page.goto(f"{base}?view=batch")
     await page.locator(".lab-card .value").first.wait_for()
     await page.wait_for_function("() => Bokeh.documents.length > 0")
     await page.wait_for_timeout(300)
@@ -140,12 +140,19 @@ async def change_batch(page, value: int, old_card: str) -> tuple[float, float]:
     await page.evaluate("(a) => { window.__want = a[0]; window.__wantCard = a[1]; }",
                         [value, old_card])
     box = page.locator(".lab-input-batch input").first
+    await box.blur()  # pmui's editable slider commits on Enter only after a fresh focus
     await box.click()
     await box.press("Control+A")
     await box.press_sequentially(str(value))
     await box.press("Enter")
-    await page.wait_for_function("() => window.__cards !== null && window.__paint !== null",
-                                 timeout=30_000)
+    try:
+        await page.wait_for_function(
+            "() => window.__cards !== null && window.__paint !== null", timeout=30_000)
+    except Exception as exc:
+        state = await page.evaluate("() => [window.__t0, window.__cards, window.__paint, "
+                                    "window.__first(), window.__want]")
+        raise RuntimeError(f"batch {value}: no update seen (t0, cards, paint, card, want) = "
+                           f"{state}") from exc
     cards, paint, t0 = await page.evaluate("() => [window.__cards, window.__paint, window.__t0]")
     return cards - t0, paint - t0
 
@@ -188,7 +195,7 @@ async def run(args) -> dict:
             loads = {"landing": [], "batch": []}
             for _ in range(args.loads):
                 loads["landing"].append(await first_load(browser, f"{base}/", "a.lab-exp"))
-                loads["batch"].append(await first_load(browser, f"{base}/?view=batch",
+                loads["batch"].append(await first_load(browser, f"{base}?view=batch",
                                                        ".lab-card .value"))
             results["first_load_s"] = {
                 k: {"first": round(v[0], 3), "median": round(statistics.median(v), 3)}

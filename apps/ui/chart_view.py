@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import holoviews as hv
+import numpy as np
 import panel as pn
 import param
 from panel.viewable import Viewer
 
-from apps.ui.charts import NOTE, batch_charts, experiment_charts
+from apps.ui.charts import (
+    NOTE,
+    batch_charts,
+    batch_points,
+    batch_series,
+    batch_titles,
+    display_values,
+    experiment_charts,
+    finish,
+)
 from apps.ui.downloads import csv_button
 from lab.experiments.base import Experiment
 
@@ -29,22 +39,31 @@ class ChartView(Viewer):
 
     Each chart is a ``hv.DynamicMap`` bound to ``data``, so updates stream into the existing
     Bokeh plot (zoom survives). While the inputs are invalid the last valid chart is hidden.
+    On a server the chart update runs on the next tick, after the cards have been sent, and
+    the charts of one update are built once for all panes.
     """
 
     experiment = param.ClassSelector(class_=Experiment, doc="The experiment drawn.")
     data = param.Parameter(default=None, precedence=-1,
                            doc="(chart dataset, inputs, result) of the last valid inputs.")
+    series = param.Parameter(default=None, precedence=-1,
+                             doc="Experiment 1: (dataset over powers of two, ridge batch).")
+    point = param.Parameter(default=None, precedence=-1,
+                            doc="Experiment 1: (chart dataset, current batch).")
 
     def __init__(self, **params):
         super().__init__(**params)
         exp = self.experiment
         source = exp if exp.error is None else type(exp)()
         self.data = (source.chart_data(), source.inputs(), source.result)
+        self._built: tuple = (None, [])
+        self._pending = False
         exp.param.watch(self._refresh, "result")
+        self._split_batch()
         count = len(charts_for(exp, self.data))
         self._panes = [
-            pn.pane.HoloViews(hv.DynamicMap(pn.bind(self._chart, self.param.data, i)),
-                              sizing_mode="stretch_width", min_height=320, linked_axes=False)
+            pn.pane.HoloViews(self._dynamic(i), sizing_mode="stretch_width", min_height=320,
+                              linked_axes=False)
             for i in range(count)]
         self._grid = pn.GridBox(*self._panes, ncols=2 if count > 1 else 1,
                                 sizing_mode="stretch_width",
@@ -54,12 +73,48 @@ class ChartView(Viewer):
                                     "Chart data (CSV)")
 
     def _refresh(self, _event) -> None:
+        if self.experiment.error is None and not self._pending:
+            self._pending = True
+            pn.state.execute(self._update, schedule=True)
+
+    def _update(self) -> None:
+        self._pending = False
         if self.experiment.error is None:
             self.data = (self.experiment.chart_data(), self.experiment.inputs(),
                          self.experiment.result)
+            self._split_batch()
+
+    def _split_batch(self) -> None:
+        """Experiment 1: update the lines only when they change, the current point always.
+
+        The lines are drawn over the powers of two, which do not depend on the batch, so
+        moving the batch repaints one marker per chart instead of every layer.
+        """
+        if self.experiment.slug != "batch":
+            return
+        ds, inputs, result = self.data
+        batch = ds["batch"].values
+        powers = batch[(batch & (batch - 1)) == 0]
+        lines = ds.sel(batch=powers)
+        previous = self.series
+        if (previous is None or previous[1] != result["ridge_batch"]
+                or not lines.identical(previous[0])):
+            self.series = (lines, result["ridge_batch"])
+        self.point = (ds, inputs["batch"])
+
+    def _dynamic(self, index: int):
+        """The live chart ``index``: one DynamicMap, or lines × current point for exp. 1."""
+        if self.experiment.slug != "batch":
+            return hv.DynamicMap(pn.bind(self._chart, self.param.data, index))
+        lines = hv.DynamicMap(pn.bind(lambda s: batch_series(*s)[index], self.param.series))
+        point = hv.DynamicMap(pn.bind(lambda p: batch_points(*p)[index], self.param.point))
+        xs = np.asarray(display_values(self.series[0]["batch"])[0])
+        return finish(lines * point, xs, batch_titles()[index])
 
     def _chart(self, data, index: int) -> hv.Overlay:
-        return charts_for(self.experiment, data)[index]
+        if self._built[0] is not data:
+            self._built = (data, charts_for(self.experiment, data))
+        return self._built[1][index]
 
     def __panel__(self):
         return pn.Column(self._grid,

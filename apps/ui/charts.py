@@ -95,22 +95,39 @@ def fit_curve(ds: xr.Dataset, x: str, y: str, current: float, *, fits: str | Non
     fits : str or None
         Boolean variable; points where it is false are hollow.
     """
-    frame = fit_frame(ds, x, y, fits)
-    xs, x_long, x_unit = display_values(ds[x])
+    xs = display_values(ds[x])[0]
+    layers = fit_layers(ds, x, y, fits=fits, color=color) * current_layer(ds, x, y, current,
+                                                                          fits=fits)
+    return finish(layers, xs if log2_x else None, title)
+
+
+def _dims(ds: xr.Dataset, x: str, y: str) -> tuple[hv.Dimension, list]:
+    _, x_long, x_unit = display_values(ds[x])
     _, y_long, y_unit = display_values(ds[y])
-    xdim = dimension(x, x_long, x_unit)
-    ydim = dimension(y, y_long, y_unit)
     fit_dim = hv.Dimension("fits", label="Fits the memory budget")
-    vdims = [ydim, fit_dim, "fill_alpha"]
-    curve = hv.Curve(frame, xdim, ydim).opts(color=color, line_width=2)
+    return dimension(x, x_long, x_unit), [dimension(y, y_long, y_unit), fit_dim, "fill_alpha"]
+
+
+def fit_layers(ds: xr.Dataset, x: str, y: str, *, fits: str | None = "fits",
+               color: str = PRIMARY) -> hv.Overlay:
+    """The line and its markers (hollow where ``fits`` is false), without the current point."""
+    frame = fit_frame(ds, x, y, fits)
+    xdim, vdims = _dims(ds, x, y)
+    curve = hv.Curve(frame, xdim, vdims[0]).opts(color=color, line_width=2)
     points = hv.Scatter(frame, xdim, vdims).opts(
         color=color, fill_alpha=hv.dim("fill_alpha"), size=8, line_width=2,
         tools=["hover"], hover_tooltips=[x, y, "fits"])
-    here = frame[frame[x] == current]
-    marker = hv.Scatter(here, xdim, vdims, label="current").opts(
+    return curve * points
+
+
+def current_layer(ds: xr.Dataset, x: str, y: str, current: float, *,
+                  fits: str | None = "fits") -> hv.Scatter:
+    """The current configuration as one large marker (hollow when over budget)."""
+    frame = fit_frame(ds.sel({x: [current]}), x, y, fits)
+    xdim, vdims = _dims(ds, x, y)
+    return hv.Scatter(frame, xdim, vdims, label="current").opts(
         color=HIGHLIGHT, fill_alpha=hv.dim("fill_alpha"), size=15, line_width=3,
         marker="circle", tools=["hover"])
-    return finish(curve * points * marker, xs if log2_x else None, title)
 
 
 def finish(overlay: hv.Overlay, log2_xs: np.ndarray | None, title: str) -> hv.Overlay:
@@ -125,19 +142,38 @@ def finish(overlay: hv.Overlay, log2_xs: np.ndarray | None, title: str) -> hv.Ov
     return overlay.opts(**opts)
 
 
+BATCH_SERIES = (("step_time_s", PRIMARY, "Step time"),
+                ("aggregate_tokens_per_s", OKABE_ITO[1], "Aggregate ceiling"))
+"""Experiment 1's two charts: variable, colour, title."""
+
+
+def batch_series(ds: xr.Dataset, ridge_batch: float) -> list[hv.Overlay]:
+    """Experiment 1's lines and markers with the ridge batch ``B*`` dashed, one per chart."""
+    ridge = hv.VLine(float(ridge_batch)).opts(color=OKABE_ITO[2], line_dash="dashed",
+                                              line_width=1.5)
+    return [fit_layers(ds, "batch", y, color=color) * ridge for y, color, _ in BATCH_SERIES]
+
+
+def batch_points(ds: xr.Dataset, batch: int) -> list[hv.Scatter]:
+    """Experiment 1's current point on each chart."""
+    return [current_layer(ds, "batch", y, batch) for y, _, _ in BATCH_SERIES]
+
+
+def batch_titles() -> list[str]:
+    """Titles of experiment 1's charts, each saying what the curve is."""
+    return [f"{title}: {NOTE.lower()}" for _, _, title in BATCH_SERIES]
+
+
 def batch_charts(ds: xr.Dataset, batch: int, ridge_batch: float) -> list[hv.Overlay]:
     """Experiment 1: step time and aggregate ceiling against batch (log2), ridge marked.
 
     Hollow markers are configurations over the memory budget; the dashed line is the ridge
-    batch ``B*`` where the linear phase turns compute-bound.
+    batch ``B*`` where the linear phase turns compute-bound; the large marker is ``batch``.
     """
-    ridge = hv.VLine(float(ridge_batch)).opts(color=OKABE_ITO[2], line_dash="dashed",
-                                              line_width=1.5)
     xs = display_values(ds["batch"])[0]
-    step = fit_curve(ds, "batch", "step_time_s", batch) * ridge
-    rate = fit_curve(ds, "batch", "aggregate_tokens_per_s", batch, color=OKABE_ITO[1]) * ridge
-    return [finish(step, xs, f"Step time: {NOTE.lower()}"),
-            finish(rate, xs, f"Aggregate ceiling: {NOTE.lower()}")]
+    return [finish(series * point, xs, title) for series, point, title in
+            zip(batch_series(ds, ridge_batch), batch_points(ds, batch), batch_titles(),
+                strict=True)]
 
 
 def numeric_variables(ds: xr.Dataset) -> list[str]:
