@@ -11,7 +11,8 @@ Measures, against ``inference-lab serve`` on a free loopback port:
 * **first load** of the landing page and of experiment 1: navigation start to the content
   visible (landing: the experiment cards; experiment 1: the cards and a painted chart).
 
-Usage: ``python benchmarks/bench_ui.py [--changes 20] [--sessions 4] [--loads 5] [--json F]``.
+Usage: ``python benchmarks/bench_ui.py [--changes 20] [--sessions 4] [--loads 5] [--json F]``;
+``--screenshots docs`` instead saves ``docs/screenshot-landing.png`` and ``-batch.png``.
 Needs Debian's Chromium at ``/usr/bin/chromium``.
 """
 
@@ -184,6 +185,30 @@ async def first_load(browser, url: str, ready: str) -> float:
     return elapsed
 
 
+IDLE = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
+        "Bokeh.documents.every(d => d.is_idle) && !document.querySelector('.pn-loading')")
+
+
+async def screenshots(browser, base: str, folder: str) -> list[str]:
+    """The landing page and experiment 1 as PNGs in ``folder`` (for the README)."""
+    os.makedirs(folder, exist_ok=True)
+    saved = []
+    for name, url, ready in (("landing", f"{base}/", "a.lab-exp"),
+                             ("batch", f"{base}?view=batch", ".lab-card .value")):
+        context = await browser.new_context(viewport={"width": 1360, "height": 1240})
+        page = await context.new_page()
+        await loopback_only(page)
+        await page.goto(url)
+        await page.locator(ready).first.wait_for(state="visible")
+        await page.wait_for_load_state("networkidle")
+        await page.wait_for_function(IDLE)
+        path = os.path.join(folder, f"screenshot-{name}.png")
+        await page.screenshot(path=path)
+        saved.append(path)
+        await context.close()
+    return saved
+
+
 async def run(args) -> dict:
     port = free_port()
     proc = start_lab(port)
@@ -192,6 +217,10 @@ async def run(args) -> dict:
     try:
         async with async_playwright() as pw:
             browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            if args.screenshots:
+                results["screenshots"] = await screenshots(browser, base, args.screenshots)
+                await browser.close()
+                return results
             loads = {"landing": [], "batch": []}
             for _ in range(args.loads):
                 loads["landing"].append(await first_load(browser, f"{base}/", "a.lab-exp"))
@@ -223,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, default=4, help="concurrent sessions")
     parser.add_argument("--loads", type=int, default=5, help="first loads per page")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--screenshots", metavar="DIR",
+                        help="only save the landing and experiment 1 pages as PNGs in DIR")
     args = parser.parse_args(argv)
     if not os.path.exists(CHROMIUM):
         print(f"{CHROMIUM} is missing; install Debian's chromium.", file=sys.stderr)

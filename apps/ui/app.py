@@ -10,7 +10,12 @@ from __future__ import annotations
 import panel as pn
 import panel_material_ui as pmui
 
+from apps.ui.derivation import DerivationView
+from apps.ui.experiment_view import ExperimentView
+from apps.ui.grid import GridExplorer
+from apps.ui.landing import landing_page
 from apps.ui.registry import DERIVATION, GRID, HOME, SOURCES, all_pages, experiment_class, href
+from apps.ui.sources import sources_page
 
 VIEW_ARG = "view"
 """Query argument naming the page (experiments sync their inputs to the other arguments)."""
@@ -32,21 +37,16 @@ def requested_page() -> str:
 def page_content(slug: str):
     """The content of the page with ``slug``; an unknown slug shows a short message."""
     if slug == HOME.slug:
-        from apps.ui.landing import landing_page
         return landing_page()
     if slug == DERIVATION.slug:
-        from apps.ui.derivation import DerivationView
         return DerivationView()
     if slug == SOURCES.slug:
-        from apps.ui.sources import sources_page
         return sources_page()
     if slug == GRID.slug:
-        from apps.ui.grid import GridExplorer
         return GridExplorer()
     cls = experiment_class(slug)
     if cls is None:
         return pn.pane.Markdown(f"No page called '{slug}'. [Back to the lab]({href('')}).")
-    from apps.ui.experiment_view import ExperimentView
     return ExperimentView(experiment=cls())
 
 

@@ -65,7 +65,7 @@ class ChartView(Viewer):
             pn.pane.HoloViews(self._dynamic(i), sizing_mode="stretch_width", min_height=320,
                               linked_axes=False)
             for i in range(count)]
-        self._grid = pn.GridBox(*self._panes, ncols=2 if count > 1 else 1,
+        self._grid = pn.GridBox(*self._panes, ncols=2 if count > 2 else 1,
                                 sizing_mode="stretch_width",
                                 visible=pn.bind(lambda _r: exp.error is None,
                                                 exp.param.result))

@@ -136,7 +136,7 @@ def finish(overlay: hv.Overlay, log2_xs: np.ndarray | None, title: str) -> hv.Ov
     Apply after the last layer is added: composing overlays drops the outer options.
     """
     opts = {"responsive": True, "height": 320, "show_grid": True, "title": title,
-            "backend_opts": CANVAS, "show_legend": False, "fontscale": 1.1}
+            "backend_opts": CANVAS, "show_legend": False, "fontscale": 1.1, "padding": 0.06}
     if log2_xs is not None:
         opts.update(logx=True, xticks=power_of_two_ticks(log2_xs))
     return overlay.opts(**opts)

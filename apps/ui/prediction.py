@@ -36,7 +36,7 @@ class PredictionView(Viewer):
         prediction = self.experiment.prediction
         self.param.choice.objects = [UNDECIDED, *prediction.choices]
         self._choices = pmui.RadioBoxGroup.from_param(self.param.choice, label="",
-                                                      inline=False)
+                                                      inline=True)
         self._button = pmui.Button.from_param(self.param.reveal, variant="contained",
                                               color="primary")
         self._answer = pn.pane.Markdown(

@@ -26,10 +26,10 @@ FONT_STACK = ("system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', A
 CARD_CSS = """
 :host { width: 100%; }
 .lab-cards { display: flex; flex-wrap: wrap; gap: 12px; font-family: FONT; }
-.lab-card { flex: 1 1 170px; min-width: 160px; border: 1px solid rgba(127,127,127,0.35);
+.lab-card { flex: 1 1 120px; min-width: 120px; border: 1px solid rgba(127,127,127,0.35);
   border-radius: 10px; padding: 10px 14px; }
 .lab-card .label { font-size: 0.85rem; opacity: 0.8; }
-.lab-card .value { font-size: 1.6rem; font-weight: 650; line-height: 1.3;
+.lab-card .value { font-size: 1.45rem; font-weight: 650; line-height: 1.3;
   font-variant-numeric: tabular-nums; }
 .lab-card .caption { font-size: 0.8rem; opacity: 0.75; }
 .lab-error { border-left: 4px solid ERR; padding: 8px 14px; font-family: FONT;

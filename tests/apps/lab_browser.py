@@ -96,9 +96,15 @@ def require_chromium() -> None:
 
 
 
+IDLE = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
+        "Bokeh.documents.every(d => d.is_idle) && !document.querySelector('.pn-loading')")
+"""Every Bokeh document has rendered and no loading overlay is shown."""
+
+
 def screenshot(page, name: str) -> Path:
     """Save a full-page screenshot under ``test-artifacts/``."""
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
+    page.wait_for_function(IDLE)
     page.screenshot(path=str(path), full_page=True)
     return path
