@@ -21,6 +21,9 @@ from apps.ui.charts import (
 from apps.ui.downloads import csv_button
 from lab.experiments.base import Experiment
 
+CHART_HEIGHT = 340
+"""Height of each chart pane in px (the plots are 320 px tall plus their margins)."""
+
 CHART_NOTE = ("Hollow markers exceed the chosen memory budget. The curves describe ideal phase "
               "costs, not measured performance.")
 """Caption under every decode-family chart."""
@@ -61,14 +64,17 @@ class ChartView(Viewer):
         exp.param.watch(self._refresh, "result")
         self._split_batch()
         count = len(charts_for(exp, self.data))
+        wide = count <= 2
         self._panes = [
-            pn.pane.HoloViews(self._dynamic(i), sizing_mode="stretch_width", min_height=320,
-                              linked_axes=False)
+            pn.pane.HoloViews(self._dynamic(i), sizing_mode="stretch_width", height=CHART_HEIGHT,
+                              min_width=None if wide else 380, linked_axes=False,
+                              styles={} if wide else {"flex": "1 1 45%"})
             for i in range(count)]
-        self._grid = pn.GridBox(*self._panes, ncols=2 if count > 2 else 1,
-                                sizing_mode="stretch_width",
-                                visible=pn.bind(lambda _r: exp.error is None,
-                                                exp.param.result))
+        visible = pn.bind(lambda _r: exp.error is None, exp.param.result)
+        self._grid = (pn.Column(*self._panes, sizing_mode="stretch_width", visible=visible)
+                      if wide else
+                      pn.FlexBox(*self._panes, flex_wrap="wrap", sizing_mode="stretch_width",
+                                 visible=visible))
         self._download = csv_button(lambda: self.data[0], f"{exp.slug}-chart.csv",
                                     "Chart data (CSV)")
 

@@ -48,11 +48,14 @@ class ExperimentView(Viewer):
         exp = self.experiment
         header = pn.pane.Markdown(f"# {exp.number}. {exp.title}\n\n**{exp.headline}**",
                                   sizing_mode="stretch_width")
-        results = pn.Column(self.cards, self.chart, self.calculation,
-                            sizing_mode="stretch_width")
-        body = pn.Row(pn.Column(pn.pane.Markdown("### Inputs"), self.inputs, width=300),
-                      results, sizing_mode="stretch_width")
-        return pn.Column(header, self.prediction, body,
-                         pn.pane.Markdown(limits_markdown(exp), stylesheets=[PROSE_CSS],
-                                          sizing_mode="stretch_width"),
-                         sizing_mode="stretch_width")
+        limits = pn.pane.Markdown(limits_markdown(exp), stylesheets=[PROSE_CSS],
+                                  sizing_mode="stretch_width")
+        # The limits close the results column: in the template's main area a row is held to
+        # the viewport height, so anything placed after it would overlap a long column.
+        results = pn.Column(self.cards, self.chart, self.calculation, limits,
+                            sizing_mode="stretch_width", styles={"flex": "1 1 0", "min-width": "0"})
+        inputs = pn.Column(pn.pane.Markdown("### Inputs"), self.inputs, width=300,
+                           styles={"flex": "0 0 300px"})
+        body = pn.FlexBox(inputs, results, flex_wrap="nowrap", align_items="flex-start",
+                          sizing_mode="stretch_width")
+        return pn.Column(header, self.prediction, body, sizing_mode="stretch_width")
