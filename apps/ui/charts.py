@@ -32,6 +32,9 @@ COORDINATE_ATTRS = {
 }
 """Fallback ``(long_name, units)`` for decode coordinates whose attrs were lost upstream."""
 
+MAX_TICKS = 11
+"""Most labelled ticks on a log2 axis (every other power of two beyond that)."""
+
 MAX_PANELS = 4
 """Most charts one experiment shows (one per numeric variable)."""
 
@@ -58,13 +61,14 @@ def coordinate(ds: xr.Dataset, dim: str) -> tuple[np.ndarray, hv.Dimension]:
     return values, dimension(dim, long_name, unit)
 
 
-def power_of_two_ticks(values: np.ndarray) -> list[tuple[float, str]]:
+def power_of_two_ticks(values: np.ndarray, max_ticks: int = MAX_TICKS) -> list[tuple[float, str]]:
     """Ticks at the powers of two spanning ``values`` (for a log2 axis)."""
     finite = values[np.isfinite(values) & (values > 0)]
     if finite.size == 0:
         return [(1.0, "1")]
     lo, hi = int(np.floor(np.log2(finite.min()))), int(np.ceil(np.log2(finite.max())))
-    return [(float(2**k), f"{2**k:,}") for k in range(lo, hi + 1)]
+    step = max(1, -(-(hi - lo + 1) // max_ticks))
+    return [(float(2**k), f"{2**k:,}") for k in range(lo, hi + 1, step)]
 
 
 def fit_frame(ds: xr.Dataset, x: str, y: str, fits: str | None = "fits") -> pd.DataFrame:
@@ -229,7 +233,7 @@ def series_chart(ds: xr.Dataset, y: str, current: dict) -> hv.Overlay:
             "legend_position": "top_left", "show_legend": len(groups) > 1,
             "title": y_long[:1].upper() + y_long[1:]}
     if spread:
-        opts.update(logx=True, xticks=power_of_two_ticks(xs))
+        opts.update(logx=True, xticks=power_of_two_ticks(xs, max_ticks=6))
     return overlay.opts(**opts)
 
 
