@@ -5,7 +5,7 @@ from __future__ import annotations
 from lab.calc import calc_decode
 from lab.experiments.base import Card, Prediction
 from lab.experiments.decode_inputs import DecodeExperiment, batch_axis, labelled, with_units
-from lab.explain import decode_steps, memory_sentence
+from lab.explain import decode_steps
 from lab.units import fmt_gb, fmt_int, fmt_ms, fmt_rate
 
 
@@ -53,7 +53,8 @@ class BatchBottleneck(DecodeExperiment):
             Card("What attention adds", fmt_ms(r["attention_time_s"]),
                  f"KV reads {fmt_gb(r['kv_read_bytes'])} / GPU"),
             Card("Memory remaining" if r["fits"] else "Over budget", memory_value,
-                 memory_sentence(r)),
+                 f"inside the {fmt_gb(r['memory_budget_bytes'])} budget" if r["fits"]
+                 else f"beyond the {fmt_gb(r['memory_budget_bytes'])} budget"),
         ]
 
     def steps(self):
