@@ -19,7 +19,14 @@ from lab.calc_serving import (
     calc_prefill,
     calc_prefix,
 )
-from lab.cli.common import DEFAULTS, add_decode_flags, add_json_flag, decode_config, print_json
+from lab.cli.common import (
+    MEMORY_FLAGS,
+    add_decode_flags,
+    add_flags,
+    add_json_flag,
+    decode_config,
+    print_json,
+)
 from lab.explain import render_text
 from lab.explain_serving import context_steps, goodput_steps, prefill_steps, prefix_steps
 from lab.units import fmt_ms
@@ -35,24 +42,7 @@ def _emit(args: argparse.Namespace, record: dict, steps) -> int:
 
 def _model_flags(parser: argparse.ArgumentParser, *names: str) -> None:
     """The few decode-configuration flags a calculation needs (not batch or context)."""
-    group = parser.add_argument_group("model configuration")
-    if "model" in names:
-        group.add_argument("--model", default=DEFAULTS.model,
-                           help="catalog model id or path to a Hugging Face config.json "
-                           "(default: %(default)s)")
-    if "gpu" in names:
-        group.add_argument("--gpu", default=DEFAULTS.gpu,
-                           help="catalog GPU id or path to a GPU TOML file "
-                           "(default: %(default)s)")
-    if "tp" in names:
-        group.add_argument("--tp", type=int, default=DEFAULTS.tp,
-                           help="tensor-parallel degree: 1, 2, 4 or 8 (default: %(default)s)")
-    if "precision" in names:
-        group.add_argument("--precision", default=DEFAULTS.precision,
-                           help="linear-layer precision: bf16 or fp8 (default: %(default)s)")
-    parser.set_defaults(**{key: getattr(DEFAULTS, key) for key in
-                           ("model", "gpu", "tp", "precision", "batch", "context", "budget",
-                            "reserve_gb", "page") if key not in names})
+    add_flags(parser, names, "model configuration")
 
 
 # -- prefill -------------------------------------------------------------------------------------
@@ -171,13 +161,7 @@ def _register_goodput(subparsers) -> None:
     parser.add_argument("--per-request", action="store_true",
                         help="also list every request's TTFT, TPOT and whether it is good")
     _model_flags(parser, "model", "gpu", "tp", "precision")
-    group = parser.add_argument_group("memory (with --memory-check)")
-    group.add_argument("--budget", type=float, default=DEFAULTS.budget,
-                       help="share of GPU memory the engine may use (default: %(default)s)")
-    group.add_argument("--reserve-gb", type=float, default=DEFAULTS.reserve_gb,
-                       help="GB (10^9 B) held back from the budget (default: %(default)s)")
-    group.add_argument("--page", type=int, default=DEFAULTS.page,
-                       help="KV cache page size in tokens (default: %(default)s)")
+    add_flags(parser, MEMORY_FLAGS, "memory (with --memory-check)")
     add_json_flag(parser)
     parser.set_defaults(func=_goodput)
 

@@ -12,29 +12,46 @@ from lab.calc import DecodeConfig
 DEFAULTS = DecodeConfig()
 
 
+DECODE_FLAGS: dict[str, dict] = {
+    "model": {"default": DEFAULTS.model,
+              "help": "catalog model id or path to a Hugging Face config.json"},
+    "gpu": {"default": DEFAULTS.gpu, "help": "catalog GPU id or path to a GPU TOML file"},
+    "tp": {"type": int, "default": DEFAULTS.tp, "help": "tensor-parallel degree: 1, 2, 4 or 8"},
+    "precision": {"default": DEFAULTS.precision,
+                  "help": "linear-layer precision: bf16 or fp8"},
+    "batch": {"type": int, "default": DEFAULTS.batch,
+              "help": "sequences decoding together, 1-1024"},
+    "context": {"type": int, "default": DEFAULTS.context,
+                "help": "tokens in each sequence's KV cache"},
+    "budget": {"type": float, "default": DEFAULTS.budget,
+               "help": "share of GPU memory the engine may use"},
+    "reserve_gb": {"type": float, "default": DEFAULTS.reserve_gb,
+                   "help": "GB (10^9 B) held back from the budget"},
+    "page": {"type": int, "default": DEFAULTS.page, "help": "KV cache page size in tokens"},
+}
+"""Every decode-configuration flag (``--reserve-gb`` for ``reserve_gb``), defined once."""
+
+MEMORY_FLAGS = ("budget", "reserve_gb", "page")
+"""The memory flags of experiment 2."""
+
+
+def add_flags(parser: argparse.ArgumentParser, names, title: str) -> None:
+    """Add the decode-configuration flags ``names`` in a group titled ``title``; the flags not
+    added keep their defaults on the parsed arguments (so :func:`decode_config` always works)."""
+    group = parser.add_argument_group(title)
+    for name in names:
+        options = dict(DECODE_FLAGS[name])
+        options["help"] += " (default: %(default)s)"
+        group.add_argument("--" + name.replace("_", "-"), **options)
+    parser.set_defaults(**{key: flag["default"] for key, flag in DECODE_FLAGS.items()
+                           if key not in names})
+
+
 def add_decode_flags(parser: argparse.ArgumentParser, *, allreduce: bool = False) -> None:
     """Add the decode configuration flags (model, GPU, tp, precision, batch, context, memory)."""
-    group = parser.add_argument_group("decode configuration")
-    group.add_argument("--model", default=DEFAULTS.model,
-                       help="catalog model id or path to a Hugging Face config.json "
-                       "(default: %(default)s)")
-    group.add_argument("--gpu", default=DEFAULTS.gpu,
-                       help="catalog GPU id or path to a GPU TOML file (default: %(default)s)")
-    group.add_argument("--tp", type=int, default=DEFAULTS.tp,
-                       help="tensor-parallel degree: 1, 2, 4 or 8 (default: %(default)s)")
-    group.add_argument("--precision", default=DEFAULTS.precision,
-                       help="linear-layer precision: bf16 or fp8 (default: %(default)s)")
-    group.add_argument("--batch", type=int, default=DEFAULTS.batch,
-                       help="sequences decoding together, 1-1024 (default: %(default)s)")
-    group.add_argument("--context", type=int, default=DEFAULTS.context,
-                       help="tokens in each sequence's KV cache (default: %(default)s)")
-    group.add_argument("--budget", type=float, default=DEFAULTS.budget,
-                       help="share of GPU memory the engine may use (default: %(default)s)")
-    group.add_argument("--reserve-gb", type=float, default=DEFAULTS.reserve_gb,
-                       help="GB (10^9 B) held back from the budget (default: %(default)s)")
-    group.add_argument("--page", type=int, default=DEFAULTS.page,
-                       help="KV cache page size in tokens (default: %(default)s)")
+    add_flags(parser, tuple(DECODE_FLAGS), "decode configuration")
     if allreduce:
+        group = parser.add_argument_group("all-reduce extension")
         group.add_argument("--allreduce", action="store_true",
                            help="add the all-reduce estimate (extension; off by default)")
         group.add_argument("--allreduce-latency-us", type=float,
