@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import panel as pn
 import panel_material_ui as pmui
+from panel.util import edit_readonly
 
 from apps.ui.derivation import DerivationView
 from apps.ui.experiment_view import ExperimentView
@@ -63,7 +64,13 @@ def build_page(slug: str | None = None) -> pmui.Page:
     """The template holding the navigation and the requested page."""
     slug = requested_page() if slug is None else slug
     title = next((p.title for p in all_pages() if p.slug == slug), HOME.title)
-    return pmui.Page(
+    page = pmui.Page(
         title="Inference Lab" if slug == HOME.slug else f"Inference Lab · {title}",
         sidebar=[navigation(slug)], main=[page_content(slug)], theme_toggle=True,
-        theme_config=THEME, sidebar_width=290)
+        theme_config=THEME, sidebar_width=290, busy_indicator=None)
+    # The page's busy flag follows ``pn.state.busy``; every toggle re-walks the page's whole
+    # Bokeh model (~30 ms each, twice per widget change). Updates here take a few ms, so the
+    # indicator is dropped and the flag unlinked (setting it replaces the reference).
+    with edit_readonly(page):
+        page.busy = False
+    return page

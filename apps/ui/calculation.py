@@ -26,16 +26,28 @@ def steps_html(steps: list[Step]) -> str:
 
 
 class CalculationView(Viewer):
-    """A collapsed card holding the substituted derivation of the current inputs."""
+    """A collapsed card holding the substituted derivation of the current inputs.
+
+    While the card is collapsed its body keeps the last text: the derivation is rendered when
+    the card opens, so a widget change does not send (and lay out) a hidden table.
+    """
 
     experiment = param.ClassSelector(class_=Experiment, doc="The experiment shown.")
 
     def __init__(self, **params):
         super().__init__(**params)
-        body = pn.pane.HTML(pn.bind(self._html, self.experiment.param.result),
-                            stylesheets=[STEPS_CSS, CARD_CSS], sizing_mode="stretch_width")
-        self._card = pn.Card(body, title="Show the calculation", collapsed=True,
+        self._card = pn.Card(title="Show the calculation", collapsed=True,
                              sizing_mode="stretch_width", css_classes=["lab-calculation"])
+        self._shown = self._html(self.experiment.result)
+        body = pn.pane.HTML(pn.bind(self._visible_html, self.experiment.param.result,
+                                    self._card.param.collapsed),
+                            stylesheets=[STEPS_CSS, CARD_CSS], sizing_mode="stretch_width")
+        self._card.append(body)
+
+    def _visible_html(self, result, collapsed: bool) -> str:
+        if not collapsed:
+            self._shown = self._html(result)
+        return self._shown
 
     def _html(self, _result) -> str:
         if self.experiment.error:

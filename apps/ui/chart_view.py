@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import holoviews as hv
 import numpy as np
 import panel as pn
@@ -11,6 +13,7 @@ from panel.viewable import Viewer
 from apps.ui.charts import (
     NOTE,
     batch_charts,
+    batch_point_data,
     batch_points,
     batch_series,
     batch_titles,
@@ -43,7 +46,9 @@ class ChartView(Viewer):
     Each chart is a ``hv.DynamicMap`` bound to ``data``, so updates stream into the existing
     Bokeh plot (zoom survives). While the inputs are invalid the last valid chart is hidden.
     On a server the chart update runs on the next tick, after the cards have been sent, and
-    the charts of one update are built once for all panes.
+    the charts of one update are built once for all panes. On experiment 1, when only the
+    batch moves, the current-point markers are moved by replacing the data of their Bokeh
+    sources (kept by a plot hook) instead of re-rendering the overlays.
     """
 
     experiment = param.ClassSelector(class_=Experiment, doc="The experiment drawn.")
@@ -61,6 +66,7 @@ class ChartView(Viewer):
         self.data = (source.chart_data(), source.inputs(), source.result)
         self._built: tuple = (None, [])
         self._pending = False
+        self._point_sources: dict[int, tuple[int, object]] = {}
         exp.param.watch(self._refresh, "result")
         self._split_batch()
         count = len(charts_for(exp, self.data))
@@ -106,7 +112,30 @@ class ChartView(Viewer):
         if (previous is None or previous[1] != result["ridge_batch"]
                 or not lines.identical(previous[0])):
             self.series = (lines, result["ridge_batch"])
+        elif self._move_points(ds, inputs["batch"]):
+            # The DynamicMaps read the new point the next time they render.
+            with param.discard_events(self):
+                self.point = (ds, inputs["batch"])
+            return
         self.point = (ds, inputs["batch"])
+
+    def _keep_source(self, index: int, plot, _element) -> None:
+        """Plot hook: remember the Bokeh source of chart ``index``'s current point."""
+        cds = plot.handles.get("cds")
+        if cds is not None:
+            self._point_sources[id(cds)] = (index, cds)
+
+    def _move_points(self, ds, batch: int) -> bool:
+        """Move the current-point markers of every served chart in place; False if none."""
+        live = [(i, cds) for i, cds in self._point_sources.values()
+                if cds.document is not None and cds.document.session_context is not None]
+        self._point_sources = {id(cds): (i, cds) for i, cds in live}
+        if not live:
+            return False
+        columns = batch_point_data(ds, batch)
+        for i, cds in live:
+            cds.data = {k: columns[i][k] for k in cds.data}
+        return True
 
     def _dynamic(self, index: int):
         """The live chart ``index``: one DynamicMap, or lines × current point for exp. 1."""
@@ -114,6 +143,7 @@ class ChartView(Viewer):
             return hv.DynamicMap(pn.bind(self._chart, self.param.data, index))
         lines = hv.DynamicMap(pn.bind(lambda s: batch_series(*s)[index], self.param.series))
         point = hv.DynamicMap(pn.bind(lambda p: batch_points(*p)[index], self.param.point))
+        point = point.opts(hooks=[partial(self._keep_source, index)])
         xs = np.asarray(display_values(self.series[0]["batch"])[0])
         return finish(lines * point, xs, batch_titles()[index])
 

@@ -163,6 +163,16 @@ def batch_points(ds: xr.Dataset, batch: int) -> list[hv.Scatter]:
     return [current_layer(ds, "batch", y, batch) for y, _, _ in BATCH_SERIES]
 
 
+def batch_point_data(ds: xr.Dataset, batch: int) -> list[dict[str, np.ndarray]]:
+    """Columns of experiment 1's current point on each chart, as its Bokeh source holds them.
+
+    The same columns :func:`batch_points` draws, for moving the marker without redrawing.
+    """
+    one = ds.sel(batch=[batch])
+    return [{k: v.to_numpy() for k, v in fit_frame(one, "batch", y).items()}
+            for y, _, _ in BATCH_SERIES]
+
+
 def batch_titles() -> list[str]:
     """Titles of experiment 1's charts, each saying what the curve is."""
     return [f"{title}: {NOTE.lower()}" for _, _, title in BATCH_SERIES]

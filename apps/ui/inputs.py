@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import panel as pn
 import panel_material_ui as pmui
 import param
 
 SLIDER_MAX_SPAN = 4096
 """Integer inputs with a range up to this many values get a slider; wider ones a number box."""
+
+
+class IntSlider(pmui.EditableIntSlider):
+    """An editable integer slider whose changes reach the server without Panel's debounce.
+
+    Panel holds browser changes 50 ms to batch them (``_debounce``); the released value of a
+    slider is one change, so it is processed on the next tick (``_priority_changes``).
+    """
+
+    _priority_changes: ClassVar[list[str]] = ["value", "value_throttled"]
 
 
 def widget_spec(parameter: param.Parameter) -> dict:
@@ -23,7 +35,7 @@ def widget_spec(parameter: param.Parameter) -> dict:
     if isinstance(parameter, param.Integer):
         lo, hi = parameter.bounds or (None, None)
         if lo is not None and hi is not None and hi - lo <= SLIDER_MAX_SPAN:
-            return {"type": pmui.EditableIntSlider, "throttled": True, "sizing_mode": "stretch_width"}
+            return {"type": IntSlider, "throttled": True, "sizing_mode": "stretch_width"}
         return {"type": pmui.IntInput, "sizing_mode": "stretch_width"}
     if isinstance(parameter, param.Number):
         return {"type": pmui.FloatInput, "sizing_mode": "stretch_width"}
