@@ -130,9 +130,11 @@ def decode_step(
     """
     out = linear_phase(model, gpu, tp, precision, batch)
     out.update(attention_phase(model, gpu, tp, batch * context))
-    step = out["linear_time_s"] + out["attention_time_s"] + extra_time_s
+    step = out["linear_time_s"] + out["attention_time_s"]
+    if np.ndim(extra_time_s) or extra_time_s:  # adding a scalar 0 would only cost a pass
+        step = step + extra_time_s
     out["step_time_s"] = step
-    out["aggregate_tokens_per_s"] = batch / step
     out["per_sequence_tokens_per_s"] = 1.0 / step
+    out["aggregate_tokens_per_s"] = batch * out["per_sequence_tokens_per_s"]  # B / t_step
     out["ridge_batch"] = ridge_batch(gpu, precision)
     return out

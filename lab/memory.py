@@ -65,7 +65,7 @@ def memory_fit(
     weights = params_bytes(model, tp, precision)
     kv = batch * kv_bytes_per_sequence(model, tp, context, page)
     budget = memory_budget(gpu, budget_fraction)
-    remaining = budget - weights - kv - reserve_bytes
+    remaining = (budget - weights - reserve_bytes) - kv  # small terms first: one full-size pass
     return {
         "memory_params_bytes": weights,
         "memory_kv_bytes": kv,
