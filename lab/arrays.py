@@ -30,9 +30,32 @@ def where(cond: ArrayLike, if_true: ArrayLike, if_false: ArrayLike) -> ArrayLike
     return out[()] if out.ndim == 0 else out
 
 
-def mask_invalid(value: ArrayLike, valid: ArrayLike) -> ArrayLike:
-    """``value`` where ``valid``, NaN elsewhere (as float)."""
-    return where(valid, value * 1.0, np.nan)
+def nan_mask(valid: ArrayLike) -> ArrayLike:
+    """1.0 where ``valid``, NaN elsewhere: multiplying by it masks a result exactly."""
+    return where(valid, 1.0, np.nan)
+
+
+def apply_mask(record: dict, mask: ArrayLike | None) -> dict:
+    """``record`` with every number multiplied by ``mask`` (see :func:`nan_mask`) and every
+    boolean false where the mask is NaN; unchanged when ``mask`` is None.
+
+    A float array that already has the result's shape is masked in place (it was just made by
+    the caller): on large grids that saves a pass over memory per output.
+    """
+    if mask is None:
+        return record
+    valid = mask == 1.0
+    out = {}
+    for key, value in record.items():
+        if isinstance(value, bool | np.bool_) or getattr(value, "dtype", None) == np.bool_:
+            out[key] = value & valid
+        elif (isinstance(value, np.ndarray) and value.dtype == np.float64 and value.flags.owndata
+              and value.flags.writeable
+              and np.broadcast_shapes(value.shape, np.shape(mask)) == value.shape):
+            out[key] = np.multiply(value, mask, out=value)
+        else:
+            out[key] = value * mask
+    return out
 
 
 def ceil_div(numerator: ArrayLike, denominator: ArrayLike) -> ArrayLike:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.arrays import ArrayLike, where
+from lab.arrays import ArrayLike, apply_mask, where
 
 PRECISIONS = ("bf16", "fp8")
 """Linear-layer precisions the lab models."""
@@ -121,20 +121,24 @@ def decode_step(
     batch: ArrayLike,
     context: ArrayLike,
     extra_time_s: ArrayLike = 0.0,
+    mask: ArrayLike | None = None,
 ) -> dict:
     """Every term of one ideal decode step for ``batch`` sequences at ``context`` tokens.
 
     ``extra_time_s`` is added to the step (the all-reduce extension of experiment 3; 0 in the
-    ideal model). Returns the linear and attention terms plus ``step_time_s``,
-    ``aggregate_tokens_per_s``, ``per_sequence_tokens_per_s`` and ``ridge_batch``.
+    ideal model). ``mask`` (1 or NaN per cell, :func:`lab.arrays.nan_mask`) is applied to the
+    phase terms, so everything derived from them is masked too. Returns the linear and
+    attention terms plus ``step_time_s``, ``aggregate_tokens_per_s``,
+    ``per_sequence_tokens_per_s`` and ``ridge_batch``.
     """
     out = linear_phase(model, gpu, tp, precision, batch)
     out.update(attention_phase(model, gpu, tp, batch * context))
+    out = apply_mask(out, mask)
     step = out["linear_time_s"] + out["attention_time_s"]
     if np.ndim(extra_time_s) or extra_time_s:  # adding a scalar 0 would only cost a pass
         step = step + extra_time_s
     out["step_time_s"] = step
     out["per_sequence_tokens_per_s"] = 1.0 / step
     out["aggregate_tokens_per_s"] = batch * out["per_sequence_tokens_per_s"]  # B / t_step
-    out["ridge_batch"] = ridge_batch(gpu, precision)
+    out["ridge_batch"] = ridge_batch(gpu, precision) * (1.0 if mask is None else mask)
     return out

@@ -8,9 +8,7 @@ JSON uses. Invalid cells are NaN with ``valid`` False and a :class:`~lab.validit
 
 from __future__ import annotations
 
-import numpy as np
-
-from lab.arrays import ArrayLike, where
+from lab.arrays import ArrayLike, nan_mask
 from lab.decode import decode_step
 from lab.memory import (
     DEFAULT_BUDGET_FRACTION,
@@ -60,16 +58,6 @@ UNITS = {
 """``(long_name, units)`` of every output of :func:`decode_metrics`."""
 
 
-def _masked(value: ArrayLike, nan_mask: ArrayLike) -> ArrayLike:
-    """``value · nan_mask``, in place when ``value`` is a float array this module just made
-    that already has the result's shape (saves a pass over memory on large grids)."""
-    if (isinstance(value, np.ndarray) and value.dtype == np.float64 and value.flags.owndata
-            and value.flags.writeable
-            and np.broadcast_shapes(value.shape, np.shape(nan_mask)) == value.shape):
-        return np.multiply(value, nan_mask, out=value)
-    return value * nan_mask
-
-
 def decode_metrics(
     model,
     gpu,
@@ -114,21 +102,20 @@ def decode_metrics(
     dict
         Keys as in :data:`UNITS` plus ``valid`` (bool) and ``reason`` (int code).
     """
-    extra = allreduce_time(model, gpu, tp, batch, allreduce_latency_s) if allreduce else 0.0
-    out = decode_step(model, gpu, tp, precision, batch, context, extra_time_s=extra)
-    out["allreduce_time_s"] = extra
-    out["aggregate_tokens_per_s_per_gpu"] = out["aggregate_tokens_per_s"] / tp
-    out.update(memory_fit(model, gpu, tp, precision, batch, context,
-                          budget_fraction, reserve_bytes, page))
-    out.update(sequence_capacity(model, gpu, tp, precision, context,
-                                 budget_fraction, reserve_bytes, page))
     reason = decode_reason(model, gpu, tp, precision, context)
     valid = reason == 0
-    # One low-dimensional mask (1 where valid, NaN where not) multiplies every number: cheaper
-    # than a selection per output and exact (x · 1.0 == x).
-    nan_mask = where(valid, 1.0, np.nan)
-    for key, value in out.items():
-        out[key] = (value & valid) if key in BOOLEAN_KEYS else _masked(value, nan_mask)
+    # Invalid cells are NaN: one low-dimensional mask (1 or NaN) multiplies the base terms, and
+    # every quantity derived from them (step, rates, remaining memory) inherits it.
+    mask = nan_mask(valid)
+    extra = (allreduce_time(model, gpu, tp, batch, allreduce_latency_s) * mask if allreduce
+             else 0.0)
+    out = decode_step(model, gpu, tp, precision, batch, context, extra_time_s=extra, mask=mask)
+    out["allreduce_time_s"] = extra if allreduce else 0.0 * mask
+    out["aggregate_tokens_per_s_per_gpu"] = out["aggregate_tokens_per_s"] / tp
+    out.update(memory_fit(model, gpu, tp, precision, batch, context,
+                          budget_fraction, reserve_bytes, page, mask=mask))
+    out.update(sequence_capacity(model, gpu, tp, precision, context,
+                                 budget_fraction, reserve_bytes, page, mask=mask))
     out["valid"] = valid
     out["reason"] = reason
     return out

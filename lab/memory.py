@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.arrays import ArrayLike, ceil_div, where
+from lab.arrays import ArrayLike, apply_mask, ceil_div, where
 from lab.decode import bytes_per_weight, kv_bytes_per_token
 
 DEFAULT_BUDGET_FRACTION = 0.90
@@ -46,6 +46,11 @@ def memory_budget(gpu, fraction: ArrayLike) -> ArrayLike:
     return fraction * gpu.capacity_bytes
 
 
+def free_memory(budget: ArrayLike, weights: ArrayLike, reserve_bytes: ArrayLike) -> ArrayLike:
+    """Bytes left for the KV cache: ``budget − weights − reserve`` (B)."""
+    return budget - weights - reserve_bytes
+
+
 def memory_fit(
     model,
     gpu,
@@ -56,24 +61,27 @@ def memory_fit(
     budget_fraction: ArrayLike = DEFAULT_BUDGET_FRACTION,
     reserve_bytes: ArrayLike = DEFAULT_RESERVE_BYTES,
     page: ArrayLike = DEFAULT_PAGE_TOKENS,
+    mask: ArrayLike | None = None,
 ) -> dict:
     """Memory per GPU for ``batch`` sequences at ``context``: the experiment-1 card.
 
-    Returns ``memory_params_bytes``, ``memory_kv_bytes``, ``memory_budget_bytes``,
-    ``memory_reserve_bytes``, ``memory_remaining_bytes`` (B) and ``fits`` (bool).
+    ``remaining = (budget − weights − reserve) − KV``: the small terms first, so a grid makes
+    one full-size pass. ``mask`` (1 or NaN per cell) is applied to the terms, and so to what is
+    derived from them. Returns ``memory_params_bytes``, ``memory_kv_bytes``,
+    ``memory_budget_bytes``, ``memory_reserve_bytes``, ``memory_remaining_bytes`` (B) and
+    ``fits`` (bool).
     """
-    weights = params_bytes(model, tp, precision)
-    kv = batch * kv_bytes_per_sequence(model, tp, context, page)
-    budget = memory_budget(gpu, budget_fraction)
-    remaining = (budget - weights - reserve_bytes) - kv  # small terms first: one full-size pass
-    return {
-        "memory_params_bytes": weights,
-        "memory_kv_bytes": kv,
-        "memory_budget_bytes": budget,
+    out = apply_mask({
+        "memory_params_bytes": params_bytes(model, tp, precision),
+        "memory_kv_bytes": batch * kv_bytes_per_sequence(model, tp, context, page),
+        "memory_budget_bytes": memory_budget(gpu, budget_fraction),
         "memory_reserve_bytes": reserve_bytes * 1.0,
-        "memory_remaining_bytes": remaining,
-        "fits": remaining >= 0,
-    }
+    }, mask)
+    free = free_memory(out["memory_budget_bytes"], out["memory_params_bytes"],
+                       out["memory_reserve_bytes"])
+    out["memory_remaining_bytes"] = free - out["memory_kv_bytes"]
+    out["fits"] = out["memory_remaining_bytes"] >= 0
+    return out
 
 
 def sequence_capacity(
@@ -85,22 +93,25 @@ def sequence_capacity(
     budget_fraction: ArrayLike = DEFAULT_BUDGET_FRACTION,
     reserve_bytes: ArrayLike = DEFAULT_RESERVE_BYTES,
     page: ArrayLike = DEFAULT_PAGE_TOKENS,
+    mask: ArrayLike | None = None,
 ) -> dict:
     """How many sequences of ``context`` tokens fit beside the weights: experiment 2.
 
-    Returns ``kv_bytes_per_sequence``, ``free_for_kv_bytes``, ``page_waste_bytes_per_sequence``
-    (bytes of padding in the last page, B) and ``max_sequences`` (count; 0 when the weights
-    alone do not fit) and ``weights_fit`` (bool).
+    ``mask`` (1 or NaN per cell) is applied to every number. Returns
+    ``kv_bytes_per_sequence``, ``free_for_kv_bytes``, ``page_waste_bytes_per_sequence`` (bytes
+    of padding in the last page, B), ``max_sequences`` (count; 0 when the weights alone do not
+    fit) and ``weights_fit`` (bool).
     """
-    per_sequence = kv_bytes_per_sequence(model, tp, context, page)
-    free = memory_budget(gpu, budget_fraction) - params_bytes(model, tp, precision) - reserve_bytes
     held_tokens = pages(context, page) * page
-    waste = 1.0 * (held_tokens - (context + 1)) * kv_bytes_per_token(model) / tp
-    max_seqs = where(free > 0, np.floor(free / per_sequence), 0.0)
-    return {
-        "kv_bytes_per_sequence": per_sequence,
-        "free_for_kv_bytes": free,
-        "page_waste_bytes_per_sequence": waste,
-        "max_sequences": max_seqs,
-        "weights_fit": free > 0,
-    }
+    out = apply_mask({
+        "kv_bytes_per_sequence": kv_bytes_per_sequence(model, tp, context, page),
+        "free_for_kv_bytes": free_memory(memory_budget(gpu, budget_fraction),
+                                         params_bytes(model, tp, precision), reserve_bytes),
+        "page_waste_bytes_per_sequence":
+            1.0 * (held_tokens - (context + 1)) * kv_bytes_per_token(model) / tp,
+    }, mask)
+    free = out["free_for_kv_bytes"]
+    max_seqs = where(free > 0, np.floor(free / out["kv_bytes_per_sequence"]), 0.0)
+    out["max_sequences"] = max_seqs if mask is None else max_seqs * mask
+    out["weights_fit"] = free > 0
+    return out
