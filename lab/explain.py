@@ -132,7 +132,7 @@ def memory_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
                           f"{fmt_gb(record['kv_bytes_per_sequence'])})",
                           f"{int(record['max_sequences']):,}"))
     else:
-        steps.append(Step("Max sequences", "the weights alone do not fit the budget", "0"))
+        steps.append(Step("Max sequences", "", "0 (the weights alone do not fit the budget)"))
     return steps
 
 
