@@ -22,6 +22,11 @@ CANVAS = {"plot.output_backend": "canvas"}
 DISPLAY_UNITS = {"s": ("ms", 1e3), "B": ("GB", 1e-9), "FLOP": ("GFLOP", 1e-9)}
 """SI unit in the data → (unit on screen, factor)."""
 
+
+FOLLOW_DATA = {"framewise": True}
+"""Curve and point option: axis ranges follow each update's data (a new model or trace can
+change the scale)."""
+
 NOTE = "Ideal phase cost, not a measurement"
 """What every decode curve is, stated on the chart."""
 
@@ -117,10 +122,10 @@ def fit_layers(ds: xr.Dataset, x: str, y: str, *, fits: str | None = "fits",
     """The line and its markers (hollow where ``fits`` is false), without the current point."""
     frame = fit_frame(ds, x, y, fits)
     xdim, vdims = _dims(ds, x, y)
-    curve = hv.Curve(frame, xdim, vdims[0]).opts(color=color, line_width=2)
+    curve = hv.Curve(frame, xdim, vdims[0]).opts(color=color, line_width=2, **FOLLOW_DATA)
     points = hv.Scatter(frame, xdim, vdims).opts(
         color=color, fill_alpha=hv.dim("fill_alpha"), size=8, line_width=2,
-        tools=["hover"], hover_tooltips=[x, y, "fits"])
+        tools=["hover"], hover_tooltips=[x, y, "fits"], **FOLLOW_DATA)
     return curve * points
 
 
@@ -229,9 +234,11 @@ def series_chart(ds: xr.Dataset, y: str, current: dict) -> hv.Overlay:
         key = ", ".join(f"{d} {ds[d].values[j]}" for d, j in sel.items()) or y_long
         color = OKABE_ITO[i % len(OKABE_ITO)]
         frame = pd.DataFrame({x: xs, y: values, "fill_alpha": np.where(ok, 1.0, 0.0)})
-        curves[key] = hv.Curve(frame, xdim, ydim, label=key).opts(color=color, line_width=2)
+        curves[key] = hv.Curve(frame, xdim, ydim, label=key).opts(color=color, line_width=2,
+                                                                  **FOLLOW_DATA)
         points.append(hv.Scatter(frame, xdim, [ydim, "fill_alpha"]).opts(
-            color=color, fill_alpha=hv.dim("fill_alpha"), size=7, tools=["hover"]))
+            color=color, fill_alpha=hv.dim("fill_alpha"), size=7, tools=["hover"],
+            **FOLLOW_DATA))
     overlay = hv.Overlay(list(curves.values()) + points)
     here = current.get(x)
     if here is not None and np.isscalar(here) and np.issubdtype(np.asarray(here).dtype,

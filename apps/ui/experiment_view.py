@@ -12,6 +12,7 @@ from apps.ui.chart_view import ChartView
 from apps.ui.inputs import input_panel
 from apps.ui.prediction import PredictionView
 from apps.ui.theme import PROSE_CSS
+from apps.ui.trace_upload import TraceUpload
 from lab.experiments.base import Experiment
 
 
@@ -54,7 +55,8 @@ class ExperimentView(Viewer):
         # the viewport height, so anything placed after it would overlap a long column.
         results = pn.Column(self.cards, self.chart, self.calculation, limits,
                             sizing_mode="stretch_width", styles={"flex": "1 1 0", "min-width": "0"})
-        inputs = pn.Column(pn.pane.Markdown("### Inputs"), self.inputs, width=300,
+        extra = [TraceUpload(experiment=exp)] if "trace" in exp.param else []
+        inputs = pn.Column(pn.pane.Markdown("### Inputs"), self.inputs, *extra, width=300,
                            styles={"flex": "0 0 300px"})
         body = pn.FlexBox(inputs, results, flex_wrap="nowrap", align_items="flex-start",
                           sizing_mode="stretch_width")

@@ -199,3 +199,17 @@ def test_csv_download_holds_the_figures_on_screen(lab_url, lab_page, tmp_path):
     assert f"{float(row['step_time_s']) * 1e3:.2f} ms" == "7.04 ms"
     assert f"{round(float(row['aggregate_tokens_per_s'])):,} tok/s" == "1,136 tok/s"
     assert {r["batch"] for r in rows} >= {"1", "8", "1024"}
+
+
+def test_goodput_serves_an_uploaded_trace(lab_url, lab_page, console_errors):
+    lab_page.goto(url(lab_url, "goodput"))
+    expect(lab_page.locator(CARD_VALUES).first).to_contain_text("req/s")
+    trace = b"request_id,arrival_s,prompt_tokens,output_tokens\n1,0.0,100,5\n2,0.1,200,3\n"
+    lab_page.set_input_files("input[type=file]", files=[
+        {"name": "mine.csv", "mimeType": "text/csv", "buffer": trace}])
+    expect(lab_page.get_by_text("2 of 2 meet the contract")).to_be_visible()
+    broken = b"request_id,arrival_s,prompt_tokens\n1,0.0,100\n"
+    lab_page.set_input_files("input[type=file]", files=[
+        {"name": "broken.csv", "mimeType": "text/csv", "buffer": broken}])
+    expect(lab_page.locator(".lab-error").first).to_contain_text("lacks the column(s)")
+    assert console_errors == []
