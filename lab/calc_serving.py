@@ -18,11 +18,12 @@ from lab.context_growth import context_metrics
 from lab.decode import attention_flops_per_token, linear_params, peak_flops
 from lab.errors import LabInputError
 from lab.goodput import goodput_metrics, load_trace, per_request, simulate
+from lab.memory import kv_free_bytes
 from lab.prefill import chunk_sweep, prefill_metrics
 from lab.prefix import prefix_metrics
+from lab.units import MS
 from lab.validity import check_range
 
-MS = 1e-3
 DEFAULT_TRACE = Path(__file__).resolve().parents[1] / "datasets" / "traces" / "default.csv"
 """The shipped trace of experiment 7."""
 MAX_TOKENS_CONTEXT = 1_000_000_000
@@ -62,9 +63,12 @@ def decode_time(config: DecodeConfig) -> dict:
             "attention_time_s": record["attention_time_s"]}
 
 
-def calc_prefill(prompt: int = 16384, chunk: int = 2048, decode_ms: float | None = None,
-                 c0_ms: float = 2.0, c1_ms: float = 0.06, deadline_ms: float = 1500.0,
-                 itl_ms: float = 50.0, decode_from: DecodeConfig | None = None) -> dict:
+def calc_prefill(prompt: int = PREFILL_DEFAULTS["prompt"], chunk: int = PREFILL_DEFAULTS["chunk"],
+                 decode_ms: float | None = None, c0_ms: float = PREFILL_DEFAULTS["c0_ms"],
+                 c1_ms: float = PREFILL_DEFAULTS["c1_ms"],
+                 deadline_ms: float = PREFILL_DEFAULTS["deadline_ms"],
+                 itl_ms: float = PREFILL_DEFAULTS["itl_ms"],
+                 decode_from: DecodeConfig | None = None) -> dict:
     """Experiment 5: TTFT and decoders' ITL for one chunk size, plus the sweep over 1..P.
 
     ``decode_ms`` is the running batch's step cost; with ``decode_from`` it comes from
@@ -96,8 +100,10 @@ def calc_prefill(prompt: int = 16384, chunk: int = 2048, decode_ms: float | None
     return {"inputs": inputs, **record, **sweep, "decode": decode}
 
 
-def calc_prefix(model: str = "llama-3.1-8b", tp: int = 1, prefix: int = 1000, own: int = 200,
-                requests: int = 100, block: int = 16) -> dict:
+def calc_prefix(model: str = DecodeConfig.model, tp: int = DecodeConfig.tp,
+                prefix: int = PREFIX_DEFAULTS["prefix"], own: int = PREFIX_DEFAULTS["own"],
+                requests: int = PREFIX_DEFAULTS["requests"],
+                block: int = PREFIX_DEFAULTS["block"]) -> dict:
     """Experiment 6: blocks and bytes with and without prefix caching."""
     check_range("prefix", prefix, 0, MAX_CONTEXT, unit="tokens")
     check_range("own", own, 0, MAX_CONTEXT, unit="tokens")
@@ -122,8 +128,9 @@ def model_coefficients(config: DecodeConfig) -> dict:
             "c_s": float(attention_flops_per_token(model) / gpu.peak_bf16)}
 
 
-def calc_context(tokens: int = 32768, a_ms: float | None = None, c_ms: float | None = None,
-                 window: int | None = None, from_model: DecodeConfig | None = None) -> dict:
+def calc_context(tokens: int = CONTEXT_DEFAULTS["tokens"], a_ms: float | None = None,
+                 c_ms: float | None = None, window: int | None = None,
+                 from_model: DecodeConfig | None = None) -> dict:
     """Experiment 8: pairs, T(n), its parts, the doubling ratio and the crossover n*.
 
     ``a_ms`` (ms per token) and ``c_ms`` (ms per pair) default to synthetic values; with
@@ -153,9 +160,11 @@ def calc_context(tokens: int = 32768, a_ms: float | None = None, c_ms: float | N
     return {"inputs": inputs, **record, "coefficients": coefficients}
 
 
-def calc_goodput(trace: str | Path = DEFAULT_TRACE, batch_cap: int = 64,
-                 ttft_ms: float = 1000.0, tpot_ms: float = 12.0, c0_ms: float = 2.0,
-                 c1_ms: float = 0.02, memory_check: bool = False,
+def calc_goodput(trace: str | Path = DEFAULT_TRACE, batch_cap: int = GOODPUT_DEFAULTS["batch_cap"],
+                 ttft_ms: float = GOODPUT_DEFAULTS["ttft_ms"],
+                 tpot_ms: float = GOODPUT_DEFAULTS["tpot_ms"],
+                 c0_ms: float = GOODPUT_DEFAULTS["c0_ms"], c1_ms: float = GOODPUT_DEFAULTS["c1_ms"],
+                 memory_check: bool = False,
                  decode: DecodeConfig | None = None, with_requests: bool = False) -> dict:
     """Experiment 7: serve a trace under the batching model and score it against the contract.
 
@@ -172,6 +181,10 @@ def calc_goodput(trace: str | Path = DEFAULT_TRACE, batch_cap: int = 64,
     if c0_ms == 0 and c1_ms == 0:
         raise LabInputError("c0 and c1 cannot both be 0 ms: prefill would take no time.")
     model, gpu = prepare(decode.with_(context=1))
+    if memory_check and kv_free_bytes(model, gpu, decode.tp, decode.precision, decode.budget,
+                                      decode.reserve_gb * 1e9) <= 0:
+        raise LabInputError(f"The weights of {model.name} alone do not fit the memory budget "
+                            f"at tp {decode.tp}, so the memory check admits nothing.")
     loaded = load_trace(trace)
     longest = int(np.argmax(loaded.prompt_tokens + loaded.output_tokens))
     final = int(loaded.prompt_tokens[longest] + loaded.output_tokens[longest])
@@ -182,9 +195,6 @@ def calc_goodput(trace: str | Path = DEFAULT_TRACE, batch_cap: int = 64,
               "reserve_bytes": decode.reserve_gb * 1e9, "page": decode.page}
     sim = simulate(loaded, model, gpu, decode.tp, decode.precision, batch_cap,
                    c0_ms * MS, c1_ms * MS, **memory)
-    if memory_check and sim.kv_free_bytes <= 0:
-        raise LabInputError(f"The weights of {model.name} alone do not fit the memory budget "
-                            f"at tp {decode.tp}, so the memory check admits nothing.")
     record = goodput_metrics(sim, ttft_ms * MS, tpot_ms * MS)
     inputs = {"trace": str(trace), "batch_cap": batch_cap, "ttft_limit_s": ttft_ms * MS,
               "tpot_limit_s": tpot_ms * MS, "c0_s": c0_ms * MS, "c1_s": c1_ms * MS,

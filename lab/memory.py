@@ -51,6 +51,14 @@ def free_memory(budget: ArrayLike, weights: ArrayLike, reserve_bytes: ArrayLike)
     return budget - weights - reserve_bytes
 
 
+def kv_free_bytes(model, gpu, tp: ArrayLike, precision: ArrayLike,
+                  budget_fraction: ArrayLike = DEFAULT_BUDGET_FRACTION,
+                  reserve_bytes: ArrayLike = DEFAULT_RESERVE_BYTES) -> ArrayLike:
+    """Bytes left for the KV cache on one GPU for a model and GPU (B): experiment 2's free."""
+    return free_memory(memory_budget(gpu, budget_fraction), params_bytes(model, tp, precision),
+                       reserve_bytes)
+
+
 def memory_fit(
     model,
     gpu,
@@ -105,8 +113,8 @@ def sequence_capacity(
     held_tokens = pages(context, page) * page
     out = apply_mask({
         "kv_bytes_per_sequence": kv_bytes_per_sequence(model, tp, context, page),
-        "free_for_kv_bytes": free_memory(memory_budget(gpu, budget_fraction),
-                                         params_bytes(model, tp, precision), reserve_bytes),
+        "free_for_kv_bytes": kv_free_bytes(model, gpu, tp, precision, budget_fraction,
+                                           reserve_bytes),
         "page_waste_bytes_per_sequence":
             1.0 * (held_tokens - (context + 1)) * kv_bytes_per_token(model) / tp,
     }, mask)

@@ -7,7 +7,7 @@ import param
 import xarray as xr
 
 from lab.calc import MAX_BATCH, DecodeConfig, prepare
-from lab.calc_serving import DEFAULT_TRACE, GOODPUT_DEFAULTS, MS, calc_goodput
+from lab.calc_serving import DEFAULT_TRACE, GOODPUT_DEFAULTS, calc_goodput
 from lab.catalog import gpu_catalog, model_catalog
 from lab.decode import PRECISIONS, TP_DEGREES
 from lab.experiments.base import Card, Experiment, Prediction
@@ -17,7 +17,7 @@ from lab.goodput import UNITS, load_trace, simulate
 from lab.goodput.metrics import good_mask
 from lab.goodput.sweep import DEFAULT_CAPS, cap_sweep
 from lab.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
-from lab.units import fmt_ms, fmt_number, fmt_rate
+from lab.units import MS, fmt_ms, fmt_number, fmt_rate
 
 D = GOODPUT_DEFAULTS
 

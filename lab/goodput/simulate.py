@@ -39,8 +39,7 @@ from lab.memory import (
     DEFAULT_PAGE_TOKENS,
     DEFAULT_RESERVE_BYTES,
     kv_bytes_per_sequence,
-    memory_budget,
-    params_bytes,
+    kv_free_bytes,
 )
 
 _FIRST_WINDOW = 64
@@ -143,8 +142,7 @@ def simulate(
     free = None
     rejected = np.zeros(n, dtype=bool)
     if memory_check:
-        free = float(memory_budget(gpu, budget_fraction) - params_bytes(model, tp, precision)
-                     - reserve_bytes)
+        free = float(kv_free_bytes(model, gpu, tp, precision, budget_fraction, reserve_bytes))
         rejected = kv_need > free
 
     first = np.full(n, np.nan)

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-from lab.calc_serving import DEFAULT_TRACE, GOODPUT_DEFAULTS, MS
+from lab.calc_serving import DEFAULT_TRACE, GOODPUT_DEFAULTS
 from lab.goodput import load_trace
 from lab.goodput.sweep import DEFAULT_CAPS, cap_sweep
+from lab.units import MS
 
 
 def test_goodput_rises_then_falls_while_throughput_rises(llama8b, h100):
