@@ -26,6 +26,14 @@ MAX_CONTEXT = 1_048_576
 """Largest context the experiments accept, tokens (a model's own maximum also applies)."""
 
 
+def metric_options(budget: float, reserve_gb: float, page: int, allreduce: bool,
+                   allreduce_latency_us: float) -> dict:
+    """:func:`~lab.decode_family.decode_metrics` keyword arguments from the CLI's units
+    (reserve in GB, latency in µs): the one conversion the CLI, the apps and the grids share."""
+    return {"budget_fraction": budget, "reserve_bytes": reserve_gb * 1e9, "page": page,
+            "allreduce": allreduce, "allreduce_latency_s": allreduce_latency_us * 1e-6}
+
+
 @dataclass(frozen=True)
 class DecodeConfig:
     """Inputs of the decode family, in the CLI's units (GB for the reserve)."""
@@ -61,6 +69,11 @@ class DecodeConfig:
                 f"Precision '{self.precision}' is not one of {', '.join(PRECISIONS)}."
             )
 
+    def metric_options(self) -> dict:
+        """This configuration's memory and all-reduce inputs as ``decode_metrics`` keywords."""
+        return metric_options(self.budget, self.reserve_gb, self.page, self.allreduce,
+                              self.allreduce_latency_us)
+
     def with_(self, **changes) -> DecodeConfig:
         """A copy with ``changes`` applied."""
         return replace(self, **changes)
@@ -81,14 +94,8 @@ def to_python(value):
 
 def _metrics(config: DecodeConfig, model: ModelSpec, gpu: GPUSpec, *, tp: int,
              precision: str) -> dict:
-    raw = decode_metrics(
-        model, gpu, tp, precision, config.batch, config.context,
-        budget_fraction=config.budget,
-        reserve_bytes=config.reserve_gb * 1e9,
-        page=config.page,
-        allreduce=config.allreduce,
-        allreduce_latency_s=config.allreduce_latency_us * 1e-6,
-    )
+    raw = decode_metrics(model, gpu, tp, precision, config.batch, config.context,
+                         **config.metric_options())
     record = {key: to_python(value) for key, value in raw.items()}
     if record["valid"]:
         record["linear_bottleneck"] = "compute" if record["linear_compute_bound"] else "hbm"

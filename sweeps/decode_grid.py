@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from lab.calc import MAX_BATCH, MAX_CONTEXT
+from lab.calc import MAX_BATCH, MAX_CONTEXT, metric_options
 from lab.catalog import gpu_catalog, gpu_table, model_catalog, model_table
 from lab.decode import PRECISIONS, TP_DEGREES
 from lab.decode_family import UNITS, decode_metrics
@@ -105,11 +105,5 @@ def decode_block(coords: Mapping[str, np.ndarray], constants: Mapping) -> dict:
     precision = axis_view(np.asarray(coords["precision"], dtype=str), 3, ndim)
     batch = axis_view(np.asarray(coords["batch"], dtype=np.int64), 4, ndim)
     context = axis_view(np.asarray(coords["context"], dtype=np.int64), 5, ndim)
-    return decode_metrics(
-        model, gpu, tp, precision, batch, context,
-        budget_fraction=constants["budget"],
-        reserve_bytes=constants["reserve_gb"] * 1e9,
-        page=constants["page"],
-        allreduce=constants["allreduce"],
-        allreduce_latency_s=constants["allreduce_latency_us"] * 1e-6,
-    )
+    return decode_metrics(model, gpu, tp, precision, batch, context,
+                          **metric_options(**constants))

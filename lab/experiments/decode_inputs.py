@@ -80,11 +80,7 @@ class DecodeExperiment(Experiment):
         }
         values.update(axes)
         return decode_metrics(model, gpu, values["tp"], values["precision"], values["batch"],
-                              values["context"], budget_fraction=config.budget,
-                              reserve_bytes=config.reserve_gb * 1e9, page=config.page,
-                              allreduce=getattr(self, "allreduce", False),
-                              allreduce_latency_s=getattr(self, "allreduce_latency_us", 5.0)
-                              * 1e-6)
+                              values["context"], **config.metric_options())
 
     def model_spec(self):
         """The current model's record."""
