@@ -160,6 +160,32 @@ def calc_context(tokens: int = CONTEXT_DEFAULTS["tokens"], a_ms: float | None = 
     return {"inputs": inputs, **record, "coefficients": coefficients}
 
 
+def simulation_options(decode: DecodeConfig, memory_check: bool) -> dict:
+    """:func:`~lab.goodput.simulate`'s memory keywords from a decode configuration."""
+    options = decode.metric_options()
+    return {"memory_check": memory_check, "budget_fraction": options["budget_fraction"],
+            "reserve_bytes": options["reserve_bytes"], "page": options["page"]}
+
+
+def check_goodput_inputs(trace, model, gpu, decode: DecodeConfig, c0_ms: float, c1_ms: float,
+                         memory_check: bool) -> None:
+    """Raise :class:`LabInputError` for a goodput run that cannot be served as asked: no prefill
+    cost at all, a request longer than the model's context, or (with the memory check) weights
+    that leave no room for any KV cache."""
+    if c0_ms == 0 and c1_ms == 0:
+        raise LabInputError("c0 and c1 cannot both be 0 ms: prefill would take no time.")
+    longest = int(np.argmax(trace.prompt_tokens + trace.output_tokens))
+    final = int(trace.prompt_tokens[longest] + trace.output_tokens[longest])
+    if final > model.max_context:
+        raise LabInputError(f"Request {trace.ids[longest]} reaches {final:,} tokens, beyond "
+                            f"{model.name}'s maximum context of {model.max_context:,}.")
+    options = simulation_options(decode, memory_check)
+    if memory_check and kv_free_bytes(model, gpu, decode.tp, decode.precision,
+                                      options["budget_fraction"], options["reserve_bytes"]) <= 0:
+        raise LabInputError(f"The weights of {model.name} alone do not fit the memory budget "
+                            f"at tp {decode.tp}, so the memory check admits nothing.")
+
+
 def calc_goodput(trace: str | Path = DEFAULT_TRACE, batch_cap: int = GOODPUT_DEFAULTS["batch_cap"],
                  ttft_ms: float = GOODPUT_DEFAULTS["ttft_ms"],
                  tpot_ms: float = GOODPUT_DEFAULTS["tpot_ms"],
@@ -178,23 +204,11 @@ def calc_goodput(trace: str | Path = DEFAULT_TRACE, batch_cap: int = GOODPUT_DEF
     _check_ms("TPOT limit", tpot_ms, positive=True)
     _check_ms("c0", c0_ms)
     _check_ms("c1", c1_ms)
-    if c0_ms == 0 and c1_ms == 0:
-        raise LabInputError("c0 and c1 cannot both be 0 ms: prefill would take no time.")
     model, gpu = prepare(decode.with_(context=1))
-    if memory_check and kv_free_bytes(model, gpu, decode.tp, decode.precision, decode.budget,
-                                      decode.reserve_gb * 1e9) <= 0:
-        raise LabInputError(f"The weights of {model.name} alone do not fit the memory budget "
-                            f"at tp {decode.tp}, so the memory check admits nothing.")
     loaded = load_trace(trace)
-    longest = int(np.argmax(loaded.prompt_tokens + loaded.output_tokens))
-    final = int(loaded.prompt_tokens[longest] + loaded.output_tokens[longest])
-    if final > model.max_context:
-        raise LabInputError(f"Request {loaded.ids[longest]} reaches {final:,} tokens, beyond "
-                            f"{model.name}'s maximum context of {model.max_context:,}.")
-    memory = {"memory_check": memory_check, "budget_fraction": decode.budget,
-              "reserve_bytes": decode.reserve_gb * 1e9, "page": decode.page}
+    check_goodput_inputs(loaded, model, gpu, decode, c0_ms, c1_ms, memory_check)
     sim = simulate(loaded, model, gpu, decode.tp, decode.precision, batch_cap,
-                   c0_ms * MS, c1_ms * MS, **memory)
+                   c0_ms * MS, c1_ms * MS, **simulation_options(decode, memory_check))
     record = goodput_metrics(sim, ttft_ms * MS, tpot_ms * MS)
     inputs = {"trace": str(trace), "batch_cap": batch_cap, "ttft_limit_s": ttft_ms * MS,
               "tpot_limit_s": tpot_ms * MS, "c0_s": c0_ms * MS, "c1_s": c1_ms * MS,

@@ -34,9 +34,10 @@ from lab.calc_serving import (
     GOODPUT_DEFAULTS,
     MAX_MS,
     MAX_TOKENS_CONTEXT,
-    MS,
     PREFILL_DEFAULTS,
     PREFIX_DEFAULTS,
+    check_goodput_inputs,
+    simulation_options,
 )
 from lab.catalog import gpu_catalog, model_catalog
 from lab.decode import PRECISIONS
@@ -44,6 +45,7 @@ from lab.errors import LabInputError
 from lab.goodput import UNITS as GOODPUT_UNITS
 from lab.goodput import goodput_metrics, load_trace, simulate
 from lab.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
+from lab.units import MS
 from sweeps.build import axis_view
 from sweeps.schema import ExperimentSpec, Rule, Schema
 
@@ -208,8 +210,7 @@ def goodput_block(coords: Mapping[str, np.ndarray], constants: Mapping) -> dict:
     for i, cap in enumerate(coords["batch_cap"]):
         sim = simulate(trace, model, gpu, config.tp, config.precision, int(cap),
                        constants["c0_ms"] * MS, constants["c1_ms"] * MS,
-                       memory_check=constants["memory_check"], budget_fraction=config.budget,
-                       reserve_bytes=config.reserve_gb * 1e9, page=config.page)
+                       **simulation_options(config, constants["memory_check"]))
         for j, t1 in enumerate(ttft):
             for k, t2 in enumerate(tpot):
                 for key, value in goodput_metrics(sim, t1 * MS, t2 * MS).items():
@@ -222,25 +223,11 @@ def goodput_block(coords: Mapping[str, np.ndarray], constants: Mapping) -> dict:
 def _finalize_goodput(spec: ExperimentSpec) -> ExperimentSpec:
     """Reject what ``calc goodput`` rejects; record the trace's SHA-256 (staleness)."""
     constants = spec.constants
-    if constants["c0_ms"] == 0 and constants["c1_ms"] == 0:
-        raise LabInputError("c0 and c1 cannot both be 0 ms: prefill would take no time.")
-    model, gpu = prepare(_goodput_config(constants))
+    config = _goodput_config(constants)
+    model, gpu = prepare(config)
     digest = trace_digest(constants["trace"])
-    trace = load_trace(_trace_path(constants["trace"]))
-    longest = int(np.argmax(trace.prompt_tokens + trace.output_tokens))
-    final = int(trace.prompt_tokens[longest] + trace.output_tokens[longest])
-    if final > model.max_context:
-        raise LabInputError(f"Request {trace.ids[longest]} reaches {final:,} tokens, beyond "
-                            f"{model.name}'s maximum context of {model.max_context:,}.")
-    if constants["memory_check"]:
-        sim = simulate(trace, model, gpu, constants["tp"], constants["precision"], 1,
-                       constants["c0_ms"] * MS, constants["c1_ms"] * MS, memory_check=True,
-                       budget_fraction=constants["budget"],
-                       reserve_bytes=constants["reserve_gb"] * 1e9, page=constants["page"])
-        if sim.kv_free_bytes <= 0:
-            raise LabInputError(f"The weights of {model.name} alone do not fit the memory "
-                                f"budget at tp {constants['tp']}, so the memory check admits "
-                                "nothing.")
+    check_goodput_inputs(load_trace(_trace_path(constants["trace"])), model, gpu, config,
+                         constants["c0_ms"], constants["c1_ms"], constants["memory_check"])
     return replace(spec, extra={**spec.extra, "trace_sha256": digest})
 
 

@@ -64,12 +64,12 @@ class ChartView(Viewer):
         exp = self.experiment
         source = exp if exp.error is None else type(exp)()
         self.data = (source.chart_data(), source.inputs(), source.result)
-        self._built: tuple = (None, [])
+        self._built: tuple = (self.data, charts_for(exp, self.data))
         self._pending = False
         self._point_sources: dict[int, tuple[int, object]] = {}
         exp.param.watch(self._refresh, "result")
         self._split_batch()
-        count = len(charts_for(exp, self.data))
+        count = len(self._built[1])
         wide = count <= 2
         self._panes = [
             pn.pane.HoloViews(self._dynamic(i), sizing_mode="stretch_width", height=CHART_HEIGHT,

@@ -15,11 +15,12 @@ import pandas as pd
 import xarray as xr
 
 from apps.ui.theme import HIGHLIGHT, OKABE_ITO, PRIMARY
+from lab.units import GB, GFLOP, MS
 
 CANVAS = {"plot.output_backend": "canvas"}
 """Canvas output: in headless Chromium WebGL renders in software and repaints slower."""
 
-DISPLAY_UNITS = {"s": ("ms", 1e3), "B": ("GB", 1e-9), "FLOP": ("GFLOP", 1e-9)}
+DISPLAY_UNITS = {"s": ("ms", 1 / MS), "B": ("GB", 1 / GB), "FLOP": ("GFLOP", 1 / GFLOP)}
 """SI unit in the data → (unit on screen, factor)."""
 
 
@@ -60,12 +61,6 @@ def dimension(name: str, long_name: str, unit: str) -> hv.Dimension:
     return hv.Dimension(name, label=label, unit=unit or None)
 
 
-def coordinate(ds: xr.Dataset, dim: str) -> tuple[np.ndarray, hv.Dimension]:
-    """A coordinate's values and labelled dimension."""
-    values, long_name, unit = display_values(ds[dim])
-    return values, dimension(dim, long_name, unit)
-
-
 def power_of_two_ticks(values: np.ndarray, max_ticks: int = MAX_TICKS) -> list[tuple[float, str]]:
     """Ticks at the powers of two spanning ``values`` (for a log2 axis)."""
     finite = values[np.isfinite(values) & (values > 0)]
@@ -87,27 +82,6 @@ def fit_frame(ds: xr.Dataset, x: str, y: str, fits: str | None = "fits") -> pd.D
     ok = (np.asarray(ds[fits].values, dtype=bool) if fits and fits in ds
           else np.ones(len(xs), dtype=bool))
     return pd.DataFrame({x: xs, y: ys, "fits": ok, "fill_alpha": np.where(ok, 1.0, 0.0)})
-
-
-def fit_curve(ds: xr.Dataset, x: str, y: str, current: float, *, fits: str | None = "fits",
-              log2_x: bool = True, color: str = PRIMARY, title: str = "") -> hv.Overlay:
-    """``y`` against ``x`` with hollow markers where ``fits`` is false and the current point.
-
-    Parameters
-    ----------
-    ds : xarray.Dataset
-        One-dimensional data over ``x`` with ``long_name``/``units`` attrs.
-    x, y : str
-        The swept coordinate and the variable drawn.
-    current : float
-        The ``x`` value of the current configuration, drawn larger in the highlight colour.
-    fits : str or None
-        Boolean variable; points where it is false are hollow.
-    """
-    xs = display_values(ds[x])[0]
-    layers = fit_layers(ds, x, y, fits=fits, color=color) * current_layer(ds, x, y, current,
-                                                                          fits=fits)
-    return finish(layers, xs if log2_x else None, title)
 
 
 def _dims(ds: xr.Dataset, x: str, y: str) -> tuple[hv.Dimension, list]:
@@ -264,15 +238,16 @@ def heatmap(ds: xr.Dataset, variable: str, x: str = "batch", y: str = "context")
 
     Invalid cells (NaN) stay blank. Booleans and text are shown in the hover as they are.
     """
-    values, long_name, unit = display_values(ds[variable])
+    ds = ds.load()  # one read of a lazy selection, not one per variable
     xs, x_long, x_unit = display_values(ds[x])
     ys, y_long, y_unit = display_values(ds[y])
     da = ds[variable].transpose(x, y)
     gx, gy = np.meshgrid(np.arange(len(xs)), np.arange(len(ys)), indexing="ij")
     frame = pd.DataFrame({x: pd.Series([f"{v:,.0f}" for v in xs[gx.ravel()]], dtype=object),
                           y: pd.Series([f"{v:,.0f}" for v in ys[gy.ravel()]], dtype=object)})
+    shown, long_name, unit = display_values(da)
     vdims = [dimension(variable, long_name, unit)]
-    frame[variable] = np.asarray(display_values(da)[0]).ravel()
+    frame[variable] = np.asarray(shown).ravel()
     for name, other in ds.data_vars.items():
         if name == variable or set(other.dims) != {x, y}:
             continue
@@ -284,7 +259,6 @@ def heatmap(ds: xr.Dataset, variable: str, x: str = "batch", y: str = "context")
         else:
             frame[name] = pd.Series(np.asarray(arr.values).ravel().astype(str), dtype=object)
             vdims.append(hv.Dimension(name, label=str(other.attrs.get("long_name", name))))
-    del values
     el = hv.HeatMap(frame, [dimension(x, x_long, x_unit), dimension(y, y_long, y_unit)], vdims)
     positive = np.nanmin(frame[variable]) > 0 if np.isfinite(frame[variable]).any() else False
     return el.opts(cmap="cividis", colorbar=True, logz=bool(positive), tools=["hover"],
