@@ -3,34 +3,30 @@
 from __future__ import annotations
 
 import io
-import os
 import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 import panel_material_ui as pmui
 import xarray as xr
 
+from sweeps.export import write
+
+
+def _exported(ds: xr.Dataset, fmt: str, suffix: str) -> bytes:
+    """``ds`` written by the CLI's exporter (:func:`sweeps.export.write`), as bytes."""
+    with tempfile.TemporaryDirectory(prefix="inference-lab-download-") as folder:
+        return write(ds, Path(folder) / f"data{suffix}", fmt).read_bytes()
+
 
 def dataset_csv(ds: xr.Dataset) -> str:
-    """``ds`` flattened to CSV, one row per cell, SI units as in the data (see column names)."""
-    frame = ds.to_dataframe().reset_index()
-    return frame.to_csv(index=False)
+    """``ds`` flattened to CSV, one row per cell, inputs first, SI units as in the data."""
+    return _exported(ds, "csv", ".csv").decode("utf-8")
 
 
 def dataset_netcdf(ds: xr.Dataset) -> bytes:
-    """``ds`` as NetCDF-4 bytes (h5netcdf engine), attrs and units kept."""
-    handle, path = tempfile.mkstemp(suffix=".nc")
-    os.close(handle)
-    try:
-        clean = ds.copy()
-        for name, var in clean.variables.items():
-            if var.dtype == object:
-                clean[name] = var.astype(str)
-        clean.to_netcdf(path, engine="h5netcdf")
-        with open(path, "rb") as fh:
-            return fh.read()
-    finally:
-        os.unlink(path)
+    """``ds`` as NetCDF-4 bytes, attrs and units kept."""
+    return _exported(ds, "netcdf", ".nc")
 
 
 def csv_button(get_data: Callable[[], xr.Dataset], filename: str, label: str) -> pmui.FileDownload:
