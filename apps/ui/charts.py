@@ -3,7 +3,8 @@
 Nothing here knows about Panel or sessions, so every chart can be built and checked without a
 browser (``hv.renderer('bokeh').get_plot(element).handles['cds']``). Axis labels and units come
 from the data's ``long_name``/``units`` attrs; SI data is converted to the units shown on screen
-(ms, GB, GFLOP) here and only here.
+(ms, GB, GFLOP) here and only here. Experiment 1's charts are drawn with Bokeh directly from
+these helpers (:mod:`apps.ui.batch_chart`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from apps.ui.theme import HIGHLIGHT, OKABE_ITO, PRIMARY
+from apps.ui.theme import HIGHLIGHT, OKABE_ITO
 from lab.units import GB, GFLOP, MS
 
 CANVAS = {"plot.output_backend": "canvas"}
@@ -82,91 +83,6 @@ def fit_frame(ds: xr.Dataset, x: str, y: str, fits: str | None = "fits") -> pd.D
     ok = (np.asarray(ds[fits].values, dtype=bool) if fits and fits in ds
           else np.ones(len(xs), dtype=bool))
     return pd.DataFrame({x: xs, y: ys, "fits": ok, "fill_alpha": np.where(ok, 1.0, 0.0)})
-
-
-def _dims(ds: xr.Dataset, x: str, y: str) -> tuple[hv.Dimension, list]:
-    _, x_long, x_unit = display_values(ds[x])
-    _, y_long, y_unit = display_values(ds[y])
-    fit_dim = hv.Dimension("fits", label="Fits the memory budget")
-    return dimension(x, x_long, x_unit), [dimension(y, y_long, y_unit), fit_dim, "fill_alpha"]
-
-
-def fit_layers(ds: xr.Dataset, x: str, y: str, *, fits: str | None = "fits",
-               color: str = PRIMARY) -> hv.Overlay:
-    """The line and its markers (hollow where ``fits`` is false), without the current point."""
-    frame = fit_frame(ds, x, y, fits)
-    xdim, vdims = _dims(ds, x, y)
-    curve = hv.Curve(frame, xdim, vdims[0]).opts(color=color, line_width=2, **FOLLOW_DATA)
-    points = hv.Scatter(frame, xdim, vdims).opts(
-        color=color, fill_alpha=hv.dim("fill_alpha"), size=8, line_width=2,
-        tools=["hover"], hover_tooltips=[x, y, "fits"], **FOLLOW_DATA)
-    return curve * points
-
-
-def current_layer(ds: xr.Dataset, x: str, y: str, current: float, *,
-                  fits: str | None = "fits") -> hv.Scatter:
-    """The current configuration as one large marker (hollow when over budget)."""
-    frame = fit_frame(ds.sel({x: [current]}), x, y, fits)
-    xdim, vdims = _dims(ds, x, y)
-    return hv.Scatter(frame, xdim, vdims, label="current").opts(
-        color=HIGHLIGHT, fill_alpha=hv.dim("fill_alpha"), size=15, line_width=3,
-        marker="circle", tools=["hover"])
-
-
-def finish(overlay: hv.Overlay, log2_xs: np.ndarray | None, title: str) -> hv.Overlay:
-    """Shared look of a swept-axis chart; a log2 x axis when ``log2_xs`` is given.
-
-    Apply after the last layer is added: composing overlays drops the outer options.
-    """
-    opts = {"responsive": True, "height": 320, "show_grid": True, "title": title,
-            "backend_opts": CANVAS, "show_legend": False, "fontscale": 1.1, "padding": 0.06}
-    if log2_xs is not None:
-        opts.update(logx=True, xticks=power_of_two_ticks(log2_xs))
-    return overlay.opts(**opts)
-
-
-BATCH_SERIES = (("step_time_s", PRIMARY, "Step time"),
-                ("aggregate_tokens_per_s", OKABE_ITO[1], "Aggregate ceiling"))
-"""Experiment 1's two charts: variable, colour, title."""
-
-
-def batch_series(ds: xr.Dataset, ridge_batch: float) -> list[hv.Overlay]:
-    """Experiment 1's lines and markers with the ridge batch ``B*`` dashed, one per chart."""
-    ridge = hv.VLine(float(ridge_batch)).opts(color=OKABE_ITO[2], line_dash="dashed",
-                                              line_width=1.5)
-    return [fit_layers(ds, "batch", y, color=color) * ridge for y, color, _ in BATCH_SERIES]
-
-
-def batch_points(ds: xr.Dataset, batch: int) -> list[hv.Scatter]:
-    """Experiment 1's current point on each chart."""
-    return [current_layer(ds, "batch", y, batch) for y, _, _ in BATCH_SERIES]
-
-
-def batch_point_data(ds: xr.Dataset, batch: int) -> list[dict[str, np.ndarray]]:
-    """Columns of experiment 1's current point on each chart, as its Bokeh source holds them.
-
-    The same columns :func:`batch_points` draws, for moving the marker without redrawing.
-    """
-    one = ds.sel(batch=[batch])
-    return [{k: v.to_numpy() for k, v in fit_frame(one, "batch", y).items()}
-            for y, _, _ in BATCH_SERIES]
-
-
-def batch_titles() -> list[str]:
-    """Titles of experiment 1's charts, each saying what the curve is."""
-    return [f"{title}: {NOTE.lower()}" for _, _, title in BATCH_SERIES]
-
-
-def batch_charts(ds: xr.Dataset, batch: int, ridge_batch: float) -> list[hv.Overlay]:
-    """Experiment 1: step time and aggregate ceiling against batch (log2), ridge marked.
-
-    Hollow markers are configurations over the memory budget; the dashed line is the ridge
-    batch ``B*`` where the linear phase turns compute-bound; the large marker is ``batch``.
-    """
-    xs = display_values(ds["batch"])[0]
-    return [finish(series * point, xs, title) for series, point, title in
-            zip(batch_series(ds, ridge_batch), batch_points(ds, batch), batch_titles(),
-                strict=True)]
 
 
 def numeric_variables(ds: xr.Dataset) -> list[str]:

@@ -18,10 +18,13 @@ from lab.errors import LabInputError
 APP_MODULE = "apps.inference_lab"
 """The app script's module; its file is what ``panel serve`` runs."""
 
+SETUP_MODULE = "apps.ui.serve_setup"
+"""Script ``panel serve --setup`` runs before serving: it builds every page once."""
 
-def app_script() -> Path:
-    """Path of the app script, found through the installed ``apps`` package."""
-    spec = importlib.util.find_spec(APP_MODULE)
+
+def app_script(module: str = APP_MODULE) -> Path:
+    """Path of the app script (or another script of ``apps``), found through the package."""
+    spec = importlib.util.find_spec(module)
     if spec is None or not spec.origin:
         raise LabInputError("The lab's apps are not installed; run `pip install -e .` from "
                             "the repository.")
@@ -41,6 +44,7 @@ def panel_command(args: argparse.Namespace) -> list[str]:
     if args.basic_auth:
         cmd += ["--basic-auth", args.basic_auth,
                 "--cookie-secret", args.cookie_secret or secrets.token_urlsafe(32)]
+    cmd += ["--setup", str(app_script(SETUP_MODULE))]
     if args.num_procs == 1:
         cmd.append("--warm")
     if args.show:
@@ -54,8 +58,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.num_procs < 0:
         raise LabInputError(f"--num-procs {args.num_procs} is negative (0 means one per CPU).")
     cmd = panel_command(args)
-    print(f"Serving Inference Lab at http://{args.address}:{args.port}/ (Ctrl+C stops).",
-          file=sys.stderr, flush=True)
+    print(f"Serving Inference Lab at http://{args.address}:{args.port}/ once its main pages are "
+          "prepared, a few seconds from now (Ctrl+C stops).", file=sys.stderr, flush=True)
     os.execv(cmd[0], cmd)  # the server replaces this process: signals reach it directly
     return 0
 

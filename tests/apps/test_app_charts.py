@@ -6,11 +6,11 @@ import holoviews as hv
 import numpy as np
 import pytest
 
+from apps.ui.batch_chart import batch_charts
 from apps.ui.calculation import CalculationView, steps_html
 from apps.ui.cards import CardsView, cards_html
 from apps.ui.chart_view import ChartView
 from apps.ui.charts import (
-    batch_charts,
     experiment_charts,
     heatmap,
     numeric_variables,
@@ -34,35 +34,60 @@ def point_sources(plot) -> list[dict]:
 
 def test_batch_chart_axes_units_and_canvas():
     exp = BatchBottleneck()
-    step, rate = batch_charts(exp.chart_data(), exp.batch, exp.result["ridge_batch"])
-    plot = plot_of(step)
-    assert plot.state.xaxis[0].axis_label == "Batch (sequences)"
-    assert plot.state.yaxis[0].axis_label == "Ideal decode step time (ms)"
-    assert plot.state.output_backend == "canvas"
-    assert type(plot.state.x_scale).__name__ == "LogScale"
-    assert "not a measurement" in plot.state.title.text
-    assert plot_of(rate).state.yaxis[0].axis_label == "Aggregate decode ceiling (tokens/s)"
+    step, rate = (c.figure for c in batch_charts(exp.chart_data(), exp.batch,
+                                                 exp.result["ridge_batch"]))
+    assert step.xaxis[0].axis_label == "Batch (sequences)"
+    assert step.yaxis[0].axis_label == "Ideal decode step time (ms)"
+    assert step.output_backend == "canvas"
+    assert type(step.x_scale).__name__ == "LogScale"
+    assert "not a measurement" in step.title.text
+    assert rate.yaxis[0].axis_label == "Aggregate decode ceiling (tokens/s)"
+    assert step.xaxis[0].ticker.ticks[:4] == [1, 2, 4, 8]
+    assert step.xaxis[0].major_label_overrides[1024] == "1,024"
+    assert any(type(t).__name__ == "SaveTool" for t in step.toolbar.tools)
 
 
 def test_batch_chart_highlights_current_point_in_ms():
     exp = BatchBottleneck()
     step, _ = batch_charts(exp.chart_data(), 8, exp.result["ridge_batch"])
-    layers = point_sources(plot_of(step))
-    current = [d for d in layers if len(d["batch"]) == 1]
-    assert len(current) == 1
-    assert current[0]["batch"][0] == 8
-    assert round(current[0]["step_time_s"][0], 2) == 7.04
+    current = step.current.data
+    assert list(current["batch"]) == [8]
+    assert round(current["step_time_s"][0], 2) == 7.04
+    assert step.ridge.location == exp.result["ridge_batch"]
+
+
+def test_batch_chart_lines_are_the_powers_of_two():
+    exp = BatchBottleneck(batch=24)
+    step, _ = batch_charts(exp.chart_data(), exp.batch, exp.result["ridge_batch"])
+    batches = list(step.series.data["batch"])
+    assert 24 not in batches and batches[:5] == [1, 2, 4, 8, 16]
+    assert list(step.current.data["batch"]) == [24]
 
 
 def test_over_budget_points_are_hollow():
     exp = BatchBottleneck()
     ds = exp.chart_data()
     step, _ = batch_charts(ds, exp.batch, exp.result["ridge_batch"])
-    series = max(point_sources(plot_of(step)), key=lambda d: len(d["batch"]))
-    fits = np.asarray(ds["fits"].values)
+    series = step.series.data
+    fits = np.asarray(ds.sel(batch=series["batch"])["fits"].values)
     assert (~fits).any() and fits.any()
     np.testing.assert_array_equal(series["fill_alpha"], np.where(fits, 1.0, 0.0))
     np.testing.assert_array_equal(series["fits"], fits)
+
+
+def test_chart_view_moves_the_point_and_redraws_lines_when_they_change():
+    exp = BatchBottleneck()
+    view = ChartView(experiment=exp)
+    step = view._batch[0]
+    lines_before = step.series.data
+    exp.batch = 16
+    view._update()
+    assert list(step.current.data["batch"]) == [16]
+    assert step.series.data is lines_before  # only the marker moved
+    exp.context = 32768
+    view._update()
+    assert step.series.data is not lines_before
+    assert step.series.data["step_time_s"][0] > lines_before["step_time_s"][0]
 
 
 @pytest.mark.parametrize("cls", all_experiments()[1:], ids=lambda c: c.slug)

@@ -7,11 +7,18 @@ import shutil
 import sys
 import urllib.request
 
-from lab_browser import REPO, free_port, require_chromium, start_server, stop_server
+from lab_browser import (
+    REPO,
+    app_errors,
+    free_port,
+    require_chromium,
+    start_server,
+    stop_server,
+)
 from playwright.sync_api import expect
 
 from lab.cli.main import build_parser
-from lab.cli.serve_cmd import app_script, panel_command
+from lab.cli.serve_cmd import SETUP_MODULE, app_script, panel_command
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -29,6 +36,15 @@ def test_panel_command_serves_the_app_as_the_index():
     assert cmd[cmd.index("--basic-auth") + 1] == "secret"
     assert "--cookie-secret" in cmd and "--warm" not in cmd
     assert "0.0.0.0:5100" in cmd
+    assert cmd[cmd.index("--setup") + 1] == str(REPO / "apps" / "ui" / "serve_setup.py")
+    assert app_script(SETUP_MODULE).exists()
+
+
+def test_warm_pages_are_pages_of_the_lab():
+    from apps.ui.registry import all_pages
+    from apps.ui.warmup import WARM_PAGES
+
+    assert set(WARM_PAGES) <= {info.slug for info in all_pages()}
 
 
 def test_inference_lab_serve_has_the_landing_page_at_root(lab_page, console_errors):
@@ -45,7 +61,9 @@ def test_inference_lab_serve_has_the_landing_page_at_root(lab_page, console_erro
         expect(lab_page.locator(".lab-card .value").first).to_have_text("7.04 ms")
         assert console_errors == []
     finally:
-        stop_server(proc)
+        log = stop_server(proc)
+    assert "Inference Lab: pages prepared in" in log  # the --setup warm-up ran
+    assert app_errors(log) == [], log
 
 
 def test_basic_auth_asks_for_a_login():

@@ -1,0 +1,129 @@
+"""Experiment 1's two charts, drawn directly with Bokeh and updated in place.
+
+Step time and the aggregate ceiling against batch (log2 axis): the line and markers over the
+powers of two (hollow where the configuration is over the memory budget), the ridge batch
+``B*`` dashed, and the current batch as one large marker. Built with Bokeh rather than
+HoloViews because this is the page most readers open first: two figures take about 20 ms of
+server time this way against about 180 ms through HoloViews, and the page's first load is
+measured (``benchmarks/bench_ui.py``). Nothing here knows about Panel or sessions.
+
+The data sources keep the column names of the data (``batch``, the variable, ``fits``,
+``fill_alpha``), in the units on screen, so tests and the browser read the figures shown.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+from bokeh.models import ColumnDataSource, FixedTicker, HoverTool, Span
+from bokeh.plotting import figure
+
+from apps.ui.charts import NOTE, display_values, fit_frame, power_of_two_ticks
+from apps.ui.theme import HIGHLIGHT, OKABE_ITO, PRIMARY
+
+BATCH_SERIES = (("step_time_s", PRIMARY, "Step time"),
+                ("aggregate_tokens_per_s", OKABE_ITO[1], "Aggregate ceiling"))
+"""The two charts: variable, colour, title."""
+
+RIDGE_COLOR = OKABE_ITO[2]
+"""Colour of the dashed ridge-batch line."""
+
+HEIGHT = 320
+"""Figure height in px."""
+
+TOOLS = "pan,wheel_zoom,box_zoom,save,reset"
+"""Toolbar (save gives the PNG); a hover tool is added for the markers."""
+
+
+def axis_label(da: xr.DataArray) -> str:
+    """``Long name (unit)`` of ``da`` in the units on screen."""
+    _, long_name, unit = display_values(da)
+    label = long_name[:1].upper() + long_name[1:]
+    return f"{label} ({unit})" if unit else label
+
+
+def chart_title(title: str) -> str:
+    """A chart title that says what the curve is."""
+    return f"{title}: {NOTE.lower()}"
+
+
+def source_data(ds: xr.Dataset, y: str) -> dict[str, np.ndarray]:
+    """Columns of ``y`` against batch as a data source holds them (screen units)."""
+    return {k: v.to_numpy() for k, v in fit_frame(ds, "batch", y).items()}
+
+
+def _number_format(da: xr.DataArray) -> str:
+    values, _, _ = display_values(da)
+    finite = values[np.isfinite(values)]
+    return "{0,0}" if finite.size and np.nanmax(np.abs(finite)) >= 1000 else "{0,0.00}"
+
+
+@dataclass
+class BatchChart:
+    """One of experiment 1's figures and the parts that move: sources, ridge line, ticks."""
+
+    variable: str
+    figure: figure
+    series: ColumnDataSource
+    current: ColumnDataSource
+    ridge: Span
+    ticker: FixedTicker
+
+    def show_series(self, lines: xr.Dataset, ridge_batch: float) -> None:
+        """Redraw the line and markers over ``lines`` and move the ridge line."""
+        self.series.data = source_data(lines, self.variable)
+        xs = display_values(lines["batch"])[0]
+        ticks = power_of_two_ticks(xs)
+        self.ticker.ticks = [t for t, _ in ticks]
+        self.figure.xaxis[0].major_label_overrides = {t: label for t, label in ticks}
+        self.ridge.location = float(ridge_batch) if math.isfinite(ridge_batch) else None
+
+    def show_point(self, ds: xr.Dataset, batch: int) -> None:
+        """Move the current-point marker to ``batch`` (hollow when over budget)."""
+        self.current.data = source_data(ds.sel(batch=[batch]), self.variable)
+
+
+def batch_chart(lines: xr.Dataset, ds: xr.Dataset, batch: int, ridge_batch: float,
+                variable: str, color: str, title: str) -> BatchChart:
+    """One figure of ``variable``: ``lines`` drawn, ``batch`` (in ``ds``) highlighted."""
+    fig = figure(x_axis_type="log", height=HEIGHT, sizing_mode="stretch_width",
+                 title=chart_title(title), tools=TOOLS, output_backend="canvas",
+                 x_axis_label=axis_label(ds["batch"]), y_axis_label=axis_label(ds[variable]))
+    fig.x_range.range_padding = fig.y_range.range_padding = 0.06
+    fig.xaxis.minor_tick_line_color = None
+    series = ColumnDataSource(source_data(lines, variable))
+    current = ColumnDataSource(source_data(ds.sel(batch=[batch]), variable))
+    fig.line("batch", variable, source=series, color=color, line_width=2)
+    markers = fig.scatter("batch", variable, source=series, color=color,
+                          fill_alpha="fill_alpha", size=8, line_width=2)
+    point = fig.scatter("batch", variable, source=current, color=HIGHLIGHT,
+                        fill_alpha="fill_alpha", size=15, line_width=3)
+    ridge = Span(dimension="height", line_color=RIDGE_COLOR, line_dash="dashed",
+                 line_width=1.5)
+    fig.add_layout(ridge)
+    ticker = FixedTicker()
+    fig.xaxis[0].ticker = ticker
+    fmt = _number_format(ds[variable])
+    fig.add_tools(HoverTool(renderers=[markers, point], tooltips=[
+        (axis_label(ds["batch"]), "@batch{0,0}"),
+        (axis_label(ds[variable]), f"@{{{variable}}}{fmt}"),
+        ("Fits the memory budget", "@fits")]))
+    chart = BatchChart(variable, fig, series, current, ridge, ticker)
+    chart.show_series(lines, ridge_batch)
+    return chart
+
+
+def power_of_two_rows(ds: xr.Dataset) -> xr.Dataset:
+    """The rows of ``ds`` whose batch is a power of two: what the lines are drawn over."""
+    batch = ds["batch"].values
+    return ds.sel(batch=batch[(batch & (batch - 1)) == 0])
+
+
+def batch_charts(ds: xr.Dataset, batch: int, ridge_batch: float) -> list[BatchChart]:
+    """Experiment 1's two figures for ``ds`` (its chart data) with ``batch`` highlighted."""
+    lines = power_of_two_rows(ds)
+    return [batch_chart(lines, ds, batch, ridge_batch, y, color, title)
+            for y, color, title in BATCH_SERIES]
