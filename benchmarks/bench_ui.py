@@ -226,7 +226,8 @@ async def first_load(browser, url: str, ready: str) -> tuple[float, float]:
 
 
 IDLE = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
-        "Bokeh.documents.every(d => d.is_idle) && !document.querySelector('.pn-loading')")
+        "Bokeh.documents.every(d => d.is_idle) && !document.querySelector('.pn-loading') && "
+        "(document.getElementById('loader') || {style: {}}).style.display !== 'flex'")
 
 
 async def screenshots(browser, base: str, folder: str) -> list[str]:

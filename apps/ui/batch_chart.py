@@ -21,7 +21,7 @@ import xarray as xr
 from bokeh.models import ColumnDataSource, FixedTicker, HoverTool, Span
 from bokeh.plotting import figure
 
-from apps.ui.charts import NOTE, display_values, fit_frame, power_of_two_ticks
+from apps.ui.charts import NOTE, axis_label, display_values, fit_frame, power_of_two_ticks
 from apps.ui.theme import HIGHLIGHT, OKABE_ITO, PRIMARY
 
 BATCH_SERIES = (("step_time_s", PRIMARY, "Step time"),
@@ -36,13 +36,6 @@ HEIGHT = 320
 
 TOOLS = "pan,wheel_zoom,box_zoom,save,reset"
 """Toolbar (save gives the PNG); a hover tool is added for the markers."""
-
-
-def axis_label(da: xr.DataArray) -> str:
-    """``Long name (unit)`` of ``da`` in the units on screen."""
-    _, long_name, unit = display_values(da)
-    label = long_name[:1].upper() + long_name[1:]
-    return f"{label} ({unit})" if unit else label
 
 
 def chart_title(title: str) -> str:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import holoviews as hv
 import panel as pn
 import param
 from panel.viewable import Viewer
 
 from apps.ui.batch_chart import BatchChart, batch_charts, power_of_two_rows
-from apps.ui.charts import NOTE, experiment_charts
+from apps.ui.charts import NOTE
 from apps.ui.downloads import csv_button
+from apps.ui.series_chart import SeriesChart, experiment_charts, update_charts
 from lab.experiments.base import Experiment
 
 CHART_HEIGHT = 340
@@ -23,12 +23,12 @@ CHART_NOTE = ("Hollow markers exceed the chosen memory budget. The curves descri
 class ChartView(Viewer):
     """The chart(s) of an experiment over its swept axis, the current point highlighted.
 
-    Experiment 1 draws two Bokeh figures (:mod:`apps.ui.batch_chart`) whose sources are
-    updated in place: when only the batch moves, only the current-point markers change.
-    Every other experiment has one ``hv.DynamicMap`` per chart bound to ``data``, so updates
-    stream into the existing plot and the charts of one update are built once for all panes.
-    Zoom survives updates. On a server the chart update runs on the next tick, after the
-    cards have been sent. While the inputs are invalid the last valid chart is hidden.
+    Every chart is a Bokeh figure whose data sources are updated in place, so zoom survives
+    updates: experiment 1's two (:mod:`apps.ui.batch_chart`), where moving only the batch
+    moves only the current-point markers, and one per variable for the others
+    (:mod:`apps.ui.series_chart`), rebuilt only if an update changes a figure's layout. On
+    a server the chart update runs on the next tick, after the cards have been sent. While
+    the inputs are invalid the last valid chart is hidden.
     """
 
     experiment = param.ClassSelector(class_=Experiment, doc="The experiment drawn.")
@@ -42,31 +42,30 @@ class ChartView(Viewer):
         self.data = (source.chart_data(), source.inputs(), source.result)
         self._pending = False
         exp.param.watch(self._refresh, "result")
+        ds, inputs, result = self.data
         if exp.slug == "batch":
-            ds, inputs, result = self.data
             self._lines = (power_of_two_rows(ds), result["ridge_batch"])
             self._batch: list[BatchChart] = batch_charts(ds, inputs["batch"],
                                                          result["ridge_batch"])
-            self._panes = [pn.pane.Bokeh(chart.figure, sizing_mode="stretch_width",
-                                         height=CHART_HEIGHT) for chart in self._batch]
+            figures = [chart.figure for chart in self._batch]
         else:
-            self._built: tuple = (self.data, experiment_charts(*self.data[:2]))
-            count = len(self._built[1])
-            wide = count <= 2
-            self._panes = [
-                pn.pane.HoloViews(hv.DynamicMap(pn.bind(self._chart, self.param.data, i)),
-                                  sizing_mode="stretch_width", height=CHART_HEIGHT,
-                                  min_width=None if wide else 380, linked_axes=False,
-                                  styles={} if wide else {"flex": "1 1 45%"})
-                for i in range(count)]
-        wide = len(self._panes) <= 2
+            self._series: list[SeriesChart] = experiment_charts(ds, inputs)
+            figures = [chart.figure for chart in self._series]
         visible = pn.bind(lambda _r: exp.error is None, exp.param.result)
-        self._grid = (pn.Column(*self._panes, sizing_mode="stretch_width", visible=visible)
-                      if wide else
-                      pn.FlexBox(*self._panes, flex_wrap="wrap", sizing_mode="stretch_width",
-                                 visible=visible))
+        self._grid = pn.FlexBox(*self._panes(figures), flex_wrap="wrap",
+                                sizing_mode="stretch_width", visible=visible)
         self._download = csv_button(lambda: self.data[0], f"{exp.slug}-chart.csv",
                                     "Chart data (CSV)")
+
+    @staticmethod
+    def _panes(figures: list) -> list[pn.Column]:
+        """One pane per figure, full width for one or two and two to a row for more (the
+        Bokeh pane shares its figure's layout, so a column around it takes the flex share)."""
+        wide = len(figures) <= 2
+        return [pn.Column(pn.pane.Bokeh(fig, sizing_mode="stretch_width", height=CHART_HEIGHT),
+                          sizing_mode="stretch_width", min_width=None if wide else 380,
+                          styles={"flex": "1 1 100%" if wide else "1 1 45%"})
+                for fig in figures]
 
     def _refresh(self, _event) -> None:
         if self.experiment.error is None and not self._pending:
@@ -80,6 +79,8 @@ class ChartView(Viewer):
                          self.experiment.result)
             if self.experiment.slug == "batch":
                 self._show_batch()
+            else:
+                self._show_series()
 
     def _show_batch(self) -> None:
         """Experiment 1: redraw the lines only when they change, the current point always.
@@ -96,10 +97,19 @@ class ChartView(Viewer):
         for chart in self._batch:
             chart.show_point(ds, inputs["batch"])
 
-    def _chart(self, data, index: int) -> hv.Overlay:
-        if self._built[0] is not data:
-            self._built = (data, experiment_charts(*data[:2]))
-        return self._built[1][index]
+    def _show_series(self) -> None:
+        """Experiments 2–8: update the figures in place; swap in any that were rebuilt."""
+        ds, inputs, _ = self.data
+        charts = update_charts(self._series, ds, inputs)
+        if charts is None:
+            return
+        if len(charts) == len(self._series):
+            for column, old, new in zip(self._grid, self._series, charts, strict=True):
+                if new is not old:
+                    column[0].object = new.figure
+        else:
+            self._grid[:] = self._panes([c.figure for c in charts])
+        self._series = charts
 
     def __panel__(self):
         return pn.Column(self._grid,

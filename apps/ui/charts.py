@@ -1,10 +1,10 @@
-"""Pure plotting functions: labelled xarray data in, a HoloViews element out.
+"""What every chart shares, and the grid explorer's heatmap (a HoloViews element).
 
-Nothing here knows about Panel or sessions, so every chart can be built and checked without a
-browser (``hv.renderer('bokeh').get_plot(element).handles['cds']``). Axis labels and units come
-from the data's ``long_name``/``units`` attrs; SI data is converted to the units shown on screen
-(ms, GB, GFLOP) here and only here. Experiment 1's charts are drawn with Bokeh directly from
-these helpers (:mod:`apps.ui.batch_chart`).
+Labelled xarray data in: axis labels and units come from the data's ``long_name``/``units``
+attrs, and SI data is converted to the units shown on screen (ms, GB, GFLOP) here and only
+here. The experiments' charts are Bokeh figures built from these helpers
+(:mod:`apps.ui.batch_chart`, :mod:`apps.ui.series_chart`). Nothing here knows about Panel or
+sessions, so every chart can be built and checked without a browser.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from apps.ui.theme import HIGHLIGHT, OKABE_ITO
 from lab.units import GB, GFLOP, MS
 
 CANVAS = {"plot.output_backend": "canvas"}
@@ -24,10 +23,6 @@ CANVAS = {"plot.output_backend": "canvas"}
 DISPLAY_UNITS = {"s": ("ms", 1 / MS), "B": ("GB", 1 / GB), "FLOP": ("GFLOP", 1 / GFLOP)}
 """SI unit in the data → (unit on screen, factor)."""
 
-
-FOLLOW_DATA = {"framewise": True}
-"""Curve and point option: axis ranges follow each update's data (a new model or trace can
-change the scale)."""
 
 NOTE = "Ideal phase cost, not a measurement"
 """What every decode curve is, stated on the chart."""
@@ -42,9 +37,6 @@ COORDINATE_ATTRS = {
 MAX_TICKS = 11
 """Most labelled ticks on a log2 axis (every other power of two beyond that)."""
 
-MAX_PANELS = 4
-"""Most charts one experiment shows (one per numeric variable)."""
-
 
 def display_values(da: xr.DataArray) -> tuple[np.ndarray, str, str]:
     """Values of ``da`` in screen units, with its long name and the screen unit."""
@@ -54,6 +46,13 @@ def display_values(da: xr.DataArray) -> tuple[np.ndarray, str, str]:
     shown, factor = DISPLAY_UNITS.get(units, (units, 1.0))
     values = np.asarray(da.values, dtype=float) * factor
     return values, long_name, "" if shown in ("1", "") else shown
+
+
+def axis_label(da: xr.DataArray) -> str:
+    """``Long name (unit)`` of ``da`` in the units on screen."""
+    _, long_name, unit = display_values(da)
+    label = long_name[:1].upper() + long_name[1:]
+    return f"{label} ({unit})" if unit else label
 
 
 def dimension(name: str, long_name: str, unit: str) -> hv.Dimension:
@@ -95,58 +94,6 @@ def sweep_axis(data: xr.Dataset | xr.DataArray) -> str:
     """The swept axis: the dimension with the most points (the first on ties)."""
     dims = list(data.dims)
     return max(dims, key=lambda d: (data.sizes[d], -dims.index(d)))
-
-
-def series_chart(ds: xr.Dataset, y: str, current: dict) -> hv.Overlay:
-    """One variable against the swept axis, one line per value of any other dimension.
-
-    The current configuration (``current[x]`` when ``x`` is an input) is marked by a
-    vertical line and, where a series matches the current inputs, a highlighted marker.
-    """
-    da = ds[y]
-    x = sweep_axis(da)
-    others = [d for d in da.dims if d != x]
-    xs, x_long, x_unit = display_values(ds[x])
-    _, y_long, y_unit = display_values(da)
-    xdim = dimension(x, x_long, x_unit)
-    ydim = dimension(y, y_long, y_unit)
-    fits = ds["fits"] if "fits" in ds and ds["fits"].dims == da.dims else None
-    stacked = da.transpose(*others, x) if others else da
-    groups = ([{}] if not others else
-              [dict(zip(others, idx, strict=True)) for idx in np.ndindex(
-                  *[ds.sizes[d] for d in others])])
-    curves, points = {}, []
-    for i, sel in enumerate(groups):
-        part = stacked.isel(sel) if sel else stacked
-        values, _, _ = display_values(part)
-        ok = (np.asarray(fits.transpose(*others, x).isel(sel).values, dtype=bool)
-              if fits is not None else np.isfinite(values))
-        key = ", ".join(f"{d} {ds[d].values[j]}" for d, j in sel.items()) or y_long
-        color = OKABE_ITO[i % len(OKABE_ITO)]
-        frame = pd.DataFrame({x: xs, y: values, "fill_alpha": np.where(ok, 1.0, 0.0)})
-        curves[key] = hv.Curve(frame, xdim, ydim, label=key).opts(color=color, line_width=2,
-                                                                  **FOLLOW_DATA)
-        points.append(hv.Scatter(frame, xdim, [ydim, "fill_alpha"]).opts(
-            color=color, fill_alpha=hv.dim("fill_alpha"), size=7, tools=["hover"],
-            **FOLLOW_DATA))
-    overlay = hv.Overlay(list(curves.values()) + points)
-    here = current.get(x)
-    if here is not None and np.isscalar(here) and np.issubdtype(np.asarray(here).dtype,
-                                                                np.number):
-        overlay = overlay * hv.VLine(float(here)).opts(color=HIGHLIGHT, line_width=2)
-    positive = np.all(xs[np.isfinite(xs)] > 0) if xs.size else False
-    spread = positive and xs.size > 2 and np.nanmax(xs) / np.nanmin(xs) >= 32
-    opts = {"responsive": True, "height": 300, "show_grid": True, "backend_opts": CANVAS,
-            "legend_position": "top_left", "show_legend": len(groups) > 1,
-            "title": y_long[:1].upper() + y_long[1:]}
-    if spread:
-        opts.update(logx=True, xticks=power_of_two_ticks(xs, max_ticks=6))
-    return overlay.opts(**opts)
-
-
-def experiment_charts(ds: xr.Dataset, current: dict) -> list[hv.Overlay]:
-    """One chart per numeric variable of an experiment's ``chart_data`` (at most four)."""
-    return [series_chart(ds, y, current) for y in numeric_variables(ds)[:MAX_PANELS]]
 
 
 def heatmap(ds: xr.Dataset, variable: str, x: str = "batch", y: str = "context") -> hv.HeatMap:

@@ -42,7 +42,11 @@ def rows(seed: int = SEED, requests: int = REQUESTS, rate: float = RATE_PER_S) -
     return out
 
 
-def main(path: Path = Path(__file__).with_name("default.csv")) -> None:
+DEFAULT_PATH = Path(__file__).with_name("default.csv")
+"""Where the shipped trace lives."""
+
+
+def main(path: Path = DEFAULT_PATH) -> None:
     """Write the trace to ``path``."""
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")

@@ -97,8 +97,10 @@ def require_chromium() -> None:
 
 
 IDLE = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
-        "Bokeh.documents.every(d => d.is_idle) && !document.querySelector('.pn-loading')")
-"""Every Bokeh document has rendered and no loading overlay is shown."""
+        "Bokeh.documents.every(d => d.is_idle) && !document.querySelector('.pn-loading') && "
+        "(document.getElementById('loader') || {style: {}}).style.display !== 'flex'")
+"""Every Bokeh document has rendered and no loading overlay (Panel's or the template's
+spinner, which the template hides on a 100 ms timer) is shown."""
 
 
 def screenshot(page, name: str) -> Path:

@@ -10,14 +10,10 @@ from apps.ui.batch_chart import batch_charts
 from apps.ui.calculation import CalculationView, steps_html
 from apps.ui.cards import CardsView, cards_html
 from apps.ui.chart_view import ChartView
-from apps.ui.charts import (
-    experiment_charts,
-    heatmap,
-    numeric_variables,
-    sweep_axis,
-)
+from apps.ui.charts import heatmap, numeric_variables, sweep_axis
 from apps.ui.downloads import dataset_csv
 from apps.ui.prediction import UNDECIDED, PredictionView, verdict
+from apps.ui.series_chart import experiment_charts, series_data, update_charts
 from lab.experiments import all_experiments
 from lab.experiments.batch_bottleneck import BatchBottleneck
 
@@ -96,12 +92,66 @@ def test_other_experiment_charts_render(cls):
     ds = exp.chart_data()
     charts = experiment_charts(ds, exp.inputs())
     assert 1 <= len(charts) <= 4
+    axis = sweep_axis(ds[numeric_variables(ds)[0]])
     for chart in charts:
-        plot = plot_of(chart)
-        assert plot.state.output_backend == "canvas"
-        assert plot.state.xaxis[0].axis_label.lower().startswith(
-            ds[sweep_axis(ds[numeric_variables(ds)[0]])].attrs.get(
-                "long_name", sweep_axis(ds[numeric_variables(ds)[0]])).split()[0].lower()[:3])
+        fig = chart.figure
+        assert fig.output_backend == "canvas"
+        assert fig.xaxis[0].axis_label.lower().startswith(
+            str(ds[axis].attrs.get("long_name", axis)).split()[0].lower()[:3])
+        assert any(type(t).__name__ == "SaveTool" for t in fig.toolbar.tools)
+        data = chart.sources[0].data
+        assert len(data[chart.layout.x]) == ds.sizes[chart.layout.x]
+        shown = series_data(ds, chart.variable, exp.inputs()).columns[0][chart.variable]
+        np.testing.assert_array_equal(data[chart.variable], shown)
+
+
+def test_series_chart_units_legend_and_current_line():
+    from lab.experiments.sequences_fit import SequencesFit
+
+    exp = SequencesFit()
+    ds = exp.chart_data()
+    charts = {c.variable: c for c in experiment_charts(ds, exp.inputs())}
+    kv = charts["kv_bytes_per_sequence"]
+    assert kv.figure.yaxis[0].axis_label.endswith("(GB)")
+    assert kv.layout.log_x and kv.figure.xaxis[0].ticker.ticks[0] >= 1
+    assert len(kv.sources) == ds.sizes["tp"] and len(kv.figure.legend[0].items) == ds.sizes["tp"]
+    assert kv.current.location == exp.context
+    gb = ds["kv_bytes_per_sequence"].sel(tp=1).values / 1e9
+    np.testing.assert_allclose(kv.sources[0].data["kv_bytes_per_sequence"], gb)
+
+
+def test_series_charts_update_in_place_and_rebuild_on_a_new_layout():
+    from lab.experiments.tensor_parallel import TensorParallel
+
+    exp = TensorParallel()
+    charts = experiment_charts(exp.chart_data(), exp.inputs())
+    step = charts[0]
+    before = step.sources[0].data[step.variable].copy()
+    exp.context = exp.context * 4
+    assert update_charts(charts, exp.chart_data(), exp.inputs()) is None
+    assert (step.sources[0].data[step.variable] > before).all()
+    from lab.experiments.sequences_fit import SequencesFit
+
+    fit = SequencesFit()
+    ds = fit.chart_data()
+    charts = experiment_charts(ds, fit.inputs())
+    fewer = ds.isel(tp=[0, 1])  # two series instead of four: new legends, new figures
+    new = update_charts(charts, fewer, fit.inputs())
+    assert new is not None and all(n is not c for n, c in zip(new, charts, strict=True))
+    assert len(new[0].sources) == 2
+
+
+def test_chart_view_swaps_in_rebuilt_figures():
+    from lab.experiments.tensor_parallel import TensorParallel
+
+    exp = TensorParallel()
+    view = ChartView(experiment=exp)
+    first = view._series[0]
+    pane_figures = [c[0].object for c in view._grid]
+    exp.context = exp.context * 2
+    view._update()
+    assert view._series[0] is first and [c[0].object for c in view._grid] == pane_figures
+    assert first.current.location is None or np.isfinite(first.current.location)
 
 
 def test_heatmap_hover_shows_every_variable():

@@ -1,0 +1,188 @@
+"""Experiments 2–8: one Bokeh figure per variable over the swept axis, updated in place.
+
+Each figure draws one variable of an experiment's ``chart_data`` against its swept axis (the
+dimension with the most points), one line with markers per value of any other dimension, and
+marks the current input with a vertical line. Drawn with Bokeh directly, like experiment 1's
+charts (:mod:`apps.ui.batch_chart`): a page of four figures costs about 0.1 s of server time
+this way against 0.3–0.6 s through HoloViews. Nothing here knows about Panel or sessions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+from bokeh.models import ColumnDataSource, FixedTicker, HoverTool, Legend, LegendItem, Span
+from bokeh.plotting import figure
+
+from apps.ui.charts import (
+    axis_label,
+    display_values,
+    numeric_variables,
+    power_of_two_ticks,
+    sweep_axis,
+)
+from apps.ui.theme import HIGHLIGHT, OKABE_ITO
+
+MAX_PANELS = 4
+"""Most charts one experiment shows (one per numeric variable)."""
+
+HEIGHT = 300
+"""Figure height in px."""
+
+TOOLS = "pan,wheel_zoom,box_zoom,save,reset"
+"""Toolbar (save gives the PNG); a hover tool is added for the markers."""
+
+LOG_SPREAD = 32
+"""A positive swept axis spanning at least this ratio is drawn on a log2 axis."""
+
+
+@dataclass(frozen=True)
+class SeriesLayout:
+    """What fixes a figure's structure: axis, series names and axis type."""
+
+    x: str
+    keys: tuple[str, ...]
+    log_x: bool
+
+
+@dataclass(frozen=True)
+class SeriesData:
+    """One variable ready to draw: its layout, a data source's columns per series, marker."""
+
+    layout: SeriesLayout
+    columns: list[dict[str, np.ndarray]]
+    current: float | None
+    title: str
+    x_label: str
+    y_label: str
+
+
+def series_data(ds: xr.Dataset, y: str, current: dict) -> SeriesData:
+    """``y`` against the swept axis, one set of columns per value of any other dimension.
+
+    Markers are filled where the configuration fits the memory budget (``fits``, when the
+    dataset has it over the same dimensions) or, without it, where the value is defined.
+    """
+    da = ds[y]
+    x = sweep_axis(da)
+    others = [d for d in da.dims if d != x]
+    xs = display_values(ds[x])[0]
+    fits = ds["fits"] if "fits" in ds and ds["fits"].dims == da.dims else None
+    stacked = da.transpose(*others, x) if others else da
+    groups = ([{}] if not others else
+              [dict(zip(others, idx, strict=True))
+               for idx in np.ndindex(*[ds.sizes[d] for d in others])])
+    keys, columns = [], []
+    y_long = display_values(da)[1]
+    for sel in groups:
+        values = display_values(stacked.isel(sel) if sel else stacked)[0]
+        ok = (np.asarray(fits.transpose(*others, x).isel(sel).values, dtype=bool)
+              if fits is not None else np.isfinite(values))
+        key = ", ".join(f"{d} {ds[d].values[j]}" for d, j in sel.items()) or y_long
+        keys.append(key)
+        columns.append({x: xs, y: values, "fill_alpha": np.where(ok, 1.0, 0.0),
+                        "series": np.full(len(xs), key, dtype=object)})
+    finite = xs[np.isfinite(xs)]
+    log_x = bool(finite.size > 2 and np.all(finite > 0)
+                 and finite.max() / finite.min() >= LOG_SPREAD)
+    here = current.get(x)
+    marker = (float(here) if here is not None and np.isscalar(here)
+              and np.issubdtype(np.asarray(here).dtype, np.number) else None)
+    return SeriesData(SeriesLayout(x, tuple(keys), log_x), columns, marker,
+                      y_long[:1].upper() + y_long[1:], axis_label(ds[x]), axis_label(da))
+
+
+@dataclass
+class SeriesChart:
+    """One figure and the parts that move: a source per series, the current line, ticks."""
+
+    variable: str
+    layout: SeriesLayout
+    figure: figure
+    sources: list[ColumnDataSource]
+    current: Span
+    ticker: FixedTicker | None
+
+    def show(self, data: SeriesData) -> bool:
+        """Draw ``data`` in place; False (nothing changed) when its layout differs."""
+        if data.layout != self.layout:
+            return False
+        for source, columns in zip(self.sources, data.columns, strict=True):
+            source.data = columns
+        here = data.current
+        self.current.location = here if here is not None and math.isfinite(here) else None
+        if self.ticker is not None:
+            ticks = power_of_two_ticks(data.columns[0][data.layout.x], max_ticks=6)
+            self.ticker.ticks = [t for t, _ in ticks]
+            self.figure.xaxis[0].major_label_overrides = {t: label for t, label in ticks}
+        return True
+
+
+def series_chart(ds: xr.Dataset, y: str, current: dict) -> SeriesChart:
+    """The figure of ``y`` over the swept axis, ``current`` inputs marked."""
+    data = series_data(ds, y, current)
+    layout = data.layout
+    fig = figure(x_axis_type="log" if layout.log_x else "linear", height=HEIGHT,
+                 sizing_mode="stretch_width", title=data.title, tools=TOOLS,
+                 output_backend="canvas", x_axis_label=data.x_label, y_axis_label=data.y_label)
+    fig.x_range.range_padding = fig.y_range.range_padding = 0.06
+    sources, markers, items = [], [], []
+    for i, (key, columns) in enumerate(zip(layout.keys, data.columns, strict=True)):
+        color = OKABE_ITO[i % len(OKABE_ITO)]
+        source = ColumnDataSource(columns)
+        line = fig.line(layout.x, y, source=source, color=color, line_width=2)
+        dots = fig.scatter(layout.x, y, source=source, color=color, fill_alpha="fill_alpha",
+                           size=7)
+        sources.append(source)
+        markers.append(dots)
+        items.append(LegendItem(label=key, renderers=[line, dots]))
+    if len(items) > 1:
+        fig.add_layout(Legend(items=items, location="top_left"))
+    current = Span(dimension="height", line_color=HIGHLIGHT, line_width=2)
+    fig.add_layout(current)
+    tooltips = [(data.x_label, f"@{{{layout.x}}}{{0,0.[00]}}"),
+                (data.y_label, f"@{{{y}}}{{0,0.[000]}}")]
+    if len(items) > 1:
+        tooltips.insert(0, ("Series", "@series"))
+    fig.add_tools(HoverTool(renderers=markers, tooltips=tooltips))
+    ticker = None
+    if layout.log_x:
+        ticker = FixedTicker()
+        fig.xaxis[0].ticker = ticker
+        fig.xaxis.minor_tick_line_color = None
+    chart = SeriesChart(y, layout, fig, sources, current, ticker)
+    chart.show(data)
+    return chart
+
+
+def chart_variables(ds: xr.Dataset) -> list[str]:
+    """The variables an experiment charts: its numeric ones, at most :data:`MAX_PANELS`."""
+    return numeric_variables(ds)[:MAX_PANELS]
+
+
+def experiment_charts(ds: xr.Dataset, current: dict) -> list[SeriesChart]:
+    """One figure per charted variable of an experiment's ``chart_data``."""
+    return [series_chart(ds, y, current) for y in chart_variables(ds)]
+
+
+def update_charts(charts: list[SeriesChart], ds: xr.Dataset,
+                  current: dict) -> list[SeriesChart] | None:
+    """Draw ``ds`` into ``charts`` in place where their layout allows.
+
+    Returns None when every chart was updated in place, else the full new list, in which
+    the charts whose layout changed (or every chart, if the variables did) are new figures.
+    """
+    variables = chart_variables(ds)
+    if variables != [c.variable for c in charts]:
+        return experiment_charts(ds, current)
+    out, rebuilt = [], False
+    for chart, y in zip(charts, variables, strict=True):
+        if chart.show(series_data(ds, y, current)):
+            out.append(chart)
+        else:
+            out.append(series_chart(ds, y, current))
+            rebuilt = True
+    return out if rebuilt else None
