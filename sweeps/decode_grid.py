@@ -14,13 +14,22 @@ from types import SimpleNamespace
 import numpy as np
 
 from lab.calc import MAX_BATCH, MAX_CONTEXT, metric_options
-from lab.catalog import gpu_catalog, gpu_table, model_catalog, model_table
+from lab.catalog import gpu_table, model_table
 from lab.decode import PRECISIONS, TP_DEGREES
 from lab.decode_family import UNITS, decode_metrics
 from lab.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
 from lab.parallel import DEFAULT_ALLREDUCE_LATENCY_S
 from lab.validity import REASON_TEXT, Reason
 from sweeps.build import axis_view
+from sweeps.common_rules import (
+    budget_rule,
+    gpu_rule,
+    model_rule,
+    page_rule,
+    precision_rule,
+    reserve_rule,
+    tp_rule,
+)
 from sweeps.schema import Rule, Schema
 
 DIMS = ("model", "gpu", "tp", "precision", "batch", "context")
@@ -50,22 +59,18 @@ def reason_attrs() -> dict:
 SCHEMA = Schema(
     experiment="decode",
     axes=(
-        Rule("model", "str", "model", "1", choices=lambda: tuple(model_catalog()),
-             default="all"),
-        Rule("gpu", "str", "GPU", "1", choices=lambda: tuple(gpu_catalog()), default="all"),
-        Rule("tp", "int", "tensor-parallel degree", "GPUs", 1, 64, default=list(TP_DEGREES)),
-        Rule("precision", "str", "linear-layer precision", "1", choices=lambda: PRECISIONS,
-             default=list(PRECISIONS)),
+        model_rule("all"),
+        gpu_rule("all"),
+        tp_rule(list(TP_DEGREES)),
+        precision_rule(list(PRECISIONS)),
         Rule("batch", "int", "batch", "sequences", 1, MAX_BATCH, default={"pow2": [1, 1024]}),
         Rule("context", "int", "context", "tokens", 1, MAX_CONTEXT,
              default={"pow2": [128, 131072]}),
     ),
     constants=(
-        Rule("budget", "float", "memory budget fraction", "1", 0.01, 1.0,
-             default=DEFAULT_BUDGET_FRACTION),
-        Rule("reserve_gb", "float", "reserved memory per GPU", "GB", 0, 100_000,
-             default=DEFAULT_RESERVE_BYTES / 1e9),
-        Rule("page", "int", "KV page size", "tokens", 1, 4096, default=DEFAULT_PAGE_TOKENS),
+        budget_rule(DEFAULT_BUDGET_FRACTION),
+        reserve_rule(DEFAULT_RESERVE_BYTES / 1e9),
+        page_rule(DEFAULT_PAGE_TOKENS),
         Rule("allreduce", "bool", "all-reduce extension on", "1", default=False),
         Rule("allreduce_latency_us", "float", "latency per collective", "µs", 0, 1e6,
              default=DEFAULT_ALLREDUCE_LATENCY_S * 1e6),

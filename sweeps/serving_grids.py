@@ -39,14 +39,20 @@ from lab.calc_serving import (
     check_goodput_inputs,
     simulation_options,
 )
-from lab.catalog import gpu_catalog, model_catalog
-from lab.decode import PRECISIONS
 from lab.errors import LabInputError
 from lab.goodput import UNITS as GOODPUT_UNITS
 from lab.goodput import goodput_metrics, load_trace, simulate
-from lab.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
 from lab.units import MS
 from sweeps.build import axis_view
+from sweeps.common_rules import (
+    budget_rule,
+    gpu_rule,
+    model_rule,
+    page_rule,
+    precision_rule,
+    reserve_rule,
+    tp_rule,
+)
 from sweeps.schema import ExperimentSpec, Rule, Schema
 
 DEFAULT = DecodeConfig()
@@ -54,15 +60,6 @@ DEFAULT = DecodeConfig()
 
 def _ms_rule(name: str, long_name: str, default: float, low: float = 0.0) -> Rule:
     return Rule(name, "float", long_name, "ms", low, MAX_MS, default=default)
-
-
-def _model_rule(default: str) -> Rule:
-    return Rule("model", "str", "model", "1", choices=lambda: tuple(model_catalog()),
-                default=default)
-
-
-def _gpu_rule(default: str) -> Rule:
-    return Rule("gpu", "str", "GPU", "1", choices=lambda: tuple(gpu_catalog()), default=default)
 
 
 # -- experiment 5: prefill deadline ---------------------------------------------------------
@@ -130,8 +127,8 @@ PREFIX_SCHEMA = Schema(
              default=[8, 16, 32, 64, 128]),
     ),
     constants=(
-        _model_rule(DEFAULT.model),
-        Rule("tp", "int", "tensor-parallel degree", "GPUs", 1, 64, default=DEFAULT.tp),
+        model_rule(DEFAULT.model),
+        tp_rule(DEFAULT.tp),
         Rule("own", "int", "tokens each request adds", "tokens", 0, MAX_CONTEXT,
              default=PREFIX_DEFAULTS["own"]),
     ),
@@ -244,19 +241,16 @@ GOODPUT_SCHEMA = Schema(
     constants=(
         Rule("trace", "str", "request trace (default: the shipped trace)", "1",
              default="default"),
-        _model_rule(DEFAULT.model),
-        _gpu_rule(DEFAULT.gpu),
-        Rule("tp", "int", "tensor-parallel degree", "GPUs", 1, 64, default=DEFAULT.tp),
-        Rule("precision", "str", "linear-layer precision", "1", choices=lambda: PRECISIONS,
-             default=DEFAULT.precision),
+        model_rule(DEFAULT.model),
+        gpu_rule(DEFAULT.gpu),
+        tp_rule(DEFAULT.tp),
+        precision_rule(DEFAULT.precision),
         _ms_rule("c0_ms", "prefill cost per step c0", GOODPUT_DEFAULTS["c0_ms"]),
         _ms_rule("c1_ms", "prefill cost per token c1", GOODPUT_DEFAULTS["c1_ms"]),
         Rule("memory_check", "bool", "admission checks KV memory", "1", default=False),
-        Rule("budget", "float", "memory budget fraction", "1", 0.01, 1.0,
-             default=DEFAULT_BUDGET_FRACTION),
-        Rule("reserve_gb", "float", "reserved memory per GPU", "GB", 0, 100_000,
-             default=DEFAULT_RESERVE_BYTES / 1e9),
-        Rule("page", "int", "KV page size", "tokens", 1, 4096, default=DEFAULT_PAGE_TOKENS),
+        budget_rule(DEFAULT.budget),
+        reserve_rule(DEFAULT.reserve_gb),
+        page_rule(DEFAULT.page),
     ),
     variables=lambda: tuple(GOODPUT_UNITS),
     description="Experiment 7: goodput, throughput and attainment of the trace for every "

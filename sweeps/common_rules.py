@@ -1,0 +1,53 @@
+"""Schema rules shared by the grids: the decode inputs that several experiments take.
+
+Each factory builds one :class:`~sweeps.schema.Rule` with the name, type, labels and bounds
+every grid uses for that input; only the default differs between grids (an axis entry in the
+decode grid, a constant in the serving grids), so it is the argument. The bounds are those
+:meth:`lab.calc.DecodeConfig.check_ranges` checks, so a spec accepts what ``calc`` accepts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lab.catalog import gpu_catalog, model_catalog
+from lab.decode import PRECISIONS
+from sweeps.schema import Rule
+
+
+def model_rule(default: str) -> Rule:
+    """The ``model`` id (catalog ids; ``"all"`` expands to them in catalog order)."""
+    return Rule("model", "str", "model", "1", choices=lambda: tuple(model_catalog()),
+                default=default)
+
+
+def gpu_rule(default: str) -> Rule:
+    """The ``gpu`` id (catalog ids; ``"all"`` expands to them in catalog order)."""
+    return Rule("gpu", "str", "GPU", "1", choices=lambda: tuple(gpu_catalog()), default=default)
+
+
+def tp_rule(default: Any) -> Rule:
+    """The tensor-parallel degree ``tp``, GPUs (1 to 64, as ``calc``)."""
+    return Rule("tp", "int", "tensor-parallel degree", "GPUs", 1, 64, default=default)
+
+
+def precision_rule(default: Any) -> Rule:
+    """The linear-layer ``precision`` (one of :data:`lab.decode.PRECISIONS`)."""
+    return Rule("precision", "str", "linear-layer precision", "1", choices=lambda: PRECISIONS,
+                default=default)
+
+
+def budget_rule(default: float) -> Rule:
+    """The memory ``budget`` fraction of capacity (0.01 to 1, as ``calc``)."""
+    return Rule("budget", "float", "memory budget fraction", "1", 0.01, 1.0, default=default)
+
+
+def reserve_rule(default: float) -> Rule:
+    """The reserved memory per GPU ``reserve_gb``, GB (0 to 100,000, as ``calc``)."""
+    return Rule("reserve_gb", "float", "reserved memory per GPU", "GB", 0, 100_000,
+                default=default)
+
+
+def page_rule(default: int) -> Rule:
+    """The KV ``page`` size, tokens (1 to 4,096, as ``calc``)."""
+    return Rule("page", "int", "KV page size", "tokens", 1, 4096, default=default)
