@@ -1,10 +1,11 @@
 """Experiments 2–8: one Bokeh figure per variable over the swept axis, updated in place.
 
 Each figure draws one variable of an experiment's ``chart_data`` against its swept axis (the
-dimension with the most points), one line with markers per value of any other dimension, and
-marks the current input with a vertical line. Drawn with Bokeh directly, like experiment 1's
-charts (:mod:`apps.ui.batch_chart`): a page of four figures costs about 0.1 s of server time
-this way against 0.3–0.6 s through HoloViews. Nothing here knows about Panel or sessions.
+dimension with the most points), one line with markers per value of any other dimension
+(clicking a legend entry hides that series), and marks the current input with a dashed
+vertical line. Drawn with Bokeh directly, like experiment 1's charts
+(:mod:`apps.ui.batch_chart`): a page of four figures costs about 0.1 s of server time this way
+against 0.3–0.6 s through HoloViews. Nothing here knows about Panel or sessions.
 """
 
 from __future__ import annotations
@@ -140,8 +141,9 @@ def series_chart(ds: xr.Dataset, y: str, current: dict) -> SeriesChart:
         markers.append(dots)
         items.append(LegendItem(label=key, renderers=[line, dots]))
     if len(items) > 1:
-        fig.add_layout(Legend(items=items, location="top_left"))
-    current = Span(dimension="height", line_color=HIGHLIGHT, line_width=2)
+        fig.add_layout(Legend(items=items, location="top_left", click_policy="hide",
+                              background_fill_alpha=0.7))
+    current = Span(dimension="height", line_color=HIGHLIGHT, line_width=2, line_dash="dashed")
     fig.add_layout(current)
     tooltips = [(data.x_label, f"@{{{layout.x}}}{{0,0.[00]}}"),
                 (data.y_label, f"@{{{y}}}{{0,0.[000]}}")]
