@@ -108,10 +108,14 @@ def write_region(path: str, block: BlockFunction, spec: ExperimentSpec, kinds: M
 
 
 def region_tasks(spec: ExperimentSpec, schema: Schema, block: BlockFunction,
-                 path: str) -> list:
-    """One ``dask.delayed`` :func:`write_region` per chunk of ``spec`` (chunk-aligned)."""
+                 path: str, dtypes: Mapping[str, np.dtype] | None = None) -> list:
+    """One ``dask.delayed`` :func:`write_region` per chunk of ``spec`` (chunk-aligned).
+
+    ``dtypes`` are the storage dtypes from :func:`output_dtypes` (probed here when not given).
+    """
     kinds = {r.name: r.kind for r in schema.axes}
-    dtypes = output_dtypes(spec, schema, block)
+    if dtypes is None:
+        dtypes = output_dtypes(spec, schema, block)
     chunks = choose_chunks(spec.shape, spec.chunk_cells)
     task = dask.delayed(write_region, pure=False)
     return [task(path, block, spec, kinds, dtypes, region)
@@ -129,7 +133,8 @@ def _block_to_dataset(placeholder: xr.DataArray, block: BlockFunction, spec: Exp
 
 def build_dataset(spec: ExperimentSpec, schema: Schema, block: BlockFunction,
                   units: Mapping[str, tuple[str, str]], attrs: Mapping,
-                  var_attrs: Mapping[str, dict] | None = None) -> xr.Dataset:
+                  var_attrs: Mapping[str, dict] | None = None,
+                  dtypes: Mapping[str, np.dtype] | None = None) -> xr.Dataset:
     """The lazy dataset of ``spec``: one dask chunk per block, every variable labelled.
 
     Parameters
@@ -146,6 +151,9 @@ def build_dataset(spec: ExperimentSpec, schema: Schema, block: BlockFunction,
         Dataset attributes (provenance).
     var_attrs : mapping, optional
         Extra attributes per variable (flag meanings of codes).
+    dtypes : mapping, optional
+        Storage dtype of every variable from :func:`output_dtypes`; probed here when not given
+        (pass it to share one probe with :func:`region_tasks`).
 
     Returns
     -------
@@ -163,7 +171,8 @@ def build_dataset(spec: ExperimentSpec, schema: Schema, block: BlockFunction,
         rule = rules[name]
         coords[name] = xr.Variable((), coordinate_array([value], rule.kind).reshape(()),
                                    {"long_name": rule.long_name, "units": rule.units})
-    dtypes = output_dtypes(spec, schema, block)
+    if dtypes is None:
+        dtypes = output_dtypes(spec, schema, block)
     shape = spec.shape
     chunks = choose_chunks(shape, spec.chunk_cells)
     placeholder = xr.DataArray(da.empty(shape, chunks=chunks, dtype=np.uint8), dims=dims,

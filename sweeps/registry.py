@@ -11,10 +11,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import xarray as xr
 
 from sweeps import decode_grid, serving_grids
-from sweeps.build import BlockFunction, build_dataset, region_tasks
+from sweeps.build import BlockFunction, build_dataset, output_dtypes, region_tasks
 from sweeps.metadata import dataset_attrs
 from sweeps.paths import DATASET_NAMES
 from sweeps.schema import ExperimentSpec, Schema
@@ -29,23 +30,32 @@ class GridKind:
     units: Mapping[str, tuple[str, str]]
     var_attrs: Callable[[], dict] = field(default=dict)
 
-    def build(self, spec: ExperimentSpec, grid_name: str) -> xr.Dataset:
-        """The lazy dataset of ``spec`` with every label and provenance attribute."""
+    def build(self, spec: ExperimentSpec, grid_name: str,
+              dtypes: Mapping[str, np.dtype] | None = None) -> xr.Dataset:
+        """The lazy dataset of ``spec`` with every label and provenance attribute.
+
+        ``dtypes`` (from :func:`~sweeps.build.output_dtypes`) saves probing the block again.
+        """
         attrs = dataset_attrs(spec, grid_name, self.schema.description)
         return build_dataset(spec, self.schema, self.block, self.units, attrs,
-                             self.var_attrs())
+                             self.var_attrs(), dtypes)
 
-    def writers(self, spec: ExperimentSpec, path: str) -> list:
-        """Delayed tasks, one per chunk, computing and writing ``spec`` into ``path``."""
-        return region_tasks(spec, self.schema, self.block, path)
+    def writers(self, spec: ExperimentSpec, path: str,
+                dtypes: Mapping[str, np.dtype] | None = None) -> list:
+        """Delayed tasks, one per chunk, computing and writing ``spec`` into ``path``.
+
+        ``dtypes`` (from :func:`~sweeps.build.output_dtypes`) saves probing the block again.
+        """
+        return region_tasks(spec, self.schema, self.block, path, dtypes)
 
     def write(self, spec: ExperimentSpec, grid_name: str, path, run) -> Path:
         """Compute ``spec`` and write it to the Zarr store ``path`` (safely: see
         :func:`sweeps.store.write_grid`) on ``run``."""
         from sweeps.store import write_grid
 
-        return write_grid(self.build(spec, grid_name), path, run,
-                          lambda tmp: self.writers(spec, tmp))
+        dtypes = output_dtypes(spec, self.schema, self.block)  # one probe for both
+        return write_grid(self.build(spec, grid_name, dtypes), path, run,
+                          lambda tmp: self.writers(spec, tmp, dtypes))
 
 
 GRIDS: dict[str, GridKind] = {
