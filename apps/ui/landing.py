@@ -51,8 +51,8 @@ def experiment_cards_html() -> str:
 
 def landing_page() -> pn.Column:
     """The landing page's content (no computation beyond reading class attributes)."""
-    more = (f"Also: [{DERIVATION.title}]({href(DERIVATION.slug)}) · "
-            f"[{SOURCES.title}]({href(SOURCES.slug)}) · [{GRID.title}]({href(GRID.slug)})")
+    more = "### Also in the lab\n\n" + "\n".join(
+        f"- [{page.title}]({href(page.slug)}): {page.summary}" for page in (DERIVATION, SOURCES, GRID))
     return pn.Column(
         pn.pane.Markdown(INTRO, stylesheets=[PROSE_CSS], sizing_mode="stretch_width"),
         pn.pane.HTML(experiment_cards_html(), stylesheets=[LANDING_CSS],
