@@ -22,6 +22,8 @@ from sweeps.paths import DATASET_NAMES, data_dir, dataset_path
 if TYPE_CHECKING:
     import xarray as xr
 
+    from sweeps.schema import ExperimentSpec
+
 __all__ = ["DATASET_NAMES", "data_dir", "open_dataset"]
 
 
@@ -47,16 +49,28 @@ def compute_default(name: str, path: Path, *, progress: bool = False) -> Path:
                                  Runner(None, "threads", progress))
 
 
-def _check_default(ds: xr.Dataset, name: str, path: Path) -> None:
-    """Raise if a dataset labelled ``default`` was computed from an older default preset."""
+def _check_default(ds: xr.Dataset, name: str, path: Path, spec: ExperimentSpec) -> None:
+    """Raise if a dataset labelled ``default`` was computed from an older default preset.
+
+    ``spec`` is the dataset's grid spec as :func:`~sweeps.store.open_grid_spec` finalised it.
+    A schema's ``finalize`` only checks inputs and fills ``extra``, so when the default preset
+    expands to the same inputs, ``spec`` is the default as finalised now: no second finalise.
+    """
+    from dataclasses import replace
+
     from sweeps import metadata as md
+    from sweeps.registry import grid_kind
     from sweeps.spec import preset
     from sweeps.store import StaleDatasetError
 
     if ds.attrs.get(md.ATTR_NAME) != "default":
         return
-    current = preset("default").resolve(name).to_dict()
-    if json.loads(ds.attrs[md.ATTR_SPEC]) != current:
+    default = preset("default").expand(name)
+    if replace(default, extra={}) == replace(spec, extra={}):
+        current = spec
+    else:
+        current = grid_kind(name).schema.finalized(default)
+    if json.loads(ds.attrs[md.ATTR_SPEC]) != current.to_dict():
         raise StaleDatasetError(f"The dataset at {path} is stale: it was computed from an "
                                 "older default grid; run `inference-lab sweep --experiment "
                                 f"{name}` (or open it with refresh=True) to recompute it.")
@@ -91,21 +105,21 @@ def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: 
         dataset, with one sentence saying how to fix it.
     """
     from sweeps.registry import grid_kind
-    from sweeps.store import CorruptDatasetError, StaleDatasetError, open_grid
+    from sweeps.store import CorruptDatasetError, StaleDatasetError, open_grid, open_grid_spec
 
     if name not in DATASET_NAMES:
         raise LabInputError(f"There is no dataset '{name}'; valid: {', '.join(DATASET_NAMES)}.")
     grid_kind(name)
     target = Path(path) if path is not None else dataset_path(name)
     if target.exists() and not refresh:
-        ds = open_grid(target)
-        _check_default(ds, name, target)
+        ds, spec = open_grid_spec(target)
+        _check_default(ds, name, target, spec)
         return ds
     with _lock(target):
         if target.exists():
             try:
-                ds = open_grid(target)
-                _check_default(ds, name, target)
+                ds, spec = open_grid_spec(target)
+                _check_default(ds, name, target, spec)
                 return ds
             except (StaleDatasetError, CorruptDatasetError):
                 if not refresh:

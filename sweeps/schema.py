@@ -92,7 +92,8 @@ class Schema:
     description: str = ""
     finalize: Callable[[ExperimentSpec], ExperimentSpec] | None = None
     """Checks across fields (one sentence on failure) and fills ``extra`` (file hashes);
-    run on every resolve and again on open, so a changed input file makes a dataset stale."""
+    run on every resolve and again on open, so a changed input file makes a dataset stale.
+    It leaves every other field as it is (:func:`lab.open_dataset` relies on that)."""
     chunk_cells: int = DEFAULT_CHUNK_CELLS
     """Default cells per chunk (small where one cell is expensive)."""
 
@@ -100,6 +101,10 @@ class Schema:
     def dims(self) -> tuple[str, ...]:
         """Dimension names, in order."""
         return tuple(rule.name for rule in self.axes)
+
+    def finalized(self, spec: ExperimentSpec) -> ExperimentSpec:
+        """``spec`` after :attr:`finalize` (``spec`` itself when there is none)."""
+        return self.finalize(spec) if self.finalize else spec
 
 
 @dataclass(frozen=True)
@@ -184,6 +189,12 @@ def resolve_section(schema: Schema, section: Mapping, where: str) -> ExperimentS
     where : str
         Names the spec file and section in error messages.
     """
+    return schema.finalized(expand_section(schema, section, where))
+
+
+def expand_section(schema: Schema, section: Mapping, where: str) -> ExperimentSpec:
+    """:func:`resolve_section` without the schema's ``finalize`` (no cross-field checks, no
+    ``extra``)."""
     known = {r.name for r in schema.axes} | {r.name for r in schema.constants} | set(OPTION_KEYS)
     unknown = sorted(set(section) - known)
     if unknown:
@@ -218,5 +229,4 @@ def resolve_section(schema: Schema, section: Mapping, where: str) -> ExperimentS
     if float_dtype not in FLOAT_DTYPES:
         raise LabInputError(f"{where}.float_dtype must be one of {', '.join(FLOAT_DTYPES)}.")
     ordered = tuple(v for v in available if v in variables)
-    spec = ExperimentSpec(schema.experiment, axes, constants, ordered, chunk_cells, float_dtype)
-    return schema.finalize(spec) if schema.finalize else spec
+    return ExperimentSpec(schema.experiment, axes, constants, ordered, chunk_cells, float_dtype)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from lab.errors import LabInputError
 from sweeps.registry import GRIDS, grid_kind
-from sweeps.schema import ExperimentSpec, resolve_section
+from sweeps.schema import ExperimentSpec, expand_section
 
 LARGE_VARIABLES = ["linear_time_s", "step_time_s", "aggregate_tokens_per_s",
                    "per_sequence_tokens_per_s", "memory_remaining_bytes", "max_sequences",
@@ -77,12 +77,17 @@ class GridSpec:
 
     def resolve(self, experiment: str) -> ExperimentSpec:
         """The checked, expanded spec of ``experiment``."""
+        return grid_kind(experiment).schema.finalized(self.expand(experiment))
+
+    def expand(self, experiment: str) -> ExperimentSpec:
+        """:meth:`resolve` without the schema's ``finalize`` (no cross-field checks, no
+        ``extra``)."""
         kind = grid_kind(experiment)
         if experiment not in self.sections:
             raise LabInputError(f"Grid '{self.name}' has no [{experiment}] section; it covers "
                                 f"{', '.join(self.experiments) or 'nothing'}.")
-        return resolve_section(kind.schema, self.sections[experiment],
-                               f"{self.source} [{experiment}]")
+        return expand_section(kind.schema, self.sections[experiment],
+                              f"{self.source} [{experiment}]")
 
 
 def preset(name: str) -> GridSpec:

@@ -173,6 +173,13 @@ def open_grid(path: str | Path, *, check_stale: bool = True) -> xr.Dataset:
     MissingDatasetError, CorruptDatasetError, StaleDatasetError
         With one sentence naming the path and the fix.
     """
+    return open_grid_spec(path, check_stale=check_stale)[0]
+
+
+def open_grid_spec(path: str | Path, *,
+                   check_stale: bool = True) -> tuple[xr.Dataset, ExperimentSpec]:
+    """:func:`open_grid`, and the dataset's stored grid spec as finalised now (what its hash
+    was checked against), so a caller need not finalise it again."""
     path = Path(path)
     fix = f"run `inference-lab sweep --out {path}` to recompute it"
     if not path.exists():
@@ -194,7 +201,7 @@ def open_grid(path: str | Path, *, check_stale: bool = True) -> xr.Dataset:
                                   f"({type(exc).__name__}); delete it and {fix}.") from None
     try:
         schema = grid_kind(stored.experiment).schema
-        spec = schema.finalize(stored) if schema.finalize else stored
+        spec = schema.finalized(stored)
         expected = md.expected_hash(spec)
     except LabInputError as exc:
         raise StaleDatasetError(f"The dataset at {path} is stale: {exc} Run `inference-lab "
@@ -208,4 +215,4 @@ def open_grid(path: str | Path, *, check_stale: bool = True) -> xr.Dataset:
     if check_stale and ds.attrs[md.ATTR_HASH] != expected:
         raise StaleDatasetError(f"The dataset at {path} is stale: {_stale_detail(ds, stored, spec)}; "
                                 f"{fix}.")
-    return ds
+    return ds, spec

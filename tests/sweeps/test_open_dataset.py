@@ -68,3 +68,38 @@ def test_unknown_name():
     with pytest.raises(LabInputError, match=re.escape(
             "There is no dataset 'decoder'; valid: decode, prefill, prefix, goodput, context.")):
         lab.open_dataset("decoder")
+
+
+@pytest.fixture
+def counted_prefix(monkeypatch):
+    """The prefix grid (it has a ``finalize``) with its finalize calls counted."""
+    from dataclasses import replace
+
+    from sweeps.registry import GRIDS
+
+    kind = GRIDS["prefix"]
+    calls = []
+
+    def finalize(spec):
+        calls.append(spec)
+        return kind.schema.finalize(spec)
+
+    schema = replace(kind.schema, finalize=finalize)
+    monkeypatch.setitem(GRIDS, "prefix", replace(kind, schema=schema))
+    return calls
+
+
+def test_opening_the_default_finalizes_its_spec_once(data, counted_prefix):
+    first = lab.open_dataset("prefix")
+    counted_prefix.clear()
+    again = lab.open_dataset("prefix")
+    assert len(counted_prefix) == 1
+    assert again.attrs == first.attrs
+
+
+def test_older_default_grid_with_finalize_is_stale(data, monkeypatch, counted_prefix):
+    lab.open_dataset("prefix")
+    monkeypatch.setitem(PRESETS, "default", {"prefix": {"block": [16]}})
+    with pytest.raises(StaleDatasetError, match="older default grid"):
+        lab.open_dataset("prefix")
+    assert lab.open_dataset("prefix", refresh=True).sizes["block"] == 1

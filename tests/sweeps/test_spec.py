@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from lab.errors import LabInputError
 from sweeps.axes import choose_chunks, expand_axis, logspace_axis, pow2_axis, range_axis
+from sweeps.registry import GRIDS
 from sweeps.spec import PRESETS, from_mapping, load_grid, preset
 
 
@@ -102,3 +105,12 @@ def test_missing_section(tmp_path):
     grid = from_mapping({"decode": {}}, "grid.toml", "g")
     with pytest.raises(LabInputError, match="There is no grid for experiment 'nope'"):
         grid.resolve("nope")
+
+
+@pytest.mark.parametrize("experiment", list(GRIDS))
+def test_finalize_only_fills_extra(experiment):
+    grid = preset("default")
+    expanded = grid.expand(experiment)
+    resolved = grid.resolve(experiment)
+    assert replace(resolved, extra={}) == replace(expanded, extra={})
+    assert expanded.extra == {}
