@@ -21,7 +21,15 @@ import xarray as xr
 from bokeh.models import ColumnDataSource, FixedTicker, HoverTool, Span
 from bokeh.plotting import figure
 
-from apps.ui.charts import NOTE, axis_label, display_values, fit_frame, power_of_two_ticks
+from apps.ui.charts import (
+    HOVER_NUMBER,
+    NOTE,
+    axis_label,
+    display_values,
+    fit_columns,
+    new_figure,
+    set_log2_ticks,
+)
 from apps.ui.theme import HIGHLIGHT, OKABE_ITO, PRIMARY
 
 BATCH_SERIES = (("step_time_s", PRIMARY, "Step time"),
@@ -34,9 +42,6 @@ RIDGE_COLOR = OKABE_ITO[2]
 HEIGHT = 320
 """Figure height in px."""
 
-TOOLS = "pan,wheel_zoom,box_zoom,save,reset"
-"""Toolbar (save gives the PNG); a hover tool is added for the markers."""
-
 
 def chart_title(title: str) -> str:
     """A chart title that says what the curve is."""
@@ -45,13 +50,7 @@ def chart_title(title: str) -> str:
 
 def source_data(ds: xr.Dataset, y: str) -> dict[str, np.ndarray]:
     """Columns of ``y`` against batch as a data source holds them (screen units)."""
-    return {k: v.to_numpy() for k, v in fit_frame(ds, "batch", y).items()}
-
-
-def _number_format(da: xr.DataArray) -> str:
-    values, _, _ = display_values(da)
-    finite = values[np.isfinite(values)]
-    return "{0,0}" if finite.size and np.nanmax(np.abs(finite)) >= 1000 else "{0,0.00}"
+    return fit_columns(ds, "batch", y)
 
 
 @dataclass
@@ -68,10 +67,7 @@ class BatchChart:
     def show_series(self, lines: xr.Dataset, ridge_batch: float) -> None:
         """Redraw the line and markers over ``lines`` and move the ridge line."""
         self.series.data = source_data(lines, self.variable)
-        xs = display_values(lines["batch"])[0]
-        ticks = power_of_two_ticks(xs)
-        self.ticker.ticks = [t for t, _ in ticks]
-        self.figure.xaxis[0].major_label_overrides = {t: label for t, label in ticks}
+        set_log2_ticks(self.figure, self.ticker, display_values(lines["batch"])[0])
         self.ridge.location = float(ridge_batch) if math.isfinite(ridge_batch) else None
 
     def show_point(self, ds: xr.Dataset, batch: int) -> None:
@@ -82,11 +78,8 @@ class BatchChart:
 def batch_chart(lines: xr.Dataset, ds: xr.Dataset, batch: int, ridge_batch: float,
                 variable: str, color: str, title: str) -> BatchChart:
     """One figure of ``variable``: ``lines`` drawn, ``batch`` (in ``ds``) highlighted."""
-    fig = figure(x_axis_type="log", height=HEIGHT, sizing_mode="stretch_width",
-                 title=chart_title(title), tools=TOOLS, output_backend="canvas",
-                 x_axis_label=axis_label(ds["batch"]), y_axis_label=axis_label(ds[variable]))
-    fig.x_range.range_padding = fig.y_range.range_padding = 0.06
-    fig.xaxis.minor_tick_line_color = None
+    fig, ticker = new_figure(chart_title(title), axis_label(ds["batch"]),
+                             axis_label(ds[variable]), HEIGHT, log_x=True)
     series = ColumnDataSource(source_data(lines, variable))
     current = ColumnDataSource(source_data(ds.sel(batch=[batch]), variable))
     fig.line("batch", variable, source=series, color=color, line_width=2)
@@ -97,12 +90,9 @@ def batch_chart(lines: xr.Dataset, ds: xr.Dataset, batch: int, ridge_batch: floa
     ridge = Span(dimension="height", line_color=RIDGE_COLOR, line_dash="dashed",
                  line_width=1.5)
     fig.add_layout(ridge)
-    ticker = FixedTicker()
-    fig.xaxis[0].ticker = ticker
-    fmt = _number_format(ds[variable])
     fig.add_tools(HoverTool(renderers=[markers, point], tooltips=[
         (axis_label(ds["batch"]), "@batch{0,0}"),
-        (axis_label(ds[variable]), f"@{{{variable}}}{fmt}"),
+        (axis_label(ds[variable]), f"@{{{variable}}}{HOVER_NUMBER}"),
         ("Fits the memory budget", "@fits")]))
     chart = BatchChart(variable, fig, series, current, ridge, ticker)
     chart.show_series(lines, ridge_batch)

@@ -14,6 +14,8 @@ import holoviews.plotting.bokeh  # registers the Bokeh backend used by .opts
 import numpy as np
 import pandas as pd
 import xarray as xr
+from bokeh.models import FixedTicker
+from bokeh.plotting import figure
 
 from lab.units import GB, GFLOP, MS
 
@@ -36,6 +38,15 @@ COORDINATE_ATTRS = {
 
 MAX_TICKS = 11
 """Most labelled ticks on a log2 axis (every other power of two beyond that)."""
+
+TOOLS = "pan,wheel_zoom,box_zoom,save,reset"
+"""Every figure's toolbar (save gives the PNG); each chart adds a hover tool for its markers."""
+
+PADDING = 0.06
+"""Share of the data range left empty at each end of both axes."""
+
+HOVER_NUMBER = "{0,0.[000]}"
+"""Hover format of a number: thousands separated, up to three decimals."""
 
 
 def display_values(da: xr.DataArray) -> tuple[np.ndarray, str, str]:
@@ -71,17 +82,44 @@ def power_of_two_ticks(values: np.ndarray, max_ticks: int = MAX_TICKS) -> list[t
     return [(float(2**k), f"{2**k:,}") for k in range(lo, hi + 1, step)]
 
 
-def fit_frame(ds: xr.Dataset, x: str, y: str, fits: str | None = "fits") -> pd.DataFrame:
-    """The points of ``y`` against ``x`` with ``fits`` and a per-point ``fill_alpha``.
+def fit_columns(ds: xr.Dataset, x: str, y: str) -> dict[str, np.ndarray]:
+    """The points of ``y`` against ``x`` (screen units) with ``fits`` and ``fill_alpha``.
 
     ``fill_alpha`` is 1 where the point fits the memory budget and 0 where it does not, so
-    over-budget points draw as hollow markers.
+    over-budget points draw as hollow markers; without a ``fits`` variable every point fits.
     """
     xs, _, _ = display_values(ds[x])
     ys, _, _ = display_values(ds[y])
-    ok = (np.asarray(ds[fits].values, dtype=bool) if fits and fits in ds
+    ok = (np.asarray(ds["fits"].values, dtype=bool) if "fits" in ds
           else np.ones(len(xs), dtype=bool))
-    return pd.DataFrame({x: xs, y: ys, "fits": ok, "fill_alpha": np.where(ok, 1.0, 0.0)})
+    return {x: xs, y: ys, "fits": ok, "fill_alpha": np.where(ok, 1.0, 0.0)}
+
+
+def new_figure(title: str, x_label: str, y_label: str, height: int,
+               log_x: bool) -> tuple[figure, FixedTicker | None]:
+    """A canvas figure as wide as its pane, with the lab's toolbar and padding.
+
+    On a log x axis the ticks are fixed (set them with :func:`set_log2_ticks`); the ticker is
+    returned for that, else None.
+    """
+    fig = figure(x_axis_type="log" if log_x else "linear", height=height,
+                 sizing_mode="stretch_width", title=title, tools=TOOLS, output_backend="canvas",
+                 x_axis_label=x_label, y_axis_label=y_label)
+    fig.x_range.range_padding = fig.y_range.range_padding = PADDING
+    if not log_x:
+        return fig, None
+    ticker = FixedTicker()
+    fig.xaxis[0].ticker = ticker
+    fig.xaxis.minor_tick_line_color = None
+    return fig, ticker
+
+
+def set_log2_ticks(fig: figure, ticker: FixedTicker, xs: np.ndarray,
+                   max_ticks: int = MAX_TICKS) -> None:
+    """Label the powers of two spanning ``xs`` on ``fig``'s log x axis."""
+    ticks = power_of_two_ticks(xs, max_ticks)
+    ticker.ticks = [t for t, _ in ticks]
+    fig.xaxis[0].major_label_overrides = {t: label for t, label in ticks}
 
 
 def numeric_variables(ds: xr.Dataset) -> list[str]:

@@ -19,10 +19,12 @@ from bokeh.models import ColumnDataSource, FixedTicker, HoverTool, Legend, Legen
 from bokeh.plotting import figure
 
 from apps.ui.charts import (
+    HOVER_NUMBER,
     axis_label,
     display_values,
+    new_figure,
     numeric_variables,
-    power_of_two_ticks,
+    set_log2_ticks,
     sweep_axis,
 )
 from apps.ui.theme import HIGHLIGHT, OKABE_ITO
@@ -32,9 +34,6 @@ MAX_PANELS = 4
 
 HEIGHT = 300
 """Figure height in px."""
-
-TOOLS = "pan,wheel_zoom,box_zoom,save,reset"
-"""Toolbar (save gives the PNG); a hover tool is added for the markers."""
 
 LOG_SPREAD = 32
 """A positive swept axis spanning at least this ratio is drawn on a log2 axis."""
@@ -116,9 +115,8 @@ class SeriesChart:
         here = data.current
         self.current.location = here if here is not None and math.isfinite(here) else None
         if self.ticker is not None:
-            ticks = power_of_two_ticks(data.columns[0][data.layout.x], max_ticks=6)
-            self.ticker.ticks = [t for t, _ in ticks]
-            self.figure.xaxis[0].major_label_overrides = {t: label for t, label in ticks}
+            set_log2_ticks(self.figure, self.ticker, data.columns[0][data.layout.x],
+                           max_ticks=6)
         return True
 
 
@@ -126,10 +124,7 @@ def series_chart(ds: xr.Dataset, y: str, current: dict) -> SeriesChart:
     """The figure of ``y`` over the swept axis, ``current`` inputs marked."""
     data = series_data(ds, y, current)
     layout = data.layout
-    fig = figure(x_axis_type="log" if layout.log_x else "linear", height=HEIGHT,
-                 sizing_mode="stretch_width", title=data.title, tools=TOOLS,
-                 output_backend="canvas", x_axis_label=data.x_label, y_axis_label=data.y_label)
-    fig.x_range.range_padding = fig.y_range.range_padding = 0.06
+    fig, ticker = new_figure(data.title, data.x_label, data.y_label, HEIGHT, layout.log_x)
     sources, markers, items = [], [], []
     for i, (key, columns) in enumerate(zip(layout.keys, data.columns, strict=True)):
         color = OKABE_ITO[i % len(OKABE_ITO)]
@@ -145,16 +140,11 @@ def series_chart(ds: xr.Dataset, y: str, current: dict) -> SeriesChart:
                               background_fill_alpha=0.7))
     current = Span(dimension="height", line_color=HIGHLIGHT, line_width=2, line_dash="dashed")
     fig.add_layout(current)
-    tooltips = [(data.x_label, f"@{{{layout.x}}}{{0,0.[00]}}"),
-                (data.y_label, f"@{{{y}}}{{0,0.[000]}}")]
+    tooltips = [(data.x_label, f"@{{{layout.x}}}{HOVER_NUMBER}"),
+                (data.y_label, f"@{{{y}}}{HOVER_NUMBER}")]
     if len(items) > 1:
         tooltips.insert(0, ("Series", "@series"))
     fig.add_tools(HoverTool(renderers=markers, tooltips=tooltips))
-    ticker = None
-    if layout.log_x:
-        ticker = FixedTicker()
-        fig.xaxis[0].ticker = ticker
-        fig.xaxis.minor_tick_line_color = None
     chart = SeriesChart(y, layout, fig, sources, current, ticker)
     chart.show(data)
     return chart
