@@ -10,7 +10,6 @@ and Zarr load on the first call.
 from __future__ import annotations
 
 import fcntl
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -52,25 +51,20 @@ def compute_default(name: str, path: Path, *, progress: bool = False) -> Path:
 def _check_default(ds: xr.Dataset, name: str, path: Path, spec: ExperimentSpec) -> None:
     """Raise if a dataset labelled ``default`` was computed from an older default preset.
 
-    ``spec`` is the dataset's grid spec as :func:`~sweeps.store.open_grid_spec` finalised it.
-    A schema's ``finalize`` only checks inputs and fills ``extra``, so when the default preset
-    expands to the same inputs, ``spec`` is the default as finalised now: no second finalise.
+    ``spec`` is the dataset's grid spec, already checked against its stored hash by
+    :func:`~sweeps.store.open_grid_spec`. A schema's ``finalize`` only checks inputs and fills
+    ``extra``, so the dataset is current exactly when the default preset expands to the same
+    inputs: nothing is finalised again.
     """
     from dataclasses import replace
 
     from sweeps import metadata as md
-    from sweeps.registry import grid_kind
     from sweeps.spec import preset
     from sweeps.store import StaleDatasetError
 
     if ds.attrs.get(md.ATTR_NAME) != "default":
         return
-    default = preset("default").expand(name)
-    if replace(default, extra={}) == replace(spec, extra={}):
-        current = spec
-    else:
-        current = grid_kind(name).schema.finalized(default)
-    if json.loads(ds.attrs[md.ATTR_SPEC]) != current.to_dict():
+    if replace(preset("default").expand(name), extra={}) != replace(spec, extra={}):
         raise StaleDatasetError(f"The dataset at {path} is stale: it was computed from an "
                                 "older default grid; run `inference-lab sweep --experiment "
                                 f"{name}` (or open it with refresh=True) to recompute it.")

@@ -20,9 +20,6 @@ from lab.memory import (
 from lab.parallel import DEFAULT_ALLREDUCE_LATENCY_S, allreduce_time
 from lab.validity import decode_reason
 
-BOOLEAN_KEYS = ("linear_compute_bound", "fits", "weights_fit")
-"""Outputs that are true/false rather than numbers."""
-
 UNITS = {
     "linear_weight_bytes": ("linear weight reads per GPU", "B"),
     "linear_flops": ("linear FLOPs per GPU", "FLOP"),

@@ -108,14 +108,12 @@ def write_region(path: str, block: BlockFunction, spec: ExperimentSpec, kinds: M
 
 
 def region_tasks(spec: ExperimentSpec, schema: Schema, block: BlockFunction,
-                 path: str, dtypes: Mapping[str, np.dtype] | None = None) -> list:
+                 path: str, dtypes: Mapping[str, np.dtype]) -> list:
     """One ``dask.delayed`` :func:`write_region` per chunk of ``spec`` (chunk-aligned).
 
-    ``dtypes`` are the storage dtypes from :func:`output_dtypes` (probed here when not given).
+    ``dtypes`` are the storage dtypes from :func:`output_dtypes`.
     """
     kinds = {r.name: r.kind for r in schema.axes}
-    if dtypes is None:
-        dtypes = output_dtypes(spec, schema, block)
     chunks = choose_chunks(spec.shape, spec.chunk_cells)
     task = dask.delayed(write_region, pure=False)
     return [task(path, block, spec, kinds, dtypes, region)

@@ -40,14 +40,6 @@ class GridKind:
         return build_dataset(spec, self.schema, self.block, self.units, attrs,
                              self.var_attrs(), dtypes)
 
-    def writers(self, spec: ExperimentSpec, path: str,
-                dtypes: Mapping[str, np.dtype] | None = None) -> list:
-        """Delayed tasks, one per chunk, computing and writing ``spec`` into ``path``.
-
-        ``dtypes`` (from :func:`~sweeps.build.output_dtypes`) saves probing the block again.
-        """
-        return region_tasks(spec, self.schema, self.block, path, dtypes)
-
     def write(self, spec: ExperimentSpec, grid_name: str, path, run) -> Path:
         """Compute ``spec`` and write it to the Zarr store ``path`` (safely: see
         :func:`sweeps.store.write_grid`) on ``run``."""
@@ -55,7 +47,7 @@ class GridKind:
 
         dtypes = output_dtypes(spec, self.schema, self.block)  # one probe for both
         return write_grid(self.build(spec, grid_name, dtypes), path, run,
-                          lambda tmp: self.writers(spec, tmp, dtypes))
+                          lambda tmp: region_tasks(spec, self.schema, self.block, tmp, dtypes))
 
 
 GRIDS: dict[str, GridKind] = {

@@ -2,7 +2,7 @@
 
 Each experiment's grid module declares a :class:`Schema`: its axes (the dataset's dimensions,
 named as the CLI flags), its constants (scalar inputs, also named as the flags) and every
-variable it can store. :func:`resolve_section` turns one TOML/dict section into a checked,
+variable it can store. :func:`expand_section` turns one TOML/dict section into a checked,
 fully expanded :class:`ExperimentSpec` — every error one sentence naming the spec and key.
 """
 
@@ -175,10 +175,11 @@ OPTION_KEYS = ("variables", "chunk_cells", "float_dtype")
 """Keys of a section that are options rather than axes or constants."""
 
 
-def resolve_section(schema: Schema, section: Mapping, where: str) -> ExperimentSpec:
+def expand_section(schema: Schema, section: Mapping, where: str) -> ExperimentSpec:
     """Check and expand one experiment's section of a grid spec.
 
-    Missing axes and constants take the schema's defaults.
+    Missing axes and constants take the schema's defaults. The schema's ``finalize`` (cross-field
+    checks, ``extra``) is not run here: :meth:`Schema.finalized` does that.
 
     Parameters
     ----------
@@ -189,12 +190,6 @@ def resolve_section(schema: Schema, section: Mapping, where: str) -> ExperimentS
     where : str
         Names the spec file and section in error messages.
     """
-    return schema.finalized(expand_section(schema, section, where))
-
-
-def expand_section(schema: Schema, section: Mapping, where: str) -> ExperimentSpec:
-    """:func:`resolve_section` without the schema's ``finalize`` (no cross-field checks, no
-    ``extra``)."""
     known = {r.name for r in schema.axes} | {r.name for r in schema.constants} | set(OPTION_KEYS)
     unknown = sorted(set(section) - known)
     if unknown:

@@ -99,7 +99,7 @@ def _swap_into_place(tmp: Path, target: Path) -> None:
 
 
 def write_grid(ds: xr.Dataset, target: str | Path, run: Runner,
-               writers: Callable[[str], list] | None = None) -> Path:
+               writers: Callable[[str], list]) -> Path:
     """Write the lazy grid ``ds`` to the Zarr store ``target`` (replacing it only on success).
 
     Parameters
@@ -111,10 +111,9 @@ def write_grid(ds: xr.Dataset, target: str | Path, run: Runner,
         The ``.zarr`` directory to create or replace.
     run : Runner
         Where the chunks are computed and written.
-    writers : callable, optional
+    writers : callable
         ``writers(path)`` gives one delayed task per chunk that computes the chunk and writes
-        its region (:meth:`sweeps.registry.GridKind.writers`). Without it, ``ds``'s own
-        graph fills the regions through ``to_zarr(region="auto")``.
+        its region (:func:`sweeps.build.region_tasks`).
 
     Returns
     -------
@@ -127,12 +126,7 @@ def write_grid(ds: xr.Dataset, target: str | Path, run: Runner,
     tmp = target.with_name(f"{target.name}{TMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
         ds.to_zarr(tmp, mode="w-", compute=False, consolidated=False, zarr_format=3)
-        if writers is not None:
-            run.compute(*writers(str(tmp)))
-        else:
-            scalars = [name for name in ds.coords if name not in ds.dims]
-            run.compute(ds.drop_vars(scalars).to_zarr(tmp, region="auto", compute=False,
-                                                      consolidated=False))
+        run.compute(*writers(str(tmp)))
         zarr.open_group(tmp, mode="r+", zarr_format=3).attrs[md.ATTR_COMPLETE] = 1
         _swap_into_place(tmp, target)
     except BaseException:

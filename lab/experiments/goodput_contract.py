@@ -7,7 +7,7 @@ import param
 import xarray as xr
 
 from lab.calc import MAX_BATCH, DecodeConfig, prepare
-from lab.calc_serving import DEFAULT_TRACE, GOODPUT_DEFAULTS, calc_goodput
+from lab.calc_serving import DEFAULT_TRACE, GOODPUT_DEFAULTS, calc_goodput, simulation_options
 from lab.catalog import gpu_catalog, model_catalog
 from lab.decode import PRECISIONS, TP_DEGREES
 from lab.experiments.base import Card, Experiment, Prediction
@@ -87,8 +87,8 @@ class GoodputContract(Experiment):
                             memory_check=self.memory_check, decode=self.decode_config())
 
     def _memory(self) -> dict:
-        return {"memory_check": self.memory_check, "budget_fraction": self.budget,
-                "reserve_bytes": self.reserve_gb * 1e9, "page": self.page}
+        """The simulation's memory keywords, converted as the CLI and the grid convert them."""
+        return simulation_options(self.decode_config(), self.memory_check)
 
     def cards(self) -> list[Card]:
         r = self.result
