@@ -24,6 +24,16 @@ MAX_BATCH = 1024
 """Largest batch the experiments accept, sequences."""
 MAX_CONTEXT = 1_048_576
 """Largest context the experiments accept, tokens (a model's own maximum also applies)."""
+MAX_TP = 64
+"""Largest tensor-parallel degree accepted, GPUs (the model's heads must also divide)."""
+BUDGET_RANGE = (0.01, 1.0)
+"""Accepted memory budget, share of capacity."""
+MAX_RESERVE_GB = 100_000
+"""Largest memory reserve per GPU accepted, GB."""
+MAX_PAGE = 4096
+"""Largest KV page accepted, tokens."""
+MAX_ALLREDUCE_LATENCY_US = 1e6
+"""Largest all-reduce latency per collective accepted, µs."""
 
 
 def metric_options(budget: float, reserve_gb: float, page: int, allreduce: bool,
@@ -58,12 +68,12 @@ class DecodeConfig:
         """Raise :class:`LabInputError` for any input outside its bounds."""
         check_range("batch", self.batch, 1, MAX_BATCH, unit="sequences")
         check_range("context", self.context, 1, MAX_CONTEXT, unit="tokens")
-        check_range("tp", self.tp, 1, 64)
-        check_range("budget", self.budget, 0.01, 1.0, integer=False, unit="of capacity")
-        check_range("reserve", self.reserve_gb, 0, 100_000, integer=False, unit="GB")
-        check_range("page", self.page, 1, 4096, unit="tokens")
-        check_range("all-reduce latency", self.allreduce_latency_us, 0, 1e6, integer=False,
-                    unit="µs")
+        check_range("tp", self.tp, 1, MAX_TP)
+        check_range("budget", self.budget, *BUDGET_RANGE, integer=False, unit="of capacity")
+        check_range("reserve", self.reserve_gb, 0, MAX_RESERVE_GB, integer=False, unit="GB")
+        check_range("page", self.page, 1, MAX_PAGE, unit="tokens")
+        check_range("all-reduce latency", self.allreduce_latency_us, 0,
+                    MAX_ALLREDUCE_LATENCY_US, integer=False, unit="µs")
         if self.precision not in PRECISIONS:
             raise LabInputError(
                 f"Precision '{self.precision}' is not one of {', '.join(PRECISIONS)}."

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lab.calc import BUDGET_RANGE, MAX_PAGE, MAX_RESERVE_GB, MAX_TP
 from lab.catalog import gpu_catalog, model_catalog
 from lab.decode import PRECISIONS
 from sweeps.schema import Rule
@@ -28,7 +29,7 @@ def gpu_rule(default: str) -> Rule:
 
 def tp_rule(default: Any) -> Rule:
     """The tensor-parallel degree ``tp``, GPUs (1 to 64, as ``calc``)."""
-    return Rule("tp", "int", "tensor-parallel degree", "GPUs", 1, 64, default=default)
+    return Rule("tp", "int", "tensor-parallel degree", "GPUs", 1, MAX_TP, default=default)
 
 
 def precision_rule(default: Any) -> Rule:
@@ -39,15 +40,16 @@ def precision_rule(default: Any) -> Rule:
 
 def budget_rule(default: float) -> Rule:
     """The memory ``budget`` fraction of capacity (0.01 to 1, as ``calc``)."""
-    return Rule("budget", "float", "memory budget fraction", "1", 0.01, 1.0, default=default)
+    return Rule("budget", "float", "memory budget fraction", "1", *BUDGET_RANGE,
+                default=default)
 
 
 def reserve_rule(default: float) -> Rule:
     """The reserved memory per GPU ``reserve_gb``, GB (0 to 100,000, as ``calc``)."""
-    return Rule("reserve_gb", "float", "reserved memory per GPU", "GB", 0, 100_000,
+    return Rule("reserve_gb", "float", "reserved memory per GPU", "GB", 0, MAX_RESERVE_GB,
                 default=default)
 
 
 def page_rule(default: int) -> Rule:
     """The KV ``page`` size, tokens (1 to 4,096, as ``calc``)."""
-    return Rule("page", "int", "KV page size", "tokens", 1, 4096, default=default)
+    return Rule("page", "int", "KV page size", "tokens", 1, MAX_PAGE, default=default)

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from lab.calc import MAX_BATCH, MAX_CONTEXT, metric_options
+from lab.calc import MAX_ALLREDUCE_LATENCY_US, MAX_BATCH, MAX_CONTEXT, metric_options
 from lab.catalog import gpu_table, model_table
 from lab.decode import PRECISIONS, TP_DEGREES
 from lab.decode_family import UNITS, decode_metrics
@@ -72,7 +72,8 @@ SCHEMA = Schema(
         reserve_rule(DEFAULT_RESERVE_BYTES / 1e9),
         page_rule(DEFAULT_PAGE_TOKENS),
         Rule("allreduce", "bool", "all-reduce extension on", "1", default=False),
-        Rule("allreduce_latency_us", "float", "latency per collective", "µs", 0, 1e6,
+        Rule("allreduce_latency_us", "float", "latency per collective", "µs", 0,
+             MAX_ALLREDUCE_LATENCY_US,
              default=DEFAULT_ALLREDUCE_LATENCY_S * 1e6),
     ),
     variables=_variables,

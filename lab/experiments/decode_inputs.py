@@ -6,7 +6,7 @@ import numpy as np
 import param
 import xarray as xr
 
-from lab.calc import MAX_BATCH, MAX_CONTEXT, DecodeConfig, prepare
+from lab.calc import BUDGET_RANGE, MAX_BATCH, MAX_CONTEXT, MAX_PAGE, DecodeConfig, prepare
 from lab.catalog import gpu_catalog, model_catalog
 from lab.decode import PRECISIONS, TP_DEGREES
 from lab.decode_family import UNITS, decode_metrics
@@ -54,13 +54,13 @@ class DecodeExperiment(Experiment):
     context = param.Integer(default=DEFAULTS.context, bounds=(1, MAX_CONTEXT),
                             label="Context (tokens)",
                             doc="Tokens already in each sequence's KV cache.")
-    budget = param.Number(default=DEFAULTS.budget, bounds=(0.01, 1.0), step=0.01,
+    budget = param.Number(default=DEFAULTS.budget, bounds=BUDGET_RANGE, step=0.01,
                           label="Memory budget (share of capacity)",
                           doc="Share of the GPU's memory the engine may use.")
     reserve_gb = param.Number(default=DEFAULTS.reserve_gb, bounds=(0, 1000), step=0.5,
                               label="Reserve (GB)",
                               doc="GB (10^9 B) held back for activations and the runtime.")
-    page = param.Integer(default=DEFAULTS.page, bounds=(1, 4096), label="KV page (tokens)",
+    page = param.Integer(default=DEFAULTS.page, bounds=(1, MAX_PAGE), label="KV page (tokens)",
                          doc="Tokens per KV cache page; the last page of a sequence is padded.")
 
     def config(self, **changes) -> DecodeConfig:

@@ -6,7 +6,7 @@ import numpy as np
 import param
 import xarray as xr
 
-from lab.calc import MAX_BATCH, DecodeConfig, prepare
+from lab.calc import BUDGET_RANGE, MAX_BATCH, MAX_PAGE, DecodeConfig, prepare
 from lab.calc_serving import DEFAULT_TRACE, GOODPUT_DEFAULTS, calc_goodput, simulation_options
 from lab.catalog import gpu_catalog, model_catalog
 from lab.decode import PRECISIONS, TP_DEGREES
@@ -68,11 +68,11 @@ class GoodputContract(Experiment):
                         doc="GPUs the model is sharded over.")
     precision = param.Selector(default="bf16", objects=list(PRECISIONS), label="Precision",
                                doc="Linear-layer precision.")
-    budget = param.Number(default=DEFAULT_BUDGET_FRACTION, bounds=(0.01, 1.0), step=0.01,
+    budget = param.Number(default=DEFAULT_BUDGET_FRACTION, bounds=BUDGET_RANGE, step=0.01,
                           label="Memory budget (share of capacity)", doc="For the memory check.")
     reserve_gb = param.Number(default=DEFAULT_RESERVE_BYTES / 1e9, bounds=(0, 1000),
                               label="Reserve (GB)", doc="GB held back, for the memory check.")
-    page = param.Integer(default=DEFAULT_PAGE_TOKENS, bounds=(1, 4096), label="KV page (tokens)",
+    page = param.Integer(default=DEFAULT_PAGE_TOKENS, bounds=(1, MAX_PAGE), label="KV page (tokens)",
                          doc="Tokens per KV page, for the memory check.")
 
     def decode_config(self) -> DecodeConfig:
