@@ -11,6 +11,7 @@ from lab.errors import LabInputError
 from sweeps.paths import dataset_path
 from sweeps.registry import grid_kind
 from sweeps.runner import Runner
+from sweeps.schema import ExperimentSpec
 from sweeps.spec import GridSpec
 
 
@@ -44,9 +45,18 @@ def output_paths(experiments: Sequence[str], out: str | Path | None) -> dict[str
     return {name: dataset_path(name, out) for name in experiments}
 
 
-def run_sweep(grid: GridSpec, experiments: Sequence[str] | None, out: str | Path | None,
-              run: Runner, report: Callable[[str], None] | None = None) -> list[SweepResult]:
-    """Build and write every requested experiment of ``grid``.
+@dataclass(frozen=True)
+class SweepPlan:
+    """What a sweep will write: each experiment's checked spec and its output path."""
+
+    grid_name: str
+    specs: dict[str, ExperimentSpec]
+    paths: dict[str, Path]
+
+
+def plan_sweep(grid: GridSpec, experiments: Sequence[str] | None,
+               out: str | Path | None) -> SweepPlan:
+    """Check every requested experiment of ``grid`` and where it goes, before any work.
 
     Parameters
     ----------
@@ -56,23 +66,25 @@ def run_sweep(grid: GridSpec, experiments: Sequence[str] | None, out: str | Path
         Which of the spec's experiments to run (default: all of them).
     out : path, optional
         See :func:`output_paths`.
-    run : Runner
-        Where the chunks are computed.
-    report : callable, optional
-        Receives one line per step for the user.
     """
     names = tuple(experiments or grid.experiments)
     specs = {name: grid.resolve(name) for name in names}
-    paths = output_paths(names, out)
+    return SweepPlan(grid.name, specs, output_paths(names, out))
+
+
+def run_sweep(plan: SweepPlan, run: Runner,
+              report: Callable[[str], None] | None = None) -> list[SweepResult]:
+    """Build and write every experiment of ``plan`` (from :func:`plan_sweep`) on ``run``;
+    ``report`` receives one line per step for the user."""
     results = []
-    for name in names:
-        spec = specs[name]
+    for name, spec in plan.specs.items():
+        path = plan.paths[name]
         if report:
             shape = " × ".join(f"{d} {n}" for d, n in zip(spec.axes, spec.shape, strict=True))
-            report(f"{name}: {spec.cells:,} cells ({shape}) → {paths[name]}")
+            report(f"{name}: {spec.cells:,} cells ({shape}) → {path}")
         start = time.perf_counter()
-        grid_kind(name).write(spec, grid.name, paths[name], run)
-        results.append(SweepResult(name, paths[name], spec.cells, time.perf_counter() - start))
+        grid_kind(name).write(spec, plan.grid_name, path, run)
+        results.append(SweepResult(name, path, spec.cells, time.perf_counter() - start))
         if report:
             r = results[-1]
             report(f"{name}: done in {r.seconds:.1f} s ({r.cells_per_s:,.0f} cells/s)")

@@ -9,15 +9,12 @@ from sweeps.paths import DATASET_NAMES
 
 
 def _run(args: argparse.Namespace) -> int:
-    from sweeps.job import output_paths, run_sweep
+    from sweeps.job import plan_sweep, run_sweep
     from sweeps.runner import runner
     from sweeps.spec import load_grid
 
     grid = load_grid(args.grid)
-    experiments = args.experiment or list(grid.experiments)
-    for name in experiments:
-        grid.resolve(name)
-    output_paths(experiments, args.out)
+    plan = plan_sweep(grid, args.experiment, args.out)  # bad input fails before any cluster
 
     def report(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
@@ -25,7 +22,7 @@ def _run(args: argparse.Namespace) -> int:
     with runner(args.scheduler, args.workers, progress=not args.quiet) as run:
         if not args.quiet:
             report(f"grid '{grid.name}' on {run.description}")
-        results = run_sweep(grid, experiments, args.out, run, None if args.quiet else report)
+        results = run_sweep(plan, run, None if args.quiet else report)
     for result in results:
         print(result.path)
     return 0
