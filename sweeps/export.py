@@ -17,6 +17,7 @@ import pandas as pd
 import xarray as xr
 
 from lab.errors import LabInputError
+from sweeps import metadata as md
 from sweeps.axes import choose_chunks
 from sweeps.schema import DEFAULT_CHUNK_CELLS
 
@@ -141,8 +142,8 @@ def _frame(ds: xr.Dataset) -> pd.DataFrame:
     frame = ds.to_dataframe().reset_index() if ds.dims else ds.expand_dims("cell").to_dataframe()
     frame = frame.reset_index(drop=True).drop(columns=["cell"], errors="ignore")
     order = []
-    if "grid_spec" in ds.attrs:  # the grid's own order: its axes, then its constants
-        spec = json.loads(ds.attrs["grid_spec"])
+    if md.ATTR_SPEC in ds.attrs:  # the grid's own order: its axes, then its constants
+        spec = json.loads(ds.attrs[md.ATTR_SPEC])
         order = [*spec.get("axes", {}), *spec.get("constants", {})]
     names = [*order, *map(str, ds.dims), *map(str, ds.coords)]
     leading = list(dict.fromkeys(name for name in names if name in frame))
