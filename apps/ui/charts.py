@@ -59,17 +59,20 @@ def display_values(da: xr.DataArray) -> tuple[np.ndarray, str, str]:
     return values, long_name, "" if shown in ("1", "") else shown
 
 
+def capitalized(text: str) -> str:
+    """``text`` with its first letter upper-case (a long name as a label or title)."""
+    return text[:1].upper() + text[1:]
+
+
 def axis_label(da: xr.DataArray) -> str:
     """``Long name (unit)`` of ``da`` in the units on screen."""
     _, long_name, unit = display_values(da)
-    label = long_name[:1].upper() + long_name[1:]
-    return f"{label} ({unit})" if unit else label
+    return f"{capitalized(long_name)} ({unit})" if unit else capitalized(long_name)
 
 
 def dimension(name: str, long_name: str, unit: str) -> hv.Dimension:
     """A HoloViews dimension whose axis label reads ``long name (unit)``."""
-    label = long_name[:1].upper() + long_name[1:] if long_name else name
-    return hv.Dimension(name, label=label, unit=unit or None)
+    return hv.Dimension(name, label=capitalized(long_name) or name, unit=unit or None)
 
 
 def power_of_two_ticks(values: np.ndarray, max_ticks: int = MAX_TICKS) -> list[tuple[float, str]]:
@@ -165,5 +168,4 @@ def heatmap(ds: xr.Dataset, variable: str, x: str = "batch", y: str = "context")
     return el.opts(cmap="cividis", colorbar=True, logz=bool(positive), tools=["hover"],
                    responsive=True, height=460,
                    xrotation=45, backend_opts=CANVAS, clipping_colors={"NaN": "#d9d9d9"},
-                   title=f"{long_name[:1].upper() + long_name[1:]}" + (f" ({unit})" if unit
-                                                                        else ""))
+                   title=axis_label(ds[variable]))

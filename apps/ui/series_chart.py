@@ -21,6 +21,7 @@ from bokeh.plotting import figure
 from apps.ui.charts import (
     HOVER_NUMBER,
     axis_label,
+    capitalized,
     display_values,
     new_figure,
     numeric_variables,
@@ -92,7 +93,7 @@ def series_data(ds: xr.Dataset, y: str, current: dict) -> SeriesData:
     marker = (float(here) if here is not None and np.isscalar(here)
               and np.issubdtype(np.asarray(here).dtype, np.number) else None)
     return SeriesData(SeriesLayout(x, tuple(keys), log_x), columns, marker,
-                      y_long[:1].upper() + y_long[1:], axis_label(ds[x]), axis_label(da))
+                      capitalized(y_long), axis_label(ds[x]), axis_label(da))
 
 
 @dataclass
