@@ -32,14 +32,13 @@ class ChartView(Viewer):
     """
 
     experiment = param.ClassSelector(class_=Experiment, doc="The experiment drawn.")
-    data = param.Parameter(default=None, precedence=-1,
-                           doc="(chart dataset, inputs, result) of the last valid inputs.")
 
     def __init__(self, **params):
         super().__init__(**params)
         exp = self.experiment
         source = exp if exp.error is None else type(exp)()
         self.data = (source.chart_data(), source.inputs(), source.result)
+        """(chart dataset, inputs, result) of the last valid inputs: drawn and downloaded."""
         self._pending = False
         exp.param.watch(self._refresh, "result")
         ds, inputs, result = self.data
