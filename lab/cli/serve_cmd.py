@@ -43,7 +43,7 @@ def panel_command(args: argparse.Namespace) -> list[str]:
         cmd += ["--allow-websocket-origin", origin]
     if args.basic_auth:
         cmd += ["--basic-auth", args.basic_auth,
-                "--cookie-secret", args.cookie_secret or secrets.token_urlsafe(32)]
+                "--cookie-secret", args.cookie_secret or secrets.token_hex(32)]
     cmd += ["--setup", str(app_script(SETUP_MODULE))]
     if args.num_procs == 1:
         cmd.append("--warm")

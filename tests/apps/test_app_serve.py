@@ -40,6 +40,14 @@ def test_panel_command_serves_the_app_as_the_index():
     assert app_script(SETUP_MODULE).exists()
 
 
+def test_generated_cookie_secret_never_reads_as_a_flag():
+    """A random secret starting with '-' made ``panel serve`` exit with "expected one argument"
+    (urlsafe base64 starts with '-' once in 64 starts)."""
+    for _ in range(300):
+        cmd = panel_command(parse("--basic-auth", "secret"))
+        assert not cmd[cmd.index("--cookie-secret") + 1].startswith("-")
+
+
 def test_warm_pages_are_pages_of_the_lab():
     from apps.ui.registry import all_pages
     from apps.ui.warmup import WARM_PAGES
