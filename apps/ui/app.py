@@ -7,6 +7,8 @@ landing page.
 
 from __future__ import annotations
 
+from html import escape
+
 import panel as pn
 import panel_material_ui as pmui
 from panel.util import edit_readonly
@@ -17,6 +19,7 @@ from apps.ui.grid import GridExplorer
 from apps.ui.landing import landing_page
 from apps.ui.registry import DERIVATION, GRID, HOME, SOURCES, all_pages, experiment_class, href
 from apps.ui.sources import sources_page
+from apps.ui.url_values import quoted
 
 VIEW_ARG = "view"
 """Query argument naming the page (experiments sync their inputs to the other arguments)."""
@@ -32,11 +35,18 @@ def requested_page() -> str:
     args = pn.state.session_args or {}
     values = args.get(VIEW_ARG) or [b""]
     value = values[0]
-    return value.decode() if isinstance(value, bytes) else str(value)
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def unknown_page(slug: str) -> pn.pane.HTML:
+    """One sentence saying there is no page ``slug`` (quoted escaped, never read as markup)."""
+    return pn.pane.HTML(f"<p class=\"lab-unknown-page\" role=\"alert\">No page called "
+                        f"'{escape(quoted(slug))}'. <a href=\"{href('')}\">Back to the lab</a>."
+                        "</p>", sizing_mode="stretch_width")
 
 
 def page_content(slug: str):
-    """The content of the page with ``slug``; an unknown slug shows a short message."""
+    """The content of the page with ``slug``; a slug that names no page gets one sentence."""
     if slug == HOME.slug:
         return landing_page()
     if slug == DERIVATION.slug:
@@ -47,7 +57,7 @@ def page_content(slug: str):
         return GridExplorer()
     cls = experiment_class(slug)
     if cls is None:
-        return pn.pane.Markdown(f"No page called '{slug}'. [Back to the lab]({href('')}).")
+        return unknown_page(slug)
     return ExperimentView(experiment=cls())
 
 

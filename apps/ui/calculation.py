@@ -9,6 +9,7 @@ import param
 from panel.viewable import Viewer
 
 from apps.ui.cards import error_html
+from apps.ui.plain_text import shown_error
 from apps.ui.theme import CARD_CSS, STEPS_CSS
 from lab.experiments.base import Experiment
 from lab.explain import Step
@@ -51,7 +52,7 @@ class CalculationView(Viewer):
 
     def _html(self, _result) -> str:
         if self.experiment.error:
-            return error_html(self.experiment.error)
+            return error_html(shown_error(self.experiment))
         return steps_html(self.experiment.steps())
 
     def __panel__(self):

@@ -8,6 +8,7 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
+from apps.ui.plain_text import shown_error
 from apps.ui.theme import CARD_CSS
 from lab.experiments.base import Card, Experiment
 
@@ -40,7 +41,7 @@ class CardsView(Viewer):
 
     def _html(self, _result) -> str:
         if self.experiment.error:
-            return error_html(self.experiment.error)
+            return error_html(shown_error(self.experiment))
         return cards_html(self.experiment.cards())
 
     def __panel__(self):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import parse_qsl, urlencode
+
 import panel as pn
 import param
 from panel.viewable import Viewer
@@ -9,10 +11,11 @@ from panel.viewable import Viewer
 from apps.ui.calculation import CalculationView
 from apps.ui.cards import CardsView
 from apps.ui.chart_view import ChartView
-from apps.ui.inputs import input_panel
+from apps.ui.inputs import InputMessage, input_panel
 from apps.ui.prediction import PredictionView
 from apps.ui.theme import PROSE_CSS
 from apps.ui.trace_upload import TraceUpload
+from apps.ui.url_values import strict_selectors, url_problems
 from lab.experiments.base import Experiment
 
 
@@ -37,13 +40,39 @@ class ExperimentView(Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         exp = self.experiment
-        if self.sync_url and pn.state.location is not None:
-            pn.state.location.sync(exp, url_inputs(exp))
-        self.inputs = input_panel(exp, url_inputs(exp))
+        names = url_inputs(exp)
+        strict_selectors(exp, names)
+        self.message = InputMessage()
+        problems = self._sync_url(names) if self.sync_url else []
+        self.inputs = input_panel(exp, names, report=self.message.say)
+        self.message.say(" ".join(problems))
         self.cards = CardsView(experiment=exp)
         self.chart = ChartView(experiment=exp)
         self.prediction = PredictionView(experiment=exp)
         self.calculation = CalculationView(experiment=exp)
+
+    def _sync_url(self, names: list[str]) -> list[str]:
+        """Keep ``names`` in the URL; return a sentence per URL value the page refused.
+
+        Refused values are dropped from the query before syncing, so the URL then shows the
+        value in force; later URL changes that the inputs refuse are reported too.
+        """
+        location = pn.state.location
+        if location is None:
+            return []
+        exp = self.experiment
+        accepted, problems = url_problems(exp, names, location.search)
+        if problems:
+            kept = [(k, v) for k, v in parse_qsl(location.search[1:], keep_blank_values=True)
+                    if k not in names or k in accepted]
+            location.search = "?" + urlencode(kept) if kept else ""
+        location.sync(exp, names, on_error=self._url_refused)
+        return problems
+
+    def _url_refused(self, values: dict) -> None:
+        _accepted, problems = url_problems(
+            self.experiment, list(values), "?" + urlencode({k: v for k, v in values.items()}))
+        self.message.say(" ".join(problems) or "The link's values were not applied.")
 
     def __panel__(self):
         exp = self.experiment
@@ -56,7 +85,8 @@ class ExperimentView(Viewer):
         results = pn.Column(self.cards, self.chart, self.calculation, limits,
                             sizing_mode="stretch_width", styles={"flex": "1 1 0", "min-width": "0"})
         extra = [TraceUpload(experiment=exp)] if "trace" in exp.param else []
-        inputs = pn.Column(pn.pane.Markdown("### Inputs"), self.inputs, *extra, width=300,
+        inputs = pn.Column(pn.pane.Markdown("### Inputs"), self.message, self.inputs, *extra,
+                           width=300,
                            styles={"flex": "0 0 300px"})
         body = pn.FlexBox(inputs, results, flex_wrap="nowrap", align_items="flex-start",
                           sizing_mode="stretch_width")

@@ -2,17 +2,51 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Callable
+from html import escape
+from typing import Any, ClassVar
 
 import panel as pn
 import panel_material_ui as pmui
 import param
 
+from apps.ui.url_values import page_value_problem
+
 SLIDER_MAX_SPAN = 4096
 """Integer inputs with a range up to this many values get a slider; wider ones a number box."""
 
 
-class IntSlider(pmui.EditableIntSlider):
+class CheckedInput:
+    """Mixin for input widgets: a browser value the input's parameter refuses is not applied.
+
+    Param raises ``ValueError`` when a value is out of bounds (or, for the page's strict
+    selectors, not a listed id); set from a widget, that would end as a traceback in the
+    server log. Here the value is checked first: a refused one is reported in one sentence
+    (``report``), the browser is set back to the value in force, and nothing else happens.
+    """
+
+    check: Callable[[Any], str | None] | None = None
+    report: Callable[[str | None], None] | None = None
+
+    def _process_events(self, events: dict[str, Any]) -> None:
+        values = {k: v for k, v in events.items() if k in ("value", "value_throttled")}
+        if self.check is not None and values:
+            try:
+                changed = self._process_property_change(dict(values))  # type: ignore[attr-defined]
+            except (ValueError, KeyError, TypeError):  # e.g. a label no option has
+                changed = values
+            for key in ("value", "value_throttled"):
+                if key in changed and (problem := self.check(changed[key])):
+                    if self.report is not None:
+                        self.report(problem)
+                    self.param.trigger("value")  # type: ignore[attr-defined]
+                    return
+        super()._process_events(events)  # type: ignore[misc]
+        if self.report is not None and values:
+            self.report(None)
+
+
+class IntSlider(CheckedInput, pmui.EditableIntSlider):
     """An editable integer slider whose changes reach the server without Panel's debounce.
 
     Panel holds browser changes 50 ms to batch them (``_debounce``); the released value of a
@@ -22,6 +56,22 @@ class IntSlider(pmui.EditableIntSlider):
     _priority_changes: ClassVar[list[str]] = ["value", "value_throttled"]
 
 
+class Switch(CheckedInput, pmui.Switch):
+    """A switch whose browser value is checked before it reaches the experiment."""
+
+
+class Select(CheckedInput, pmui.Select):
+    """A select whose browser value must be one of its parameter's listed values."""
+
+
+class IntInput(CheckedInput, pmui.IntInput):
+    """A whole-number box whose typed value must be within its parameter's bounds."""
+
+
+class FloatInput(CheckedInput, pmui.FloatInput):
+    """A number box whose typed value must be within its parameter's bounds."""
+
+
 def widget_spec(parameter: param.Parameter) -> dict:
     """The ``pn.Param`` widget spec for one input: type, throttling and sizing.
 
@@ -29,22 +79,50 @@ def widget_spec(parameter: param.Parameter) -> dict:
     Enter or blur already.
     """
     if isinstance(parameter, param.Boolean):
-        return {"type": pmui.Switch, "sizing_mode": "stretch_width"}
+        return {"type": Switch, "sizing_mode": "stretch_width"}
     if isinstance(parameter, param.Selector):
-        return {"type": pmui.Select, "sizing_mode": "stretch_width"}
+        return {"type": Select, "sizing_mode": "stretch_width"}
     if isinstance(parameter, param.Integer):
         lo, hi = parameter.bounds or (None, None)
         if lo is not None and hi is not None and hi - lo <= SLIDER_MAX_SPAN:
             return {"type": IntSlider, "throttled": True, "sizing_mode": "stretch_width"}
-        return {"type": pmui.IntInput, "sizing_mode": "stretch_width"}
+        return {"type": IntInput, "sizing_mode": "stretch_width"}
     if isinstance(parameter, param.Number):
-        return {"type": pmui.FloatInput, "sizing_mode": "stretch_width"}
+        return {"type": FloatInput, "sizing_mode": "stretch_width"}
     return {}
 
 
-def input_panel(experiment: param.Parameterized, names: list[str]) -> pn.Param:
-    """A ``pn.Param`` of ``names`` with labels (and units) and doc tooltips from the params."""
+def input_panel(experiment: param.Parameterized, names: list[str],
+                report: Callable[[str | None], None] | None = None) -> pn.Param:
+    """A ``pn.Param`` of ``names`` with labels (and units) and doc tooltips from the params.
+
+    Each widget checks a browser value against its parameter (:class:`CheckedInput`); a
+    refused value's sentence goes to ``report``.
+    """
     widgets = {name: {**spec, "css_classes": [f"lab-input-{name}"]} for name in names
                if (spec := widget_spec(experiment.param[name]))}
-    return pn.Param(experiment, parameters=names, widgets=widgets, show_name=False,
-                    sizing_mode="stretch_width", default_layout=pn.Column)
+    panel = pn.Param(experiment, parameters=names, widgets=widgets, show_name=False,
+                     sizing_mode="stretch_width", default_layout=pn.Column)
+    for name, widget in panel._widgets.items():
+        if isinstance(widget, CheckedInput):
+            parameter = experiment.param[name]
+            widget.check = lambda value, parameter=parameter: page_value_problem(parameter, value)
+            widget.report = report
+    return panel
+
+
+class InputMessage(pn.pane.HTML):
+    """The sentence about a refused input (from the URL or a widget), shown by the inputs.
+
+    Hidden while there is nothing to say; the text is escaped, never read as HTML.
+    """
+
+    def __init__(self, **params):
+        super().__init__("", visible=False, css_classes=["lab-input-message"],
+                         sizing_mode="stretch_width", **params)
+
+    def say(self, sentence: str | None) -> None:
+        """Show ``sentence`` (None or '' hides the message)."""
+        text = (f'<div class="lab-input-problem" role="alert">{escape(sentence)}</div>'
+                if sentence else "")
+        self.param.update(object=text, visible=bool(sentence))

@@ -7,6 +7,7 @@ import panel_material_ui as pmui
 import param
 from panel.viewable import Viewer
 
+from apps.ui.plain_text import markdown_literal, shown_error
 from lab.experiments.base import Experiment
 
 UNDECIDED = "Not sure yet"
@@ -54,7 +55,8 @@ class PredictionView(Viewer):
         prediction = self.experiment.prediction
         head = verdict(choice, prediction.choices, prediction.answer)
         if self.experiment.error:
-            return f"**{head}** (The explanation needs valid inputs: {self.experiment.error})"
+            reason = markdown_literal(shown_error(self.experiment) or "")
+            return f"**{head}** (The explanation needs valid inputs: {reason})"
         return f"**{head}** {self.experiment.explanation()}"
 
     def __panel__(self):

@@ -1,10 +1,19 @@
-"""Experiment 7's own-trace upload: a CSV from the reader's machine, validated by ``lab``."""
+"""Experiment 7's own-trace upload: a CSV from the reader's machine, validated by ``lab``.
+
+The upload is capped before it is held: the browser refuses a file over the limit, and the
+server counts the chunks as they arrive and drops an upload as soon as it declares or sends
+more than the limit. Names from the browser are shown escaped and never used as a path.
+"""
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
+from collections.abc import Callable
+from html import escape
 from pathlib import Path
+from typing import Any
 
 import panel as pn
 import panel_material_ui as pmui
@@ -15,6 +24,87 @@ from lab.experiments.base import Experiment
 
 MAX_UPLOAD_BYTES = 20 * 2**20
 """Largest trace accepted from the browser, bytes."""
+UPLOAD_CHUNK_BYTES = 2**20
+"""Size of each piece the browser sends an upload in, bytes (one websocket message each)."""
+MAX_SHOWN_NAME_CHARS = 80
+"""Longest file name shown back on the page, characters."""
+MAX_REASON_CHARS = 160
+"""Longest browser-side reason quoted when the browser stops an upload, characters."""
+
+
+def limit_sentence() -> str:
+    """The upload limit as the end of a sentence."""
+    return f"traces up to {MAX_UPLOAD_BYTES // 2**20} MiB are accepted"
+
+
+def shown_name(name: str | None) -> str:
+    """A browser-given file name cut to :data:`MAX_SHOWN_NAME_CHARS` (escape it to show it)."""
+    text = Path(name or "trace.csv").name or "trace.csv"
+    return text if len(text) <= MAX_SHOWN_NAME_CHARS else text[:MAX_SHOWN_NAME_CHARS] + "…"
+
+
+def stored_name(name: str | None) -> str:
+    """A safe file name for an upload: letters, digits, ``.-_`` only; never hidden or empty."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(name or "").name).lstrip(".")[:80]
+    return stem if stem.lower().endswith(".csv") else f"{stem or 'trace'}.csv"
+
+
+class CappedFileInput(pmui.FileInput):
+    """A file input that never holds more than ``max_file_size`` bytes of an upload.
+
+    ``max_file_size`` makes the browser refuse a larger file before sending it; a client that
+    ignores it is cut off here when its declared chunk count or the bytes received pass the
+    limit (the chunks held so far are dropped). ``on_refused`` gets one sentence.
+    """
+
+    on_refused: Callable[[str], None] | None = None
+
+    def __init__(self, **params):
+        params.setdefault("max_file_size", MAX_UPLOAD_BYTES)
+        params.setdefault("chunk_size", UPLOAD_CHUNK_BYTES)
+        super().__init__(**params)
+        self._received = 0
+        self._refused = False
+
+    def _refuse(self, sentence: str) -> None:
+        self._refused = True
+        self._file_buffer.clear()
+        self._buffer.clear()
+        if self.on_refused is not None:
+            self.on_refused(sentence)
+
+    def _handle_msg(self, msg: Any) -> None:
+        status = msg.get("status") if isinstance(msg, dict) else None
+        if status == "initializing":
+            self._received, self._refused = 0, False
+            self._file_buffer.clear()
+            self._buffer.clear()
+        elif status == "upload_event":
+            self._chunk(msg)
+        elif status == "finished":
+            if self._refused:
+                self._send_msg({"status": "finished"})
+            else:
+                super()._handle_msg(msg)
+        elif status == "error":
+            reason = str(msg.get("error", ""))[:MAX_REASON_CHARS]
+            self._refuse(f"The browser did not send the file ({reason}); {limit_sentence()}.")
+
+    def _chunk(self, msg: dict) -> None:
+        if self._refused:
+            return
+        limit = self.max_file_size or MAX_UPLOAD_BYTES
+        try:
+            declared = int(msg["total_chunks"]) * self.chunk_size
+            self._received += len(msg["data"])
+        except (KeyError, TypeError, ValueError):
+            self._refuse("The upload was malformed and has been dropped.")
+            return
+        if declared > limit + self.chunk_size or self._received > limit:
+            name = shown_name(str(msg.get("name", "")))
+            self._refuse(f"{name} is larger than {limit // 2**20} MiB; {limit_sentence()}.")
+            return
+        self._process_chunk(msg)
 
 
 class TraceUpload(Viewer):
@@ -27,27 +117,31 @@ class TraceUpload(Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self._default = self.experiment.trace
-        self._file = pmui.FileInput(accept=".csv", multiple=False, label="Upload a trace CSV",
-                                    sizing_mode="stretch_width")
+        self._file = CappedFileInput(accept=".csv", multiple=False, label="Upload a trace CSV",
+                                     sizing_mode="stretch_width")
+        self._file.on_refused = self._say
         self._reset = pmui.Button(label="Use the shipped trace", sizing_mode="stretch_width")
-        self._status = pn.pane.Markdown(self._describe(), sizing_mode="stretch_width")
+        self._status = pn.pane.HTML(self._describe(), sizing_mode="stretch_width")
         self._file.param.watch(self._uploaded, "value")
         self._reset.on_click(self._use_default)
         self._dir: Path | None = None
 
     def _describe(self, name: str | None = None) -> str:
-        return f"Trace: *{name or Path(self._default).name}*"
+        shown = escape(shown_name(name) if name else Path(self._default).name)
+        return f"<p>Trace: <em>{shown}</em></p>"
+
+    def _say(self, sentence: str) -> None:
+        self._status.object = f'<p class="lab-upload-problem" role="alert">{escape(sentence)}</p>'
 
     def _uploaded(self, event) -> None:
         data: bytes | None = event.new
         if not data:
             return
-        name = Path(self._file.filename or "trace.csv").name
+        name = shown_name(self._file.filename)
         if len(data) > MAX_UPLOAD_BYTES:
-            self._status.object = (f"{name} is {len(data) / 2**20:.1f} MiB; traces up to "
-                                   f"{MAX_UPLOAD_BYTES // 2**20} MiB are accepted.")
+            self._say(f"{name} is {len(data) / 2**20:.1f} MiB; {limit_sentence()}.")
             return
-        path = self._folder() / name
+        path = self._folder() / stored_name(self._file.filename)
         path.write_bytes(data)
         self.experiment.trace = str(path)
         self._status.object = self._describe(name)
