@@ -1,16 +1,38 @@
-"""Data downloads: a chart's data as CSV, a whole dataset as NetCDF."""
+"""Data downloads: a chart's data as CSV, a whole dataset as NetCDF.
+
+The whole dataset is large (the decode grid is ~140 MB in memory). Its NetCDF is built once
+per server process, chunk by chunk from the lazy dataset and compressed (~10 MB), and every
+download sends those bytes; one download is prepared at a time per process, and a second
+request meanwhile gets a sentence instead of a second copy in memory.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import tempfile
+import threading
 from collections.abc import Callable
+from html import escape
 from pathlib import Path
 
+import panel as pn
 import panel_material_ui as pmui
+import param
 import xarray as xr
+from panel.viewable import Viewer
 
-from sweeps.export import write
+from lab.errors import LabInputError
+from sweeps.export import netcdf_engine, portable, write
+
+NETCDF_COMPRESSION = {"zlib": True, "complevel": 1, "shuffle": True}
+"""HDF5 encoding of every numeric variable of a whole-dataset NetCDF (lossless)."""
+MAX_CACHED_FILES = 2
+"""Whole-dataset NetCDF files kept in memory per process (one per dataset object served)."""
+
+DOWNLOAD_LOCK = threading.Lock()
+"""Held while a whole-dataset download is prepared and sent: one at a time per process."""
+_files: dict[int, tuple[xr.Dataset, bytes]] = {}
 
 
 def _exported(ds: xr.Dataset, fmt: str, suffix: str) -> bytes:
@@ -25,8 +47,101 @@ def dataset_csv(ds: xr.Dataset) -> str:
 
 
 def dataset_netcdf(ds: xr.Dataset) -> bytes:
-    """``ds`` as NetCDF-4 bytes, attrs and units kept."""
+    """``ds`` as NetCDF-4 bytes, attrs and units kept (the CLI exporter's file)."""
     return _exported(ds, "netcdf", ".nc")
+
+
+def compressed_netcdf(ds: xr.Dataset) -> bytes:
+    """``ds`` as compressed NetCDF-4 bytes, without loading it whole.
+
+    Values, coordinates and attributes are those of :func:`sweeps.export.write` (booleans in
+    attributes as 0/1, strings as variable-length UTF-8); numeric variables are deflated, and
+    a lazy (dask-backed) dataset is written chunk by chunk. Built in memory: HDF5 never meets
+    a failing disk write.
+    """
+    out = portable(ds)
+    for item in (out, *out.variables.values()):
+        item.attrs = {k: int(v) if isinstance(v, bool) else v for k, v in item.attrs.items()}
+    encoding = {name: dict(NETCDF_COMPRESSION) for name, var in out.data_vars.items()
+                if var.dtype.kind in "iufb"}
+    return bytes(out.to_netcdf(engine=netcdf_engine(), encoding=encoding))
+
+
+def whole_dataset_netcdf(ds: xr.Dataset) -> bytes:
+    """The compressed NetCDF of ``ds``, built on first request and kept for the next ones.
+
+    Call with :data:`DOWNLOAD_LOCK` held (as :class:`WholeDatasetButton` does).
+    """
+    cached = _files.get(id(ds))
+    if cached is not None and cached[0] is ds:
+        return cached[1]
+    while len(_files) >= MAX_CACHED_FILES:
+        _files.pop(next(iter(_files)))
+    data = compressed_netcdf(ds)
+    _files[id(ds)] = (ds, data)
+    return data
+
+
+def busy_sentence() -> str:
+    """What a second visitor reads while a whole-dataset download is being prepared."""
+    return ("Another whole-dataset download is being prepared on this server; try again in "
+            "a minute.")
+
+
+class WholeDatasetButton(pmui.FileDownload):
+    """A download button for a whole dataset: prepared off the event loop, one at a time.
+
+    ``on_message`` gets one sentence when the download cannot start (another is running) or
+    the file cannot be written, and None when a download went out.
+    """
+
+    def __init__(self, dataset: xr.Dataset, on_message: Callable[[str | None], None],
+                 **params):
+        super().__init__(callback=self._coroutine_marker, embed=False, **params)
+        self._dataset = dataset
+        self._on_message = on_message
+
+    async def _coroutine_marker(self):  # FileDownload runs coroutine callbacks asynchronously
+        return None
+
+    async def _async_sync_data(self) -> None:
+        if not DOWNLOAD_LOCK.acquire(blocking=False):
+            self._on_message(busy_sentence())
+            return
+        try:
+            data = await asyncio.to_thread(whole_dataset_netcdf, self._dataset)
+            self._sync_data(io.BytesIO(data))
+        except LabInputError as exc:
+            self._on_message(str(exc))
+        else:
+            self._on_message(None)
+        finally:
+            DOWNLOAD_LOCK.release()
+
+
+class WholeDatasetDownload(Viewer):
+    """The whole-dataset NetCDF button and, below it, why a download did not start.
+
+    Lay out :attr:`button` and :attr:`message` where they belong, or the view itself.
+    """
+
+    dataset = param.ClassSelector(class_=xr.Dataset, doc="The dataset offered whole.")
+    filename = param.String(default="dataset.nc", doc="Name the browser saves the file as.")
+    label = param.String(default="Whole dataset (NetCDF)", doc="Button text.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.message = pn.pane.HTML("", visible=False, sizing_mode="stretch_width",
+                                    css_classes=["lab-download-message"])
+        self.button = WholeDatasetButton(self.dataset, self._say, filename=self.filename,
+                                         label=self.label)
+
+    def _say(self, sentence: str | None) -> None:
+        text = f'<p role="alert">{escape(sentence)}</p>' if sentence else ""
+        self.message.param.update(object=text, visible=bool(sentence))
+
+    def __panel__(self):
+        return pn.Column(self.button, self.message, sizing_mode="stretch_width", margin=0)
 
 
 def csv_button(get_data: Callable[[], xr.Dataset], filename: str, label: str) -> pmui.FileDownload:

@@ -6,8 +6,6 @@ nothing is recomputed here.
 
 from __future__ import annotations
 
-import io
-
 import holoviews as hv
 import numpy as np
 import panel as pn
@@ -17,7 +15,7 @@ import xarray as xr
 from panel.viewable import Viewer
 
 from apps.ui.charts import heatmap
-from apps.ui.downloads import csv_button, dataset_netcdf
+from apps.ui.downloads import WholeDatasetDownload, csv_button
 from lab.calc import DecodeConfig
 
 DEFAULTS = DecodeConfig()
@@ -96,14 +94,14 @@ class GridExplorer(Viewer):
                            widgets={n: {"type": pmui.Select, "css_classes": [f"lab-grid-{n}"]}
                                     for n in ["variable", *SELECTORS]},
                            default_layout=pn.Column)
-        netcdf = pmui.FileDownload(callback=lambda: io.BytesIO(dataset_netcdf(self._ds)),
-                                   filename="decode-grid.nc", label="Whole dataset (NetCDF)",
-                                   embed=False)
+        netcdf = WholeDatasetDownload(dataset=self._ds, filename="decode-grid.nc",
+                                      label="Whole dataset (NetCDF)")
         csv = csv_button(self.current, "decode-grid-selection.csv", "Selection (CSV)")
         intro = ("# Grid explorer\n\nThe precomputed decode grid (model × GPU × tp × precision × "
                  "batch × context), read as it was computed. Grey cells are invalid "
                  "configurations; hover a cell for every variable.")
         return pn.Column(pn.pane.Markdown(intro, sizing_mode="stretch_width"),
-                         pn.Row(pn.Column(widgets, csv, netcdf, width=300), self._plot,
+                         pn.Row(pn.Column(widgets, csv, netcdf.button, netcdf.message,
+                                          width=300), self._plot,
                                 sizing_mode="stretch_width"),
                          sizing_mode="stretch_width")

@@ -20,6 +20,9 @@ APP_MODULE = "apps.inference_lab"
 
 SETUP_MODULE = "apps.ui.serve_setup"
 """Script ``panel serve --setup`` runs before serving: it builds every page once."""
+WEBSOCKET_MAX_MESSAGE_BYTES = 4 * 2**20
+"""Largest websocket message the server reads, bytes: uploads arrive in 1 MiB pieces, and a
+larger message closes that connection before it is held (Bokeh's default is 20 MiB)."""
 
 
 def app_script(module: str = APP_MODULE) -> Path:
@@ -36,7 +39,8 @@ def panel_command(args: argparse.Namespace) -> list[str]:
     script = app_script()
     cmd = [sys.executable, "-m", "panel", "serve", str(script), "--index", script.stem,
            "--port", str(args.port), "--address", args.address,
-           "--num-procs", str(args.num_procs)]
+           "--num-procs", str(args.num_procs),
+           "--websocket-max-message-size", str(WEBSOCKET_MAX_MESSAGE_BYTES)]
     origins = args.allow_websocket_origin or [f"{host}:{args.port}" for host in
                                               ("localhost", "127.0.0.1", args.address)]
     for origin in dict.fromkeys(origins):
