@@ -1,0 +1,145 @@
+"""The documentation in docs/ agrees with the code: sources.md with the catalogs, model.md with
+the calculations, and every "docs/model.md §N" citation with a section that exists."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+from lab.calc import DecodeConfig, calc_decode
+from lab.catalog import get_gpu, get_model, gpu_catalog, model_catalog
+from lab.explain import decode_steps, render_text
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+MODEL_MD = DOCS / "model.md"
+CODE_DIRS = ("lab", "sweeps", "apps", "tests", "benchmarks", "datasets")
+
+
+def _load_make_sources():
+    spec = importlib.util.spec_from_file_location("make_sources", DOCS / "make_sources.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+make_sources = _load_make_sources()
+
+
+def _code_files():
+    for folder in CODE_DIRS:
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.suffix in (".py", ".toml", ".md", ".txt", ".cfg") and path.is_file():
+                yield path
+
+
+# -- sources.md ------------------------------------------------------------------------------
+
+def test_sources_md_matches_the_catalogs():
+    """Regenerate the page from the catalogs: it must equal the committed file."""
+    current = (DOCS / "sources.md").read_text(encoding="utf-8")
+    assert current == make_sources.render(), (
+        "docs/sources.md is out of date; run python docs/make_sources.py")
+
+
+def test_sources_md_lists_every_entry_with_its_source():
+    text = (DOCS / "sources.md").read_text(encoding="utf-8")
+    for entry in [*gpu_catalog().values(), *model_catalog().values()]:
+        assert f"| `{entry.id}` |" in text
+        assert f"- **`{entry.id}`** — " in text
+
+
+def test_every_catalog_entry_has_an_evidence_level_and_a_checked_date():
+    for entry in [*gpu_catalog().values(), *model_catalog().values()]:
+        assert make_sources.evidence_levels(entry.source), entry.id
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", entry.checked), entry.id
+
+
+def test_evidence_levels_are_read_from_the_source_text():
+    levels = make_sources.evidence_levels
+    assert levels("vendor page (P*: a copy); ml-eng (S); dense = sparse/2 (D)") == ("P*", "S", "D")
+    assert levels("ROCm table (P: 1307.4); check (D)") == ("P", "D")
+    assert levels("a compendium (S via ml-eng)") == ("S",)
+    assert levels("HBM3e, 8 TB/s, DGX") == ()
+
+
+def test_check_mode_reports_a_stale_page(tmp_path, monkeypatch, capsys):
+    page = tmp_path / "sources.md"
+    monkeypatch.setattr(make_sources, "OUTPUT", page)
+    assert make_sources.main(["--check"]) == 1
+    assert make_sources.main([]) == 0
+    assert page.read_text(encoding="utf-8") == make_sources.render()
+    assert make_sources.main(["--check"]) == 0
+    page.write_text(page.read_text(encoding="utf-8").replace("989.4", "989.5"), encoding="utf-8")
+    assert make_sources.main(["--check"]) == 1
+    assert "out of date" in capsys.readouterr().err
+
+
+# -- model.md --------------------------------------------------------------------------------
+
+def _sections() -> dict[int, str]:
+    """Section number → heading text of every ``## N. …`` heading of model.md."""
+    text = MODEL_MD.read_text(encoding="utf-8")
+    return {int(n): title for n, title in re.findall(r"^## (\d+)\. (.+)$", text, flags=re.M)}
+
+
+def _slug(heading: str) -> str:
+    """The anchor GitHub gives a heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_model_md_has_a_section_per_experiment():
+    sections = _sections()
+    assert sorted(sections) == list(range(11))
+    for number in range(1, 9):
+        assert f"(experiment {number})" in sections[number]
+
+
+def test_model_md_links_resolve():
+    text = MODEL_MD.read_text(encoding="utf-8")
+    anchors = {_slug(f"{n}. {title}") for n, title in _sections().items()}
+    links = re.findall(r"\]\(#([^)]+)\)", text)
+    assert links
+    for link in links:
+        assert link in anchors, link
+    for target in re.findall(r"\]\(([\w.]+\.(?:md|ipynb))(?:#[^)]*)?\)", text):
+        assert (DOCS / target).is_file(), target
+    for page in (DOCS / "sources.md", DOCS / "notebook.ipynb", ROOT / "README.md"):
+        for link in re.findall(r"model\.md#([\w-]+)", page.read_text(encoding="utf-8")):
+            assert link in anchors, f"{page.name}: model.md#{link}"
+
+
+def test_model_md_section_citations_exist():
+    """Every ``docs/model.md §N`` in the code names a section of model.md."""
+    sections = _sections()
+    cited = []
+    for path in _code_files():
+        for number in re.findall(r"docs/model\.md §(\d+)", path.read_text(encoding="utf-8")):
+            cited.append((path.relative_to(ROOT), int(number)))
+    for where, number in cited:
+        assert number in sections, f"{where} cites docs/model.md §{number}"
+
+
+def test_model_md_acceptance_figures_match_the_calculation():
+    """The §1 figures in model.md are the ones `calc decode` prints for the acceptance case."""
+    text = MODEL_MD.read_text(encoding="utf-8")
+    section = text.split("## 1. ", 1)[1].split("\n## 2. ", 1)[0]
+    record = calc_decode(DecodeConfig(model="llama-3.1-8b", gpu="h100-sxm", batch=8,
+                                      context=8192))
+    printed = render_text(decode_steps(record, get_model("llama-3.1-8b"), get_gpu("h100-sxm")))
+    figures = ("15.01 GB", "120.07 GFLOP", "4.48 ms", "0.12 ms", "8.59 GB", "34.36 GFLOP",
+               "2.56 ms", "7.04 ms", "1,136 tok/s", "142 tok/s", "43.33 GB")
+    for figure in figures:
+        assert f"**{figure}**" in section, figure
+        assert figure in printed, figure
+    assert "7,504,658,432" in section and "7,504,658,432" in printed
+
+
+@pytest.mark.parametrize("figure", ["1,079.04 ms", "134.88 ms", "1,367.04 ms", "42.72 ms",
+                                    "1,362", "7,500", "81.8 %", "2,097,152"])
+def test_model_md_worked_serving_cases_are_stated(figure):
+    assert figure in MODEL_MD.read_text(encoding="utf-8")
