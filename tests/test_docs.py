@@ -11,6 +11,7 @@ import pytest
 
 from lab.calc import DecodeConfig, calc_decode
 from lab.catalog import get_gpu, get_model, gpu_catalog, model_catalog
+from lab.experiments import all_experiments
 from lab.explain import decode_steps, render_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -143,3 +144,20 @@ def test_model_md_acceptance_figures_match_the_calculation():
                                     "1,362", "7,500", "81.8 %", "2,097,152"])
 def test_model_md_worked_serving_cases_are_stated(figure):
     assert figure in MODEL_MD.read_text(encoding="utf-8")
+
+
+def _section_text(number: int) -> str:
+    text = MODEL_MD.read_text(encoding="utf-8")
+    return text.split(f"\n## {number}. ", 1)[1].split("\n## ", 1)[0]
+
+
+@pytest.mark.parametrize("cls", all_experiments(), ids=lambda cls: cls.slug)
+def test_model_md_documents_every_input_of_every_experiment(cls):
+    """Each experiment's section names its class, its headline and each of its inputs
+    (experiments 2–4 share the decode inputs tabled in §1)."""
+    section = _section_text(cls.number)
+    assert f"`{cls.__name__}`" in section
+    assert cls.headline in section
+    documented = section + (_section_text(1) if cls.number <= 4 else "")
+    for name in cls.input_names():
+        assert f"`{name}`" in documented, f"{cls.__name__}.{name}"
