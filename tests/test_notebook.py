@@ -8,24 +8,37 @@ the full view (cards, chart, calculation, limits) rendered by ``ExperimentView``
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
+import nbclient  # nbclient, nbformat and ipykernel are in the test extras
+import nbformat
 import pytest
-
-nbformat = pytest.importorskip("nbformat", reason="nbformat is part of the test extras")
-nbclient = pytest.importorskip("nbclient", reason="nbclient is part of the test extras")
-pytest.importorskip("ipykernel", reason="ipykernel is part of the test extras")
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "docs" / "notebook.ipynb"
 
 
+KERNEL = "inference-lab-test"
+"""A kernel spec written for the test, so the kernel is this interpreter whatever else is
+installed."""
+
+
 @pytest.fixture(scope="module")
-def executed():
+def executed(tmp_path_factory):
     """The notebook after execution (an error in any cell fails here)."""
+    jupyter_path = tmp_path_factory.mktemp("jupyter")
+    spec_dir = jupyter_path / "kernels" / KERNEL
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Inference Lab tests", "language": "python"}), encoding="utf-8")
     notebook = nbformat.read(NOTEBOOK, as_version=4)
-    client = nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3",
-                                     resources={"metadata": {"path": str(NOTEBOOK.parent)}})
-    client.execute()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JUPYTER_PATH", str(jupyter_path))
+        client = nbclient.NotebookClient(notebook, timeout=120, kernel_name=KERNEL,
+                                         resources={"metadata": {"path": str(NOTEBOOK.parent)}})
+        client.execute()
     return notebook
 
 
