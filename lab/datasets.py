@@ -3,8 +3,12 @@
 The default grids live in ``datasets/grids/<name>.zarr`` (or ``$INFERENCE_LAB_DATA``). The
 first call on a fresh clone computes the ``default`` preset for that experiment with dask's
 threaded scheduler in this process (no cluster start-up; seconds for ``decode``), under a
-file lock so concurrent server processes compute it once. Importing this module is cheap: dask
-and Zarr load on the first call.
+file lock so concurrent server processes compute it once; a default grid written before
+datasets recorded file checksums is recomputed the same way. Every open checks the dataset
+(:func:`sweeps.store.open_grid`), and every read of the returned dataset checks each file
+against its checksum: damage is one sentence (:class:`~sweeps.store.CorruptDatasetError`)
+naming the command that recomputes it. Importing this module is cheap: dask and Zarr load on
+the first call.
 """
 
 from __future__ import annotations
@@ -99,22 +103,41 @@ def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: 
         dataset, with one sentence saying how to fix it.
     """
     from sweeps.registry import grid_kind
-    from sweeps.store import CorruptDatasetError, StaleDatasetError, open_grid, open_grid_spec
+    from sweeps.store import (
+        CorruptDatasetError,
+        StaleDatasetError,
+        UnverifiedDatasetError,
+        open_grid,
+        open_grid_spec,
+    )
 
     if name not in DATASET_NAMES:
         raise LabInputError(f"There is no dataset '{name}'; valid: {', '.join(DATASET_NAMES)}.")
     grid_kind(name)
     target = Path(path) if path is not None else dataset_path(name)
+
+    def recompute_unverified(exc: UnverifiedDatasetError) -> bool:
+        """The lab's own default grid, written before checksums: recomputed like a missing
+        one (any other unverifiable dataset is reported)."""
+        return refresh or (path is None and exc.grid_name == "default")
+
     if target.exists() and not refresh:
-        ds, spec = open_grid_spec(target)
-        _check_default(ds, name, target, spec)
-        return ds
+        try:
+            ds, spec = open_grid_spec(target)
+            _check_default(ds, name, target, spec)
+            return ds
+        except UnverifiedDatasetError as exc:
+            if not recompute_unverified(exc):
+                raise
     with _lock(target):
         if target.exists():
             try:
                 ds, spec = open_grid_spec(target)
                 _check_default(ds, name, target, spec)
                 return ds
+            except UnverifiedDatasetError as exc:
+                if not recompute_unverified(exc):
+                    raise
             except (StaleDatasetError, CorruptDatasetError):
                 if not refresh:
                     raise

@@ -9,8 +9,10 @@ Output dtypes come from running the block function on the grid's first cell.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import dask
 import dask.array as da
@@ -91,20 +93,34 @@ def block_slices(shape: tuple[int, ...], chunks: tuple[int, ...]) -> list[tuple[
             for start in itertools.product(*starts)]
 
 
+def file_digest(data: bytes) -> str:
+    """Checksum of one stored file: BLAKE2b, 16 bytes, hex (what the manifest records)."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
 def write_region(path: str, block: BlockFunction, spec: ExperimentSpec, kinds: Mapping,
-                 dtypes: Mapping, region: tuple[slice, ...]) -> int:
-    """Compute one chunk and write every variable's values into the Zarr store at ``path``.
+                 dtypes: Mapping, region: tuple[slice, ...]) -> dict[str, str]:
+    """Compute one chunk, write every variable's values into the Zarr store at ``path``, and
+    return the checksum of every chunk file written (``{store key: digest}``).
 
     One task per chunk does both, on whichever worker runs it: no block travels between
-    processes and memory holds one chunk at a time. Returns the cells written.
+    processes and memory holds one chunk at a time. Every chunk is stored, even one holding
+    only fill values, so a missing chunk file always means damage. The arrays are opened one
+    by one (the store's root metadata is hidden until the sweep completes).
     """
     coords = {dim: coordinate_array(spec.axes[dim][sl], kinds[dim])
               for dim, sl in zip(spec.axes, region, strict=True)}
     arrays = run_block(block, spec, coords, dtypes)
-    group = zarr.open_group(path, mode="r+", zarr_format=3)
+    store = zarr.storage.LocalStore(path)
+    digests = {}
     for name, values in arrays.items():
-        group[name][region] = values
-    return int(np.prod([s.stop - s.start for s in region]))
+        array = zarr.open_array(store, path=name, mode="r+", zarr_format=3)
+        array = array.with_config({"write_empty_chunks": True})
+        array[region] = values
+        index = tuple(s.start // c for s, c in zip(region, array.chunks, strict=True))
+        key = f"{name}/{array.metadata.encode_chunk_key(index)}"
+        digests[key] = file_digest((Path(path) / key).read_bytes())
+    return digests
 
 
 def region_tasks(spec: ExperimentSpec, schema: Schema, block: BlockFunction,

@@ -8,6 +8,7 @@ listing the valid ones.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +18,7 @@ import pandas as pd
 import xarray as xr
 
 from lab.errors import LabInputError
+from sweeps import files
 from sweeps import metadata as md
 from sweeps.axes import choose_chunks
 from sweeps.schema import DEFAULT_CHUNK_CELLS
@@ -142,9 +144,13 @@ def _frame(ds: xr.Dataset) -> pd.DataFrame:
     frame = ds.to_dataframe().reset_index() if ds.dims else ds.expand_dims("cell").to_dataframe()
     frame = frame.reset_index(drop=True).drop(columns=["cell"], errors="ignore")
     order = []
-    if md.ATTR_SPEC in ds.attrs:  # the grid's own order: its axes, then its constants
-        spec = json.loads(ds.attrs[md.ATTR_SPEC])
-        order = [*spec.get("axes", {}), *spec.get("constants", {})]
+    try:  # the grid's own order: its axes, then its constants
+        spec = json.loads(ds.attrs.get(md.ATTR_SPEC, "{}"))
+    except (TypeError, ValueError):
+        spec = None
+    if isinstance(spec, dict):
+        order = [key for part in (spec.get("axes"), spec.get("constants"))
+                 if isinstance(part, dict) for key in part]
     names = [*order, *map(str, ds.dims), *map(str, ds.coords)]
     leading = list(dict.fromkeys(name for name in names if name in frame))
     return frame[leading + [c for c in frame.columns if c not in leading]]
@@ -156,16 +162,21 @@ def column_attrs(ds: xr.Dataset) -> dict:
             for k, v in ds.variables.items()}
 
 
-def write(ds: xr.Dataset, path: str | Path, fmt: str) -> Path:
-    """Write ``ds`` to ``path`` as ``fmt`` (an existing file is replaced).
-
-    CSV is plain (one row per cell, a column per coordinate and variable). Parquet keeps the
-    dataset attributes and every column's ``units``/``long_name`` in its schema metadata (key
-    ``inference_lab``). NetCDF and Zarr keep every attribute.
-    """
+def check_output(path: str | Path) -> Path:
+    """``path`` as an export target, refused with one sentence unless it is new or holds
+    something this lab wrote (nothing else is ever replaced)."""
+    if not str(path).strip():
+        raise LabInputError("The output name is empty; give a file name with -o.")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ds = portable(ds)
+    if (path.exists() or path.is_symlink()) and not files.lab_written(path):
+        what = "a folder" if path.is_dir() else "a file"
+        raise LabInputError(f"{path} is {what} this tool did not write, so it is not replaced; "
+                            "give a new name with -o.")
+    return path
+
+
+def _write_file(ds: xr.Dataset, path: Path, fmt: str) -> None:
+    """Write ``ds`` (made portable) as ``fmt`` to the new path ``path``."""
     if fmt == "csv":
         _frame(ds).to_csv(path, index=False)
     elif fmt == "parquet":
@@ -182,12 +193,10 @@ def write(ds: xr.Dataset, path: str | Path, fmt: str) -> Path:
         ds = ds.load()
         for item in (ds, *ds.variables.values()):
             item.attrs = {k: int(v) if isinstance(v, bool) else v for k, v in item.attrs.items()}
-        ds.to_netcdf(path, engine=netcdf_engine())
-    elif fmt == "zarr":
-        import shutil
-
-        if path.exists():
-            shutil.rmtree(path)
+        # Built in memory, written by Python: HDF5 never meets a failing write (a full disk or
+        # a file size limit once crashed it); the OS error comes back as an exception.
+        path.write_bytes(bytes(ds.to_netcdf(engine=netcdf_engine())))
+    else:
         for name in ds.variables:
             ds[name].encoding = {}
         if ds.dims:
@@ -195,6 +204,46 @@ def write(ds: xr.Dataset, path: str | Path, fmt: str) -> Path:
             ds = ds.chunk(dict(zip(ds.sizes, choose_chunks(sizes, DEFAULT_CHUNK_CELLS),
                                    strict=True)))
         ds.to_zarr(path, mode="w-", consolidated=False, zarr_format=3)
-    else:
+
+
+def _missing_parents(path: Path) -> list[Path]:
+    return [p for p in path.parents if not p.exists()][::-1]
+
+
+def write(ds: xr.Dataset, path: str | Path, fmt: str) -> Path:
+    """Write ``ds`` to ``path`` as ``fmt``, replacing only an earlier export of this lab.
+
+    CSV is plain (one row per cell, a column per coordinate and variable). Parquet keeps the
+    dataset attributes and every column's ``units``/``long_name`` in its schema metadata (key
+    ``inference_lab``). NetCDF and Zarr keep every attribute.
+
+    The data goes to a hidden temporary name beside ``path`` and is renamed into place once
+    complete: a failure (full disk, read-only folder, a file where a folder should be, a name
+    too long, a file size limit) leaves nothing behind and raises one sentence.
+
+    Raises
+    ------
+    LabInputError
+        ``path`` holds something this lab did not write, or the write failed.
+    """
+    if fmt not in FORMATS:
         raise LabInputError(f"Format '{fmt}' is not one of {', '.join(FORMATS)}.")
+    path = check_output(path)
+    ds = portable(ds)
+    ds.attrs.pop(md.ATTR_DIGESTS, None)
+    created = _missing_parents(path)
+    tmp = files.temporary_name(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_file(ds, tmp, fmt)
+        files.replace(tmp, path)
+    except BaseException as exc:
+        files.remove(tmp)
+        for folder in reversed(created):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        if isinstance(exc, OSError) and files.is_disk_error(exc):
+            raise LabInputError(f"Could not write {path}: {files.os_reason(exc)}; nothing "
+                                "was written.") from None
+        raise
     return path

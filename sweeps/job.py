@@ -66,10 +66,20 @@ def plan_sweep(grid: GridSpec, experiments: Sequence[str] | None,
         Which of the spec's experiments to run (default: all of them).
     out : path, optional
         See :func:`output_paths`.
+
+    Raises
+    ------
+    LabInputError
+        A bad spec or output, or an output path holding something this lab did not write.
     """
+    from sweeps.store import check_replaceable
+
     names = tuple(experiments or grid.experiments)
     specs = {name: grid.resolve(name) for name in names}
-    return SweepPlan(grid.name, specs, output_paths(names, out))
+    paths = output_paths(names, out)
+    for path in paths.values():
+        check_replaceable(path)
+    return SweepPlan(grid.name, specs, paths)
 
 
 def run_sweep(plan: SweepPlan, run: Runner,

@@ -24,6 +24,9 @@ ATTR_HASH = "grid_hash"
 ATTR_EXPERIMENT = "experiment"
 ATTR_COMPLETE = "sweep_complete"
 """Set to 1 once every chunk is written (an integer, so NetCDF exports keep it)."""
+ATTR_DIGESTS = "file_digests"
+"""``{store key: BLAKE2b digest}`` of every file of the store but its root metadata, recorded
+when the sweep completes; checked on open (every file present) and on every read."""
 REQUIRED_ATTRS = (ATTR_EXPERIMENT, ATTR_NAME, ATTR_SPEC, ATTR_CATALOG, ATTR_VERSION, ATTR_HASH,
                   ATTR_COMPLETE)
 """Attributes every finished dataset carries."""

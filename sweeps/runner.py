@@ -5,14 +5,19 @@
 ``"threads"`` uses dask's threaded scheduler in this process (what first use of
 :func:`lab.open_dataset` does: no cluster start-up); anything else is the address of a running
 scheduler (``tcp://host:8786``), whose workers must see the output path.
+
+On a cluster, losing every worker would leave the tasks waiting forever: when the scheduler
+has had no worker for :data:`WORKER_LOSS_TIMEOUT_S`, the work is cancelled and
+:class:`WorkersLostError` says so in one sentence.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext, redirect_stdout
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +29,35 @@ CONNECT_TIMEOUT = "10s"
 """How long to try reaching a ``--scheduler`` address before giving up."""
 LOCAL_SCHEDULERS = ("threads", "synchronous")
 """``--scheduler`` values that run in this process without ``distributed``."""
+WORKER_LOSS_TIMEOUT_S = 30.0
+"""Seconds a cluster may have no worker at all before the work is given up (s)."""
+POLL_S = 0.25
+"""How often the futures and the worker count are checked while a cluster computes (s)."""
+BAR_WIDTH = 40
+"""Characters of the progress bar."""
+
+
+class WorkersLostError(LabInputError):
+    """Every worker of the cluster was lost (or kept dying) and the work cannot finish."""
+
+
+class _TextBar:
+    """A one-line progress bar on standard error: ``[####    ] | 50% Completed | 1.2s``."""
+
+    def __init__(self, total: int):
+        self.total = max(total, 1)
+        self.start = time.monotonic()
+
+    def show(self, done: int) -> None:
+        share = done / self.total
+        filled = "#" * round(share * BAR_WIDTH)
+        sys.stderr.write(f"\r[{filled:<{BAR_WIDTH}}] | {share:4.0%} Completed | "
+                         f"{time.monotonic() - self.start:.1f}s")
+        sys.stderr.flush()
+
+    def close(self, done: int) -> None:
+        self.show(done)
+        sys.stderr.write("\n")
 
 
 @dataclass
@@ -37,8 +71,8 @@ class Runner:
     scheduler : str
         In-process scheduler name when ``client`` is None.
     progress : bool
-        Show a progress bar (``dask.diagnostics.ProgressBar`` in process,
-        ``distributed.progress`` with a client), on standard error.
+        Show a progress bar on standard error (``dask.diagnostics.ProgressBar`` in process,
+        a text bar of finished tasks with a client).
     """
 
     client: Any = None
@@ -54,13 +88,52 @@ class Runner:
             with bar:
                 return dask.compute(*collections, scheduler=self.scheduler)
         futures = self.client.compute(list(collections))
-        if self.progress:
-            from distributed import progress
+        try:
+            self._wait(futures)
+        except BaseException:
+            self.client.cancel(futures)
+            raise
+        from distributed import KilledWorker
 
-            with redirect_stdout(sys.stderr):
-                progress(futures)
-                sys.stderr.write("\n")
-        return tuple(self.client.gather(futures))
+        try:
+            return tuple(self.client.gather(futures))
+        except KilledWorker:
+            raise WorkersLostError("Dask workers kept dying while running the same part of "
+                                   "the work (out of memory?); it was stopped.") from None
+
+    def _workers(self) -> int:
+        return len(self.client.scheduler_info(n_workers=-1).get("workers", {}))
+
+    def _wait(self, futures: list) -> None:
+        """Wait for ``futures`` (drawing the bar), raising :class:`WorkersLostError` when the
+        cluster has had no worker for :data:`WORKER_LOSS_TIMEOUT_S`."""
+        from distributed import wait
+
+        bar = _TextBar(len(futures)) if self.progress else None
+        without_workers_since = None
+        while True:
+            try:
+                wait(futures, timeout=POLL_S)
+                break
+            except TimeoutError:
+                pass
+            statuses = [f.status for f in futures]
+            if "error" in statuses:
+                break
+            if bar:
+                bar.show(statuses.count("finished"))
+            if self._workers():
+                without_workers_since = None
+            elif without_workers_since is None:
+                without_workers_since = time.monotonic()
+            elif time.monotonic() - without_workers_since > WORKER_LOSS_TIMEOUT_S:
+                if bar:
+                    sys.stderr.write("\n")
+                raise WorkersLostError(
+                    f"Every Dask worker was lost and none joined within "
+                    f"{WORKER_LOSS_TIMEOUT_S:g} s; the work was stopped.")
+        if bar:
+            bar.close(sum(f.status == "finished" for f in futures))
 
     @property
     def description(self) -> str:

@@ -1,13 +1,19 @@
 """Write grids to Zarr safely and open them again with every check.
 
 Writing (:func:`write_grid`): the template (metadata and coordinates) goes to a temporary
-directory beside the target, then every chunk is filled by a region write from the task that
-computed it, wherever that runs, then the ``sweep_complete`` attribute is set and the
-directory is renamed into place. An interrupted or failed sweep leaves the previous dataset
-untouched; the next write clears the leftovers of dead writers.
+directory beside the target, with its root metadata hidden (``zarr.json.incomplete``) so
+nothing opens it as a dataset; every chunk is filled by a region write from the task that
+computed it, wherever that runs, and the task returns the checksum of each file it wrote;
+then the root metadata is restored with the ``sweep_complete`` attribute and the checksum of
+every file (``file_digests``), and the directory is renamed into place. An interrupted or
+failed sweep leaves the previous dataset untouched; the next write clears the leftovers of dead
+writers. Only a store this lab wrote is ever replaced.
 
-Opening (:func:`open_grid`): a missing, unreadable, incomplete or stale dataset raises a
-:class:`DatasetError` with one sentence saying what is wrong and how to fix it.
+Opening (:func:`open_grid`): a missing, unreadable, incomplete, damaged or stale dataset raises
+a :class:`DatasetError` with one sentence saying what is wrong and how to fix it. The stored
+grid spec is checked as a spec file would be, the coordinates must equal it, every recorded
+file must exist, and every file read later (each chunk, lazily) must match its checksum, or
+the read raises :class:`CorruptDatasetError`.
 """
 
 from __future__ import annotations
@@ -19,17 +25,22 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import xarray as xr
-import zarr
+from zarr.storage import LocalStore, WrapperStore
 
 from lab.errors import LabInputError
+from sweeps import files
 from sweeps import metadata as md
+from sweeps.build import coordinate_array, file_digest
 from sweeps.registry import grid_kind
-from sweeps.runner import Runner
-from sweeps.schema import ExperimentSpec
+from sweeps.runner import Runner, WorkersLostError
+from sweeps.schema import OPTION_KEYS, ExperimentSpec, expand_section
 
 TMP_MARK = ".tmp-"
 OLD_MARK = ".old-"
+HIDDEN_ROOT = "zarr.json.incomplete"
+"""Name of a store's root metadata while a sweep writes it (plain Zarr readers find none)."""
 
 
 class DatasetError(LabInputError):
@@ -46,6 +57,74 @@ class CorruptDatasetError(DatasetError):
 
 class StaleDatasetError(DatasetError):
     """The dataset was computed for a different catalog, grid spec or package version."""
+
+
+class UnverifiedDatasetError(StaleDatasetError):
+    """The dataset was written before stores recorded file checksums: it cannot be checked.
+
+    ``grid_name`` is the preset or spec name it was computed from.
+    """
+
+    def __init__(self, message: str, grid_name: object = None):
+        super().__init__(message)
+        self.grid_name = grid_name
+
+
+class DatasetWriteError(DatasetError):
+    """The file system refused a write (full disk, read-only folder, size limit, ...)."""
+
+
+def _fix(path: Path) -> str:
+    return f"run `inference-lab sweep --out {path}` to recompute it"
+
+
+def corrupt(path: Path, detail: str) -> CorruptDatasetError:
+    """The one-sentence error for damage found in the dataset at ``path``."""
+    return CorruptDatasetError(f"The dataset at {path} is corrupt ({detail}); delete it and "
+                               f"{_fix(path)}.")
+
+
+class VerifiedStore(WrapperStore):
+    """A read-only Zarr store that checks every recorded file against its checksum when read.
+
+    A recorded file that is missing, unreadable or changed raises :class:`CorruptDatasetError`
+    (instead of reading as fill values or failing to decompress); other keys pass through.
+    """
+
+    def __init__(self, store: LocalStore, digests: dict[str, str], path: Path):
+        super().__init__(store)
+        self._digests = digests
+        self._path = path
+
+    def _with_store(self, store: LocalStore) -> VerifiedStore:
+        return type(self)(store, self._digests, self._path)
+
+    async def get(self, key, prototype, byte_range=None):
+        """The bytes of ``key``, checked against the manifest when it records ``key``."""
+        try:
+            buffer = await self._store.get(key, prototype, byte_range)
+        except OSError as exc:
+            raise corrupt(self._path, f"{key} cannot be read: {files.os_reason(exc)}") from None
+        expected = self._digests.get(key)
+        if expected is None or byte_range is not None:
+            return buffer
+        if buffer is None:
+            raise corrupt(self._path, f"its file {key} is missing")
+        if file_digest(buffer.to_bytes()) != expected:
+            raise corrupt(self._path, f"its file {key} does not match its checksum")
+        return buffer
+
+    async def _get_many(self, requests):
+        for key, prototype, byte_range in requests:
+            yield key, await self.get(key, prototype, byte_range)
+
+
+def check_replaceable(target: Path) -> None:
+    """Refuse (one sentence) to write a dataset over anything this lab did not write."""
+    if (target.exists() or target.is_symlink()) and not files.lab_zarr(target):
+        what = "folder" if target.is_dir() else "file"
+        raise DatasetError(f"{target} is a {what} this tool did not write, so a sweep will not "
+                           "replace it; give another --out.")
 
 
 def _pid_alive(pid: int) -> bool:
@@ -98,6 +177,25 @@ def _swap_into_place(tmp: Path, target: Path) -> None:
         shutil.rmtree(backup, ignore_errors=True)
 
 
+def _hide_root(store: Path) -> None:
+    (store / files.ZARR_META).rename(store / HIDDEN_ROOT)
+
+
+def _finish(store: Path, digests: dict[str, str]) -> None:
+    """Record every file's checksum and ``sweep_complete``, and restore the root metadata."""
+    for folder, _dirs, names in os.walk(store):
+        for name in names:
+            key = (Path(folder) / name).relative_to(store).as_posix()
+            if key not in digests and key not in (files.ZARR_META, HIDDEN_ROOT):
+                digests[key] = file_digest((store / key).read_bytes())
+    hidden = store / HIDDEN_ROOT
+    meta = json.loads(hidden.read_text(encoding="utf-8"))
+    meta.setdefault("attributes", {}).update({md.ATTR_DIGESTS: dict(sorted(digests.items())),
+                                              md.ATTR_COMPLETE: 1})
+    (store / files.ZARR_META).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+    hidden.unlink()
+
+
 def write_grid(ds: xr.Dataset, target: str | Path, run: Runner,
                writers: Callable[[str], list]) -> Path:
     """Write the lazy grid ``ds`` to the Zarr store ``target`` (replacing it only on success).
@@ -108,29 +206,47 @@ def write_grid(ds: xr.Dataset, target: str | Path, run: Runner,
         A dask-backed grid from :meth:`sweeps.registry.GridKind.build`; its template
         (metadata, coordinates, attributes) is written first.
     target : path
-        The ``.zarr`` directory to create or replace.
+        The ``.zarr`` directory to create or replace (only a store this lab wrote is replaced).
     run : Runner
         Where the chunks are computed and written.
     writers : callable
-        ``writers(path)`` gives one delayed task per chunk that computes the chunk and writes
-        its region (:func:`sweeps.build.region_tasks`).
+        ``writers(path)`` gives one delayed task per chunk that computes the chunk, writes
+        its region and returns ``{store key: checksum}`` of the files it wrote
+        (:func:`sweeps.build.region_tasks`).
 
     Returns
     -------
     Path
         ``target``.
+
+    Raises
+    ------
+    DatasetError
+        ``target`` holds something this lab did not write, or the disk refused a write (the
+        previous dataset is then unchanged).
     """
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    clear_leftovers(target)
+    check_replaceable(target)
+    existed = target.exists()
     tmp = target.with_name(f"{target.name}{TMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        clear_leftovers(target)
         ds.to_zarr(tmp, mode="w-", compute=False, consolidated=False, zarr_format=3)
-        run.compute(*writers(str(tmp)))
-        zarr.open_group(tmp, mode="r+", zarr_format=3).attrs[md.ATTR_COMPLETE] = 1
+        _hide_root(tmp)
+        digests: dict[str, str] = {}
+        for written in run.compute(*writers(str(tmp))):
+            digests.update(written)
+        _finish(tmp, digests)
         _swap_into_place(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        kept = "the previous dataset is unchanged" if existed else "nothing was written"
+        if files.is_disk_error(exc):
+            raise DatasetWriteError(f"Could not write the dataset at {target}: "
+                                    f"{files.os_reason(exc)}; {kept}.") from None
+        if isinstance(exc, WorkersLostError):
+            raise WorkersLostError(f"{str(exc).rstrip('.')} ({target}: {kept}).") from None
         raise
     return target
 
@@ -139,10 +255,16 @@ def _stale_detail(ds: xr.Dataset, stored_spec: ExperimentSpec, spec: ExperimentS
     changed_inputs = [k for k in spec.extra if stored_spec.extra.get(k) != spec.extra[k]]
     if changed_inputs:
         return f"its input changed ({', '.join(changed_inputs)})"
-    stored = json.loads(ds.attrs[md.ATTR_CATALOG])
+    try:
+        stored = json.loads(ds.attrs[md.ATTR_CATALOG])
+    except (TypeError, ValueError):
+        stored = None
+    if not isinstance(stored, dict):
+        return f"its '{md.ATTR_CATALOG}' attribute is not the JSON a sweep writes"
     now = md.catalog_figures(spec)
     changed = [f"{kind[:-1]} '{key}'" for kind in ("models", "gpus")
-               for key in now[kind] if stored.get(kind, {}).get(key) != now[kind][key]]
+               for key in now[kind] if not isinstance(stored.get(kind), dict)
+               or stored[kind].get(key) != now[kind][key]]
     if changed:
         return f"the catalog figures of {', '.join(changed)} changed"
     version = md.package_version()
@@ -153,7 +275,7 @@ def _stale_detail(ds: xr.Dataset, stored_spec: ExperimentSpec, spec: ExperimentS
 
 
 def open_grid(path: str | Path, *, check_stale: bool = True) -> xr.Dataset:
-    """Open a sweep's Zarr dataset lazily, checking it is complete, readable and current.
+    """Open a sweep's Zarr dataset lazily, checking it is complete, intact and current.
 
     Parameters
     ----------
@@ -165,9 +287,89 @@ def open_grid(path: str | Path, *, check_stale: bool = True) -> xr.Dataset:
     Raises
     ------
     MissingDatasetError, CorruptDatasetError, StaleDatasetError
-        With one sentence naming the path and the fix.
+        With one sentence naming the path and the fix. Reading the returned dataset raises
+        :class:`CorruptDatasetError` if a file is missing or changed later.
     """
     return open_grid_spec(path, check_stale=check_stale)[0]
+
+
+def _root_attrs(path: Path) -> dict:
+    """The attributes in the store's root metadata (read directly: they hold the manifest)."""
+    try:
+        meta = json.loads((path / files.ZARR_META).read_text(encoding="utf-8"))
+        attrs = meta.get("attributes", {}) if isinstance(meta, dict) else None
+        if not isinstance(attrs, dict):
+            raise ValueError("its root metadata is not a Zarr group's")
+    except (OSError, ValueError) as exc:
+        reason = files.os_reason(exc) if isinstance(exc, OSError) else str(exc)
+        raise CorruptDatasetError(f"The dataset at {path} is unreadable ({type(exc).__name__}: "
+                                  f"{reason}); delete it and {_fix(path)}.") from None
+    return attrs
+
+
+def _digests(path: Path, attrs: dict) -> dict[str, str]:
+    digests = attrs.get(md.ATTR_DIGESTS)
+    if digests is None:
+        raise UnverifiedDatasetError(
+            f"The dataset at {path} is stale: it was written before datasets recorded file "
+            f"checksums, so it cannot be checked; {_fix(path)}.", attrs.get(md.ATTR_NAME))
+    if not isinstance(digests, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in digests.items()):
+        raise corrupt(path, f"its '{md.ATTR_DIGESTS}' attribute is not a checksum list")
+    return digests
+
+
+def stored_spec(path: Path, raw: object) -> ExperimentSpec:
+    """The grid spec stored as ``raw`` (the ``grid_spec`` attribute), checked as a spec file
+    would be; a value of the wrong shape is corrupt, one failing today's checks is stale."""
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        data = None
+    shaped = (isinstance(data, dict) and isinstance(data.get("experiment"), str)
+              and all(isinstance(data.get(k), dict) for k in ("axes", "constants"))
+              and isinstance(data.get("extra", {}), dict)
+              and all(isinstance(v, list) for v in data["axes"].values()))
+    if not shaped:
+        raise CorruptDatasetError(f"The dataset at {path} has an unreadable grid spec (its "
+                                  f"'{md.ATTR_SPEC}' attribute is not the JSON a sweep writes); "
+                                  f"delete it and {_fix(path)}.")
+    try:
+        schema = grid_kind(data["experiment"]).schema
+        section = {**data["axes"], **data["constants"],
+                   **{k: data[k] for k in OPTION_KEYS if k in data}}
+        checked = expand_section(schema, section, md.ATTR_SPEC)
+    except LabInputError as exc:
+        raise StaleDatasetError(f"The dataset at {path} is stale: {exc} Run `inference-lab "
+                                f"sweep --out {path}` with a current grid.") from None
+    return ExperimentSpec(checked.experiment, checked.axes, checked.constants,
+                          checked.variables, checked.chunk_cells, checked.float_dtype,
+                          dict(data.get("extra", {})))
+
+
+def _check_coordinates(ds: xr.Dataset, path: Path, spec: ExperimentSpec) -> None:
+    """Every axis and constant coordinate equals the spec's values (none lost or edited)."""
+    rules = {r.name: r for r in (*grid_kind(spec.experiment).schema.axes,
+                                 *grid_kind(spec.experiment).schema.constants)}
+    expected = {**spec.axes, **{k: [v] for k, v in spec.constants.items()}}
+    for name, values in expected.items():
+        if name not in ds.coords:
+            raise corrupt(path, f"its '{name}' coordinate is missing")
+        stored = np.asarray(ds[name].values).reshape(-1)
+        want = coordinate_array(values, rules[name].kind)
+        same = stored.shape == want.shape and all(
+            a == b for a, b in zip(stored.tolist(), want.tolist(), strict=True))
+        if not same:
+            raise corrupt(path, f"its '{name}' coordinate differs from its grid spec")
+
+
+def _check_files(path: Path, digests: dict[str, str]) -> None:
+    """Every file the manifest records exists (a deleted chunk would read as fill values)."""
+    root = str(path)
+    missing = [key for key in digests if not os.path.isfile(os.path.join(root, key))]
+    if missing:
+        raise corrupt(path, f"its file {missing[0]} is missing"
+                      + (f", and {len(missing) - 1} more" if len(missing) > 1 else ""))
 
 
 def open_grid_spec(path: str | Path, *,
@@ -175,27 +377,27 @@ def open_grid_spec(path: str | Path, *,
     """:func:`open_grid`, and the dataset's stored grid spec as finalised now (what its hash
     was checked against), so a caller need not finalise it again."""
     path = Path(path)
-    fix = f"run `inference-lab sweep --out {path}` to recompute it"
+    fix = _fix(path)
     if not path.exists():
         raise MissingDatasetError(f"There is no dataset at {path}; {fix}.")
+    attrs = _root_attrs(path)
+    missing = [a for a in md.REQUIRED_ATTRS if a not in attrs]
+    if missing:
+        raise CorruptDatasetError(f"The dataset at {path} is incomplete or not written by a "
+                                  f"sweep (no '{missing[0]}' attribute); delete it and {fix}.")
+    stored = stored_spec(path, attrs[md.ATTR_SPEC])
+    digests = _digests(path, attrs)
     try:
-        ds = xr.open_zarr(path, consolidated=False, zarr_format=3)
+        ds = xr.open_zarr(VerifiedStore(LocalStore(path, read_only=True), digests, path),
+                          consolidated=False, zarr_format=3)
+    except CorruptDatasetError:
+        raise
     except Exception as exc:
         raise CorruptDatasetError(f"The dataset at {path} is unreadable "
                                   f"({type(exc).__name__}: {exc}); delete it and {fix}.") \
             from None
-    missing = [a for a in md.REQUIRED_ATTRS if a not in ds.attrs]
-    if missing:
-        raise CorruptDatasetError(f"The dataset at {path} is incomplete or not written by a "
-                                  f"sweep (no '{missing[0]}' attribute); delete it and {fix}.")
     try:
-        stored = ExperimentSpec.from_dict(json.loads(ds.attrs[md.ATTR_SPEC]))
-    except (ValueError, KeyError, TypeError) as exc:
-        raise CorruptDatasetError(f"The dataset at {path} has an unreadable grid spec "
-                                  f"({type(exc).__name__}); delete it and {fix}.") from None
-    try:
-        schema = grid_kind(stored.experiment).schema
-        spec = schema.finalized(stored)
+        spec = grid_kind(stored.experiment).schema.finalized(stored)
         expected = md.expected_hash(spec)
     except LabInputError as exc:
         raise StaleDatasetError(f"The dataset at {path} is stale: {exc} Run `inference-lab "
@@ -206,7 +408,10 @@ def open_grid_spec(path: str | Path, *,
         raise CorruptDatasetError(f"The dataset at {path} {what} its grid spec; "
                                   f"delete it and {fix}.")
     ds = ds[list(spec.variables)]
+    ds.attrs.pop(md.ATTR_DIGESTS, None)
     if check_stale and ds.attrs[md.ATTR_HASH] != expected:
         raise StaleDatasetError(f"The dataset at {path} is stale: {_stale_detail(ds, stored, spec)}; "
                                 f"{fix}.")
+    _check_coordinates(ds, path, spec)
+    _check_files(path, digests)
     return ds, spec

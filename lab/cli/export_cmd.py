@@ -8,9 +8,13 @@ from sweeps.paths import DATASET_NAMES
 
 
 def _run(args: argparse.Namespace) -> int:
-    from lab.datasets import open_dataset
-    from sweeps.export import format_for, select, write
+    from sweeps.files import ignore_file_size_signal
 
+    ignore_file_size_signal()
+    from lab.datasets import open_dataset
+    from sweeps.export import check_output, format_for, select, write
+
+    check_output(args.output)  # before any work: never replace what this tool did not write
     fmt = format_for(args.output, args.format)
     ds = open_dataset(args.experiment, path=args.dataset)
     part = select(ds, args.sel or [], args.experiment, args.vars)
@@ -39,7 +43,8 @@ def register(subparsers) -> None:
                         help="output format (default: from the file suffix: .csv, .parquet, "
                         ".nc, .zarr)")
     parser.add_argument("-o", "--output", required=True, metavar="FILE",
-                        help="file (or .zarr directory) to write; replaced if it exists")
+                        help="file (or .zarr directory) to write, under a temporary name renamed "
+                        "once complete; an existing one is replaced only if this tool wrote it")
     parser.add_argument("--dataset", metavar="PATH",
                         help="a .zarr store written by `sweep --out` to export from instead of "
                         "the lab's dataset")

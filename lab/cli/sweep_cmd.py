@@ -9,6 +9,9 @@ from sweeps.paths import DATASET_NAMES
 
 
 def _run(args: argparse.Namespace) -> int:
+    from sweeps.files import ignore_file_size_signal
+
+    ignore_file_size_signal()
     from sweeps.job import plan_sweep, run_sweep
     from sweeps.runner import runner
     from sweeps.spec import load_grid
