@@ -83,4 +83,17 @@ def build_page(slug: str | None = None) -> pmui.Page:
     # indicator is dropped and the flag unlinked (setting it replaces the reference).
     with edit_readonly(page):
         page.busy = False
+    unwatch_state(page)
     return page
+
+
+def unwatch_state(page: pmui.Page) -> None:
+    """Remove the watcher that links ``page.busy`` to the process-wide ``pn.state``.
+
+    Setting the flag drops the link but not its watcher on ``pn.state``, which then holds
+    every page ever served (about 3 MB each) and re-sets each one on every busy toggle.
+    """
+    for watchers in pn.state.param.watchers.get("busy", {}).values():
+        for watcher in list(watchers):
+            if getattr(getattr(watcher.fn, "__self__", None), "self", None) is page:
+                pn.state.param.unwatch(watcher)

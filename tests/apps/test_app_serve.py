@@ -84,3 +84,25 @@ def test_basic_auth_asks_for_a_login():
             assert "/login" in response.url
     finally:
         stop_server(proc)
+
+
+def test_a_served_page_is_not_held_by_panel_state():
+    """``pmui.Page`` links its busy flag to the process-wide ``pn.state`` by a watcher;
+    ``build_page`` drops the link, and must drop the watcher too, or ``pn.state`` keeps every
+    page the server ever built (the memory of each closed session) and re-sets each one on
+    every busy toggle."""
+    import panel as pn
+    from bokeh.document import Document
+    from panel.io.state import set_curdoc
+
+    from apps.ui.app import build_page
+
+    def state_watchers() -> list:
+        return [w for ws in pn.state.param.watchers.get("busy", {}).values() for w in ws]
+
+    before = len(state_watchers())
+    with set_curdoc(Document()):
+        pages = [build_page(slug) for slug in ("batch", "", "grid")]
+    assert len(state_watchers()) == before
+    held = {id(getattr(getattr(w.fn, "__self__", None), "self", None)) for w in state_watchers()}
+    assert not held & {id(page) for page in pages}

@@ -1,0 +1,301 @@
+"""Sessions of the served lab: memory kept per closed session, and many pages opened at once.
+
+Two measurements against ``inference-lab serve``'s own ``panel serve`` command line
+(:func:`lab.cli.serve_cmd.panel_command`, warm-up included) on a free loopback port, driven by
+Debian's headless Chromium (one fresh browser context per session, as a new reader would be):
+
+* ``leak``: ``--rounds`` rounds of ``--sessions`` sessions (pages cycled through
+  ``--pages``; ``--parallel`` open at a time). Each session loads its page until every Bokeh
+  document is idle, then closes. After each round the benchmark waits until the server has
+  discarded the closed sessions (its log reports each one destroyed; sessions unused for
+  1 s are discarded every second here, instead of the defaults of 15 s and 17 s) and reads
+  the server's resident memory (RSS, MB). Printed per round, with the growth per closed
+  session and the last round's RSS against the first's.
+* ``burst``: ``--sessions`` browser contexts open ``--page`` at the same moment. Per page,
+  seconds from ``goto`` until its content is shown (landing: the experiment cards;
+  experiment pages: the headline cards and a chart canvas), with ``--timeout`` as the
+  limit; the 1-minute load average before and at the end; CPU seconds used meanwhile by the
+  server's processes and by Chromium's, to tell where the time went.
+
+Usage::
+
+    python benchmarks/bench_sessions.py leak [--rounds 5] [--sessions 20] [--parallel 2]
+    python benchmarks/bench_sessions.py burst [--sessions 40] [--page batch] [--num-procs 1]
+
+``--json FILE`` also writes the figures to FILE. Needs ``/usr/bin/chromium``; traffic stays on
+127.0.0.1 (any other host fails to resolve inside Chromium).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import psutil
+from playwright.async_api import async_playwright
+
+from lab.cli.main import build_parser
+from lab.cli.serve_cmd import panel_command
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"]
+"""Headless Chromium with no network chatter; any host but loopback fails to resolve."""
+
+IDLE = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
+        "Bokeh.documents.every(d => d.is_idle) && !document.querySelector('.pn-loading')")
+"""Every Bokeh document of the page has rendered."""
+
+READY = {"": "a.lab-exp", "grid": ".lab-grid-model", "derivation": "h1", "sources": "h1"}
+"""What shows that a page has loaded; experiment pages: their headline cards (and a canvas)."""
+
+LEAK_PAGES = "batch,memory,,grid,prefill,batch,context,goodput,derivation,batch"
+"""Pages the leak rounds cycle through ('' is the landing page)."""
+
+QUICK_CLEANUP = ["--check-unused-sessions", "1000", "--unused-session-lifetime", "1000"]
+"""Discard closed sessions within about 2 s (instead of 15–32 s)."""
+
+
+def server_command(port: int, num_procs: int, extra: list[str]) -> list[str]:
+    """``inference-lab serve``'s command line on loopback ``port``, plus ``extra`` flags."""
+    args = build_parser().parse_args(["serve", "--port", str(port), "--address", "127.0.0.1",
+                                      "--num-procs", str(num_procs)])
+    return [*panel_command(args), *extra]
+
+
+def free_port() -> int:
+    """A free loopback port."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start(cmd: list[str], port: int) -> subprocess.Popen:
+    """Start the server and wait (up to 120 s) until ``/`` answers."""
+    log = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the server)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
+    proc.log = log  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            log.seek(0)
+            raise RuntimeError(f"server exited: {log.read().decode(errors='replace')[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30):
+                return proc
+        except OSError:
+            time.sleep(0.3)
+    proc.kill()
+    raise TimeoutError("the lab did not start within 120 s")
+
+
+def tree(proc: psutil.Process) -> list[psutil.Process]:
+    """``proc`` and its descendants still alive."""
+    try:
+        return [proc, *proc.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of the server's processes, MB."""
+    total = 0
+    for p in tree(psutil.Process(pid)):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            total += p.memory_info().rss
+    return total / 1e6
+
+
+def cpu_seconds(procs: list[psutil.Process]) -> float:
+    """User + system CPU seconds of ``procs`` (those still alive)."""
+    total = 0.0
+    for p in procs:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system + t.children_user + t.children_system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def live_sessions(proc: subprocess.Popen) -> int:
+    """Sessions the server holds now: launched minus destroyed, as its log reports them."""
+    log = proc.log  # type: ignore[attr-defined]
+    log.flush()
+    log.seek(0)
+    text = log.read().decode(errors="replace")
+    return len(re.findall(r"Session \d+ launching", text)) - len(
+        re.findall(r"Session \d+ destroyed", text))
+
+
+def page_url(base: str, slug: str) -> str:
+    return f"{base}/?view={slug}" if slug else f"{base}/"
+
+
+async def load(browser, base: str, slug: str, timeout_s: float) -> float:
+    """Open ``slug`` in a fresh context; seconds until its content shows (inf on timeout)."""
+    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = await context.new_page()
+        start_t = time.perf_counter()
+        deadline_ms = timeout_s * 1000
+        try:
+            await page.goto(page_url(base, slug), timeout=deadline_ms)
+            ready = READY.get(slug, ".lab-card .value")
+            left = max(1.0, deadline_ms - (time.perf_counter() - start_t) * 1000)
+            await page.locator(ready).first.wait_for(state="visible", timeout=left)
+            if slug not in READY:
+                left = max(1.0, deadline_ms - (time.perf_counter() - start_t) * 1000)
+                await page.locator("canvas").first.wait_for(state="visible", timeout=left)
+        except Exception:  # a timeout is a result here
+            return float("inf")
+        return time.perf_counter() - start_t
+    finally:
+        await context.close()
+
+
+async def visit(browser, base: str, slug: str) -> None:
+    """A session: load ``slug`` until every document is idle, then close the tab."""
+    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = await context.new_page()
+        await page.goto(page_url(base, slug), timeout=60_000)
+        await page.wait_for_function(IDLE, timeout=60_000)
+        await page.locator(READY.get(slug, ".lab-card .value")).first.wait_for(timeout=60_000)
+    finally:
+        await context.close()
+
+
+async def leak(args) -> dict:
+    port = free_port()
+    proc = start(server_command(port, 1, QUICK_CLEANUP), port)
+    base = f"http://127.0.0.1:{port}"
+    pages = args.pages.split(",")
+    rounds = []
+    try:
+        start_rss = rss_mb(proc.pid)
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            done = 0
+            for r in range(args.rounds):
+                t0 = time.perf_counter()
+                for i in range(0, args.sessions, args.parallel):
+                    batch = [pages[(done + k) % len(pages)]
+                             for k in range(min(args.parallel, args.sessions - i))]
+                    await asyncio.gather(*[visit(browser, base, s) for s in batch])
+                    done += len(batch)
+                    if args.verbose:
+                        print(f"  {done} sessions, {time.perf_counter() - t0:.1f} s",
+                              flush=True)
+                deadline = time.monotonic() + 60
+                while live_sessions(proc) and time.monotonic() < deadline:
+                    await asyncio.sleep(0.5)
+                await asyncio.sleep(2)
+                rounds.append({"round": r + 1, "sessions_closed": done,
+                               "live": live_sessions(proc), "rss_mb": round(rss_mb(proc.pid), 1),
+                               "seconds": round(time.perf_counter() - t0, 1)})
+                print(json.dumps(rounds[-1]), flush=True)
+            await browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    first, last = rounds[0]["rss_mb"], rounds[-1]["rss_mb"]
+    per = (last - first) / max(1, rounds[-1]["sessions_closed"] - rounds[0]["sessions_closed"])
+    return {"rss_after_start_mb": round(start_rss, 1), "rounds": rounds,
+            "growth_per_closed_session_mb": round(per, 3),
+            "last_vs_first_round": round(last / first, 3)}
+
+
+async def burst(args) -> dict:
+    port = free_port()
+    proc = start(server_command(port, args.num_procs, []), port)
+    base = f"http://127.0.0.1:{port}"
+    server = psutil.Process(proc.pid)
+    me = psutil.Process()
+    try:
+        await asyncio.sleep(5)  # let the load average settle after start-up
+        load_before = os.getloadavg()[0]
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            chromium = [p for p in me.children(recursive=True)
+                        if p.pid != proc.pid and p not in tree(server)]
+            server_cpu0, browser_cpu0 = cpu_seconds(tree(server)), cpu_seconds(chromium)
+            peak = [load_before]
+
+            async def sample() -> None:
+                while True:
+                    peak.append(os.getloadavg()[0])
+                    await asyncio.sleep(1)
+
+            sampler = asyncio.create_task(sample())
+            t0 = time.perf_counter()
+            times = await asyncio.gather(*[load(browser, base, args.page, args.timeout)
+                                           for _ in range(args.sessions)])
+            wall = time.perf_counter() - t0
+            sampler.cancel()
+            chromium = [p for p in me.children(recursive=True)
+                        if p.pid != proc.pid and p not in tree(server)]
+            server_cpu = cpu_seconds(tree(server)) - server_cpu0
+            browser_cpu = cpu_seconds(chromium) - browser_cpu0
+            await browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    loaded = sorted(t for t in times if t != float("inf"))
+    return {
+        "page": args.page or "landing", "sessions": args.sessions,
+        "num_procs": args.num_procs, "timeout_s": args.timeout,
+        "loaded": len(loaded), "timed_out": args.sessions - len(loaded),
+        "load_s": ({"median": round(statistics.median(loaded), 1),
+                    "p90": round(loaded[round(0.9 * (len(loaded) - 1))], 1),
+                    "max": round(loaded[-1], 1)} if loaded else None),
+        "wall_s": round(wall, 1),
+        "load_average_1min": {"before": round(load_before, 2), "peak": round(max(peak), 2),
+                              "end": round(os.getloadavg()[0], 2)},
+        "cpu_s": {"server": round(server_cpu, 1), "chromium": round(browser_cpu, 1)},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mode", choices=["leak", "burst"])
+    parser.add_argument("--rounds", type=int, default=5, help="leak: rounds")
+    parser.add_argument("--sessions", type=int, default=None,
+                        help="sessions per round (leak, default 20) or at once (burst, 40)")
+    parser.add_argument("--parallel", type=int, default=2, help="leak: sessions open at once")
+    parser.add_argument("--pages", default=LEAK_PAGES, help="leak: pages cycled through")
+    parser.add_argument("--page", default="batch", help="burst: page opened ('' = landing)")
+    parser.add_argument("--num-procs", type=int, default=1, help="burst: server processes")
+    parser.add_argument("--timeout", type=float, default=120.0, help="burst: seconds per load")
+    parser.add_argument("--verbose", action="store_true", help="print progress")
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args(argv)
+    if not os.path.exists(CHROMIUM):
+        print(f"{CHROMIUM} is missing; install Debian's chromium.", file=sys.stderr)
+        return 2
+    if args.sessions is None:
+        args.sessions = 20 if args.mode == "leak" else 40
+    results = asyncio.run(leak(args) if args.mode == "leak" else burst(args))
+    text = json.dumps(results, indent=2)
+    print(text)
+    if args.json:
+        with open(args.json, "w") as handle:
+            handle.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
