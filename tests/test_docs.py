@@ -7,6 +7,7 @@ import importlib.util
 import re
 from pathlib import Path
 
+import param
 import pytest
 
 from lab.calc import DecodeConfig, calc_decode
@@ -161,3 +162,51 @@ def test_model_md_documents_every_input_of_every_experiment(cls):
     documented = section + (_section_text(1) if cls.number <= 4 else "")
     for name in cls.input_names():
         assert f"`{name}`" in documented, f"{cls.__name__}.{name}"
+
+
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def _numbers(cell: str) -> list[float]:
+    return [float(match.replace(",", "")) for match in _NUMBER.findall(cell)]
+
+
+def _input_rows(section: str) -> dict[str, list[str]]:
+    """Input-table rows naming one input: ``name → cells`` (the last two: bounds, default)."""
+    rows = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        match = re.fullmatch(r"`(\w+)`", cells[0]) if line.startswith("| `") else None
+        if match:
+            rows[match.group(1)] = cells
+    return rows
+
+
+@pytest.mark.parametrize("cls", all_experiments(), ids=lambda cls: cls.slug)
+def test_model_md_input_tables_match_the_parameters(cls):
+    """Bounds and defaults in the input tables are those of the experiment's ``param`` inputs."""
+    rows = _input_rows(_section_text(cls.number))
+    if cls.number <= 4:
+        rows = {**_input_rows(_section_text(1)), **rows}
+    checked = 0
+    for name in cls.input_names():
+        if name not in rows:
+            continue  # named in a shared row ("as §1"), checked through §1
+        parameter = cls.param[name]
+        bounds, default = rows[name][-2], rows[name][-1]
+        if isinstance(parameter, param.Number):  # Integer too
+            low, high = parameter.bounds
+            assert _numbers(bounds)[:2] == [low, high], f"{name}: {bounds}"
+            assert _numbers(default)[0] == parameter.default, f"{name}: {default}"
+        elif isinstance(parameter, param.Selector) and isinstance(parameter.default, int):
+            objects = list(parameter.objects)
+            assert _numbers(bounds)[:len(objects)] == objects, f"{name}: {bounds}"
+            assert _numbers(default) == [parameter.default], f"{name}: {default}"
+        elif isinstance(parameter, param.Selector) and name in ("model", "gpu", "precision"):
+            assert f"`{parameter.default}`" == default, f"{name}: {default}"
+        elif isinstance(parameter, param.Boolean):
+            assert default == ("on" if parameter.default else "off"), f"{name}: {default}"
+        else:
+            continue
+        checked += 1
+    assert checked >= 2
