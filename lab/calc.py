@@ -16,24 +16,18 @@ from lab.catalog import GPUSpec, ModelSpec, get_gpu, get_model
 from lab.decode import PRECISIONS, TP_DEGREES
 from lab.decode_family import decode_metrics
 from lab.errors import LabInputError
+from lab.limits import (  # the decode family's limits, re-exported for the flags and the grids
+    BUDGET_RANGE,
+    MAX_ALLREDUCE_LATENCY_US,
+    MAX_BATCH,
+    MAX_CONTEXT,
+    MAX_PAGE,
+    MAX_RESERVE_GB,
+    MAX_TP,
+)
 from lab.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
 from lab.parallel import DEFAULT_ALLREDUCE_LATENCY_S
 from lab.validity import Reason, check_decode_point, check_range, explain
-
-MAX_BATCH = 1024
-"""Largest batch the experiments accept, sequences."""
-MAX_CONTEXT = 1_048_576
-"""Largest context the experiments accept, tokens (a model's own maximum also applies)."""
-MAX_TP = 64
-"""Largest tensor-parallel degree accepted, GPUs (the model's heads must also divide)."""
-BUDGET_RANGE = (0.01, 1.0)
-"""Accepted memory budget, share of capacity."""
-MAX_RESERVE_GB = 100_000
-"""Largest memory reserve per GPU accepted, GB."""
-MAX_PAGE = 4096
-"""Largest KV page accepted, tokens."""
-MAX_ALLREDUCE_LATENCY_US = 1e6
-"""Largest all-reduce latency per collective accepted, µs."""
 
 
 def metric_options(budget: float, reserve_gb: float, page: int, allreduce: bool,

@@ -18,6 +18,13 @@ from lab.context_growth import context_metrics
 from lab.decode import attention_flops_per_token, linear_params, peak_flops
 from lab.errors import LabInputError
 from lab.goodput import goodput_metrics, load_trace, per_request, simulate
+from lab.limits import (  # re-exported for the experiments and the grids
+    MAX_MS,
+    MAX_PREFIX_BLOCK,
+    MAX_PREFIX_REQUESTS,
+    MAX_TOKENS_CONTEXT,
+    MIN_PAIR_COST_MS,
+)
 from lab.memory import kv_free_bytes
 from lab.prefill import chunk_sweep, prefill_metrics
 from lab.prefix import prefix_metrics
@@ -26,10 +33,6 @@ from lab.validity import check_range
 
 DEFAULT_TRACE = Path(__file__).resolve().parents[1] / "datasets" / "traces" / "default.csv"
 """The shipped trace of experiment 7."""
-MAX_TOKENS_CONTEXT = 1_000_000_000
-"""Largest prompt experiment 8 accepts, tokens (pair counts stay exact far beyond)."""
-MAX_MS = 1e9
-"""Largest time input, ms."""
 
 PREFILL_DEFAULTS = {"prompt": 16384, "chunk": 2048, "decode_ms": 10.0, "c0_ms": 2.0,
                     "c1_ms": 0.06, "deadline_ms": 1500.0, "itl_ms": 50.0}
@@ -47,10 +50,13 @@ def _python(record: dict) -> dict:
     return {key: to_python(value) for key, value in record.items()}
 
 
-def _check_ms(name: str, value, *, positive: bool = False) -> None:
+def _check_ms(name: str, value, *, positive: bool = False, smallest: float = 0.0) -> None:
+    """``0 ≤ value ≤ MAX_MS`` ms; with ``positive`` also ``value > 0`` and ``value ≥ smallest``."""
     check_range(name, value, 0, MAX_MS, integer=False, unit="ms")
     if positive and value <= 0:
         raise LabInputError(f"{name} must be greater than 0 ms, not {value:,}.")
+    if value < smallest:
+        raise LabInputError(f"{name} must be at least {smallest:g} ms, not {value:g}.")
 
 
 def decode_time(config: DecodeConfig) -> dict:
@@ -107,8 +113,8 @@ def calc_prefix(model: str = DecodeConfig.model, tp: int = DecodeConfig.tp,
     """Experiment 6: blocks and bytes with and without prefix caching."""
     check_range("prefix", prefix, 0, MAX_CONTEXT, unit="tokens")
     check_range("own", own, 0, MAX_CONTEXT, unit="tokens")
-    check_range("requests", requests, 1, 10_000_000)
-    check_range("block", block, 1, 4096, unit="tokens")
+    check_range("requests", requests, 1, MAX_PREFIX_REQUESTS)
+    check_range("block", block, 1, MAX_PREFIX_BLOCK, unit="tokens")
     if prefix + own < 1:
         raise LabInputError("prefix and own tokens cannot both be 0; a request needs a token.")
     spec, _ = prepare(DecodeConfig(model=model, tp=tp, context=prefix + own, page=block))
@@ -149,7 +155,7 @@ def calc_context(tokens: int = CONTEXT_DEFAULTS["tokens"], a_ms: float | None = 
         a_ms = CONTEXT_DEFAULTS["a_ms"] if a_ms is None else a_ms
         c_ms = CONTEXT_DEFAULTS["c_ms"] if c_ms is None else c_ms
         _check_ms("a", a_ms)
-        _check_ms("c", c_ms, positive=True)
+        _check_ms("c", c_ms, positive=True, smallest=MIN_PAIR_COST_MS)
         a_s, c_s = a_ms * MS, c_ms * MS
     record = _python(context_metrics(int(tokens), a_s, c_s,
                                      None if window is None else int(window)))

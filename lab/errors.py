@@ -17,3 +17,46 @@ class LabInputError(ValueError):
 
 class CatalogError(LabInputError):
     """A catalog entry or a bring-your-own file is missing, malformed or unsupported."""
+
+
+SHOWN_CHARACTERS = 40
+"""Characters of an untrusted value that a message quotes before shortening it."""
+
+
+def shown(value, *, quoted: bool = True, limit: int = SHOWN_CHARACTERS) -> str:
+    """``value`` as a message may quote it: short, one line, never raising.
+
+    Integers with more digits than fit in a sentence are described by their digit count (and
+    Python refuses to print those beyond 4,300 digits anyway); any other value is its ``repr``
+    (``str`` when ``quoted`` is false) cut to ``limit`` characters with ``…``.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value.bit_length() > 100:
+            digits = len(str(abs(value))) if value.bit_length() < 14_000 else "over 4,000"
+            return f"{'-' if value < 0 else ''}a {digits}-digit integer"
+        return str(value)
+    try:
+        text = repr(value) if quoted else str(value)
+    except (ValueError, RecursionError):
+        text = f"a {type(value).__name__}"
+    text = text.replace("\n", " ").replace("\r", " ")
+    if len(text) > limit:
+        text = text[:limit - 1] + "…"
+    return text
+
+
+def shown_number(value) -> str:
+    """A number as a range message quotes it: with thousands separators while that stays short
+    (``1,024``, ``1,500.0``), else as :func:`shown` gives it (``1e+300``, ``a 310-digit
+    integer``)."""
+    try:
+        if isinstance(value, bool):
+            return shown(value)
+        if (isinstance(value, int) and value.bit_length() <= 64) or (
+                isinstance(value, float) and abs(value) < 1e16):
+            return f"{value:,}"
+        if hasattr(value, "item") and not isinstance(value, int | float):
+            return shown_number(value.item())  # a numpy scalar
+    except (TypeError, ValueError):
+        pass
+    return shown(value)

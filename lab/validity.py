@@ -6,13 +6,14 @@ become NaN. A single point raises :class:`~lab.errors.LabInputError` with one se
 
 from __future__ import annotations
 
+import math
 from enum import IntEnum
 
 import numpy as np
 
 from lab.arrays import ArrayLike, where
 from lab.decode import PRECISIONS, TP_DEGREES
-from lab.errors import LabInputError
+from lab.errors import LabInputError, shown, shown_number
 
 
 class Reason(IntEnum):
@@ -82,14 +83,21 @@ def check_decode_point(model, gpu, tp: int, precision: str, context: int) -> Non
 
 
 def check_range(name: str, value, low, high=None, *, integer: bool = True, unit: str = "") -> None:
-    """Raise :class:`LabInputError` unless ``low ≤ value ≤ high`` (and an integer if asked)."""
+    """Raise :class:`LabInputError` unless ``low ≤ value ≤ high`` (and an integer if asked).
+
+    Any Python or numpy number is accepted as input, however large: integers are compared
+    exactly (never converted to a float, which overflows past 10^308) and NaN or an infinity is
+    reported as not finite.
+    """
     suffix = f" {unit}" if unit else ""
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise LabInputError(f"{name} must be a number, not {value!r}.")
-    if integer and float(value) != int(value):
-        raise LabInputError(f"{name} must be a whole number, not {value}.")
-    if not np.isfinite(value):
-        raise LabInputError(f"{name} must be a finite number, not {value}.")
+    if isinstance(value, bool | np.bool_) or not isinstance(
+            value, int | float | np.integer | np.floating):
+        raise LabInputError(f"{name} must be a number, not {shown(value)}.")
+    if isinstance(value, float | np.floating):
+        if not math.isfinite(value):
+            raise LabInputError(f"{name} must be a finite number, not {value}.")
+        if integer and not float(value).is_integer():
+            raise LabInputError(f"{name} must be a whole number, not {value}.")
     if value < low or (high is not None and value > high):
         bounds = f"between {low:,} and {high:,}" if high is not None else f"at least {low:,}"
-        raise LabInputError(f"{name} must be {bounds}{suffix}, not {value:,}.")
+        raise LabInputError(f"{name} must be {bounds}{suffix}, not {shown_number(value)}.")

@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from lab.errors import LabInputError
+from lab.errors import LabInputError, shown, shown_number
+from lab.limits import MAX_AXIS_VALUES, MAX_GENERATOR_BOUND
 
 GENERATORS = ("pow2", "range", "logspace")
 """Keys of the axis tables :func:`expand_axis` understands."""
@@ -65,17 +66,25 @@ def logspace_axis(low: int, high: int, num: int) -> list[int]:
     return sorted({int(v) for v in raw})
 
 
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _bounds(table: dict, key: str, where: str) -> tuple[int, int]:
     pair = table[key]
-    if (not isinstance(pair, list | tuple) or len(pair) != 2
-            or not all(isinstance(v, int) and not isinstance(v, bool) for v in pair)):
+    if not isinstance(pair, list | tuple) or len(pair) != 2 or not all(map(_whole, pair)):
         raise LabInputError(f"{where}: '{key}' must be a pair of whole numbers [start, stop].")
     low, high = pair
     smallest = 0 if key == "range" else 1
-    if not smallest <= low <= high:
-        raise LabInputError(f"{where}: '{key}' must satisfy {smallest} ≤ start ≤ stop, "
-                            f"not {pair}.")
+    if not smallest <= low <= high <= MAX_GENERATOR_BOUND:
+        raise LabInputError(f"{where}: '{key}' must satisfy {smallest} ≤ start ≤ stop ≤ "
+                            f"{MAX_GENERATOR_BOUND:,}, not [{shown(low)}, {shown(high)}].")
     return low, high
+
+
+def _too_long(where: str, count: int) -> LabInputError:
+    return LabInputError(f"{where} would have {shown_number(count)} values, more than the "
+                         f"{MAX_AXIS_VALUES:,} one axis may have.")
 
 
 def expand_axis(value: Any, where: str) -> list:
@@ -91,18 +100,21 @@ def expand_axis(value: Any, where: str) -> list:
     Raises
     ------
     LabInputError
-        When the entry is neither a non-empty list nor a known generator table.
+        When the entry is neither a non-empty list nor a known generator table, or it stands
+        for more than :data:`~lab.limits.MAX_AXIS_VALUES` values.
     """
     if isinstance(value, list | tuple):
         if not value:
             raise LabInputError(f"{where} is an empty list; give at least one value.")
+        if len(value) > MAX_AXIS_VALUES:
+            raise _too_long(where, len(value))
         return list(value)
     if isinstance(value, dict):
         kinds = [k for k in GENERATORS if k in value]
         if len(kinds) != 1:
             raise LabInputError(
                 f"{where} must be a list or a table with exactly one of "
-                f"{', '.join(GENERATORS)}, not {sorted(value)}."
+                f"{', '.join(GENERATORS)}, not {shown(sorted(map(str, value)))}."
             )
         kind = kinds[0]
         low, high = _bounds(value, kind, where)
@@ -110,14 +122,20 @@ def expand_axis(value: Any, where: str) -> list:
             return pow2_axis(low, high, bool(value.get("between", True)))
         if kind == "range":
             step = value.get("step", 1)
-            if not isinstance(step, int) or step <= 0:
+            if not _whole(step) or step <= 0:
                 raise LabInputError(f"{where}: 'step' must be a positive whole number.")
+            count = len(range(low, high + 1, step))
+            if count > MAX_AXIS_VALUES:
+                raise _too_long(where, count)
             return range_axis(low, high, step)
         num = value.get("num")
-        if not isinstance(num, int) or num < 2:
+        if not _whole(num) or num < 2:
             raise LabInputError(f"{where}: 'logspace' needs 'num', a whole number ≥ 2.")
+        if num > MAX_AXIS_VALUES:
+            raise _too_long(where, num)
         return logspace_axis(low, high, num)
-    raise LabInputError(f"{where} must be a list of values or a generator table, not {value!r}.")
+    raise LabInputError(f"{where} must be a list of values or a generator table, "
+                        f"not {shown(value)}.")
 
 
 def choose_chunks(shape: Sequence[int], target_cells: int) -> tuple[int, ...]:

@@ -8,13 +8,15 @@ fully expanded :class:`ExperimentSpec` — every error one sentence naming the s
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from lab.errors import LabInputError
+from lab.errors import LabInputError, shown, shown_number
+from lab.limits import MAX_CHUNK_CELLS, MAX_GRID_CELLS
 from sweeps.axes import expand_axis
 
 DEFAULT_CHUNK_CELLS = 131_072
@@ -59,26 +61,27 @@ class Rule:
             allowed = self.choices() if self.choices else None
             if not isinstance(value, str) or (allowed is not None and value not in allowed):
                 listed = f" (valid: {', '.join(allowed)})" if allowed is not None else ""
-                raise LabInputError(f"{where} has '{value}', which is not a valid "
+                raise LabInputError(f"{where} has {shown(value)}, which is not a valid "
                                     f"{self.name}{listed}.")
+            if not value.strip():
+                raise LabInputError(f"{where} is empty; give a {self.name}.")
             return value
         if self.kind == "bool":
             if not isinstance(value, bool):
-                raise LabInputError(f"{where} must be true or false, not {value!r}.")
+                raise LabInputError(f"{where} must be true or false, not {shown(value)}.")
             return value
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise LabInputError(f"{where} has {value!r}, which is not a number.")
-        if self.kind == "int":
-            if float(value) != int(value):
-                raise LabInputError(f"{where} has {value}, which is not a whole number.")
-            value = int(value)
-        else:
-            value = float(value)
-        if not np.isfinite(value) or (self.low is not None and value < self.low) or (
-                self.high is not None and value > self.high):
-            raise LabInputError(f"{where} has {value:,}, outside {self.low:,} to {self.high:,} "
+            raise LabInputError(f"{where} has {shown(value)}, which is not a number.")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise LabInputError(f"{where} has {value}, which is not a finite number.")
+        if self.kind == "int" and isinstance(value, float) and not value.is_integer():
+            raise LabInputError(f"{where} has {value}, which is not a whole number.")
+        if (self.low is not None and value < self.low) or (
+                self.high is not None and value > self.high):  # exact for any int size
+            raise LabInputError(f"{where} has {shown_number(value)}, outside "
+                                f"{shown_number(self.low)} to {shown_number(self.high)} "
                                 f"{self.units}.")
-        return value
+        return int(value) if self.kind == "int" else float(value)
 
 
 @dataclass(frozen=True)
@@ -207,6 +210,11 @@ def expand_section(schema: Schema, section: Mapping, where: str) -> ExperimentSp
         if len(set(values)) != len(values):
             raise LabInputError(f"{label} repeats a value; each value may appear once.")
         axes[rule.name] = tuple(values)
+    cells = math.prod(len(values) for values in axes.values())
+    if cells > MAX_GRID_CELLS:
+        shape = " × ".join(f"{len(values):,}" for values in axes.values())
+        raise LabInputError(f"{where} has {cells:,} cells ({shape}), more than the "
+                            f"{MAX_GRID_CELLS:,} one grid may have.")
     constants = {}
     for rule in schema.constants:
         constants[rule.name] = rule.check(section.get(rule.name, rule.default),
@@ -218,8 +226,10 @@ def expand_section(schema: Schema, section: Mapping, where: str) -> ExperimentSp
         raise LabInputError(f"{where}.variables must be a non-empty list of "
                             f"{', '.join(available)}.")
     chunk_cells = section.get("chunk_cells", schema.chunk_cells)
-    if isinstance(chunk_cells, bool) or not isinstance(chunk_cells, int) or chunk_cells < 1:
-        raise LabInputError(f"{where}.chunk_cells must be a positive whole number.")
+    if (isinstance(chunk_cells, bool) or not isinstance(chunk_cells, int)
+            or not 1 <= chunk_cells <= MAX_CHUNK_CELLS):
+        raise LabInputError(f"{where}.chunk_cells must be a positive whole number, at most "
+                            f"{MAX_CHUNK_CELLS:,}.")
     float_dtype = section.get("float_dtype", "float64")
     if float_dtype not in FLOAT_DTYPES:
         raise LabInputError(f"{where}.float_dtype must be one of {', '.join(FLOAT_DTYPES)}.")

@@ -25,7 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lab.errors import LabInputError
+from lab.errors import LabInputError, shown
+from lab.limits import MAX_SPEC_BYTES
 from sweeps.registry import GRIDS, grid_kind
 from sweeps.schema import ExperimentSpec, expand_section
 
@@ -105,8 +106,8 @@ def from_mapping(data: Mapping, source: str, default_name: str) -> GridSpec:
         if key == "name":
             continue
         if key not in GRIDS:
-            raise LabInputError(f"{source} has a [{key}] section, but the experiments with "
-                                f"grids are {', '.join(GRIDS)}.")
+            raise LabInputError(f"{source} has a [{shown(key, quoted=False)}] section, but the "
+                                f"experiments with grids are {', '.join(GRIDS)}.")
         if not isinstance(value, Mapping):
             raise LabInputError(f"{source}: '{key}' must be a table ([{key}]).")
         sections[key] = dict(value)
@@ -114,7 +115,7 @@ def from_mapping(data: Mapping, source: str, default_name: str) -> GridSpec:
         raise LabInputError(f"{source} has no experiment sections; add one of "
                             f"{', '.join(f'[{k}]' for k in GRIDS)}.")
     name = data.get("name", default_name)
-    if not isinstance(name, str) or not name:
+    if not isinstance(name, str) or not name.strip():
         raise LabInputError(f"{source}: 'name' must be a non-empty string.")
     return GridSpec(name, sections, source)
 
@@ -130,11 +131,31 @@ def load_grid(grid: str) -> GridSpec:
     if grid in PRESETS:
         return preset(grid)
     path = Path(grid)
-    if not path.is_file():
-        raise LabInputError(f"Grid '{grid}' is neither a preset ({', '.join(PRESETS)}) nor a "
-                            "TOML file that exists.")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        is_file = path.is_file()
+    except (OSError, ValueError):  # a name the OS cannot look up (too long, a NUL)
+        is_file = False
+    if not is_file:
+        raise LabInputError(f"Grid {shown(grid)} is neither a preset ({', '.join(PRESETS)}) "
+                            "nor a TOML file that exists.")
+    try:
+        if path.stat().st_size > MAX_SPEC_BYTES:
+            raise LabInputError(f"{path} is larger than the {MAX_SPEC_BYTES:,} bytes a grid "
+                                "spec may have.")
+        data = tomllib.loads(path.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise LabInputError(f"{path} cannot be read ({exc.strerror}).") from None
+    except RecursionError:
+        raise LabInputError(f"{path} nests arrays or tables too deeply to be read.") from None
+    except UnicodeDecodeError as exc:
+        raise LabInputError(f"{path} is not UTF-8 text (byte {exc.start + 1:,} is not).") \
+            from None
+    except tomllib.TOMLDecodeError as exc:
         raise LabInputError(f"{path} is not valid TOML ({exc}).") from None
+    except ValueError as exc:
+        if isinstance(exc, LabInputError):
+            raise
+        # e.g. an integer of more digits than Python converts
+        raise LabInputError(f"{path} is not valid TOML "
+                            f"({shown(str(exc), quoted=False, limit=120)}).") from None
     return from_mapping(data, str(path), path.stem)

@@ -18,7 +18,8 @@ from typing import Any
 
 from lab.catalog.params_count import total_parameters
 from lab.catalog.specs import SUPPORTED_ARCHITECTURES, GPUSpec, ModelSpec
-from lab.errors import CatalogError
+from lab.errors import CatalogError, shown, shown_number
+from lab.limits import GPU_FIELD_LIMITS, MAX_SPEC_BYTES, MAX_TOTAL_PARAMS, MODEL_FIELD_LIMITS
 from lab.units import GB_PER_S, TB_PER_S, TFLOPS
 
 CATALOG_DIR = Path(__file__).parent
@@ -26,31 +27,56 @@ GPU_FILE = CATALOG_DIR / "gpus.toml"
 MODEL_FILE = CATALOG_DIR / "models.toml"
 
 
-def _positive_number(entry: dict, key: str, where: str, *, integer: bool) -> Any:
-    """Return ``entry[key]`` checked to be a positive number (an integer when asked)."""
+def _positive_number(entry: dict, key: str, where: str, *, integer: bool,
+                     high: float | None = None, low: float | None = None, unit: str = "") -> Any:
+    """Return ``entry[key]`` checked to be a positive number (an integer when asked) within
+    ``[low, high]`` when given (limits from :mod:`lab.limits`)."""
     if key not in entry:
         raise CatalogError(f"{where} is missing the field '{key}'.")
     value = entry[key]
     kind = "a positive integer" if integer else "a positive number"
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise CatalogError(f"{where} has '{key}' = {value!r}, which is not {kind}.")
-    if integer and (isinstance(value, float) and not value.is_integer()):
-        raise CatalogError(f"{where} has '{key}' = {value!r}, which is not {kind}.")
-    if not math.isfinite(value) or value <= 0:
-        raise CatalogError(f"{where} has '{key}' = {value!r}, which is not {kind}.")
+        raise CatalogError(f"{where} has '{key}' = {shown(value)}, which is not {kind}.")
+    if isinstance(value, float) and (not math.isfinite(value) or (
+            integer and not value.is_integer())):
+        raise CatalogError(f"{where} has '{key}' = {shown(value)}, which is not {kind}.")
+    if value <= 0:
+        raise CatalogError(f"{where} has '{key}' = {shown(value)}, which is not {kind}.")
+    if (high is not None and value > high) or (low is not None and value < low):
+        units = f" {unit}" if unit else ""
+        raise CatalogError(f"{where} has '{key}' = {shown_number(value)}, outside the accepted "
+                           f"{_limit(low if low is not None else 1)} to {_limit(high)}{units}.")
     return int(value) if integer else float(value)
 
 
+def _limit(value: float) -> str:
+    """A limit as a message states it: ``1,048,576``, ``10,000,000``, ``0.001``."""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
+
+def _shape_field(entry: dict, key: str, where: str) -> int:
+    """A model shape field: a positive integer up to its limit in :data:`MODEL_FIELD_LIMITS`."""
+    return _positive_number(entry, key, where, integer=True, high=MODEL_FIELD_LIMITS[key])
+
+
+def _gpu_figure(entry: dict, key: str, where: str) -> float:
+    """A GPU figure in the file's units, within its range in :data:`GPU_FIELD_LIMITS`."""
+    low, high, unit = GPU_FIELD_LIMITS[key]
+    return _positive_number(entry, key, where, integer=False, low=low, high=high, unit=unit)
+
+
 def _optional_positive(entry: dict, key: str, where: str) -> float:
-    """Return ``entry[key]`` as a positive float, or NaN when the key is absent."""
+    """Return ``entry[key]`` as a positive float in range, or NaN when the key is absent."""
     if key not in entry or entry[key] is None:
         return math.nan
-    return _positive_number(entry, key, where, integer=False)
+    return _gpu_figure(entry, key, where)
 
 
 def _text(entry: dict, key: str, default: str = "") -> str:
     value = entry.get(key, default)
-    return str(value) if value is not None else default
+    if value is None:
+        return default
+    return value if isinstance(value, str) else shown(value, quoted=False)
 
 
 def model_from_config(entry: dict, where: str, *, model_id: str, name: str) -> ModelSpec:
@@ -67,9 +93,9 @@ def model_from_config(entry: dict, where: str, *, model_id: str, name: str) -> M
             architecture = archs[0]
     if architecture is None:
         raise CatalogError(f"{where} is missing the field 'architectures'.")
-    if architecture not in SUPPORTED_ARCHITECTURES:
+    if not isinstance(architecture, str) or architecture not in SUPPORTED_ARCHITECTURES:
         raise CatalogError(
-            f"{where} has architecture '{architecture}', which the lab does not model "
+            f"{where} has architecture {shown(architecture)}, which the lab does not model "
             f"(supported: {', '.join(SUPPORTED_ARCHITECTURES)})."
         )
     for moe_key in ("num_local_experts", "num_experts", "n_routed_experts"):
@@ -85,14 +111,14 @@ def model_from_config(entry: dict, where: str, *, model_id: str, name: str) -> M
             f"{where} enables sliding-window attention ('sliding_window'), which the decode "
             "model does not describe."
         )
-    hidden = _positive_number(entry, "hidden_size", where, integer=True)
-    layers = _positive_number(entry, "num_hidden_layers", where, integer=True)
-    heads = _positive_number(entry, "num_attention_heads", where, integer=True)
+    hidden = _shape_field(entry, "hidden_size", where)
+    layers = _shape_field(entry, "num_hidden_layers", where)
+    heads = _shape_field(entry, "num_attention_heads", where)
     kv_heads = heads
     if entry.get("num_key_value_heads") is not None:
-        kv_heads = _positive_number(entry, "num_key_value_heads", where, integer=True)
+        kv_heads = _shape_field(entry, "num_key_value_heads", where)
     if entry.get("head_dim") is not None:
-        head_dim = _positive_number(entry, "head_dim", where, integer=True)
+        head_dim = _shape_field(entry, "head_dim", where)
     else:
         if hidden % heads:
             raise CatalogError(
@@ -105,12 +131,13 @@ def model_from_config(entry: dict, where: str, *, model_id: str, name: str) -> M
             f"{where} has num_attention_heads {heads}, which is not a multiple of "
             f"num_key_value_heads {kv_heads}."
         )
-    intermediate = _positive_number(entry, "intermediate_size", where, integer=True)
-    vocab = _positive_number(entry, "vocab_size", where, integer=True)
-    max_context = _positive_number(entry, "max_position_embeddings", where, integer=True)
+    intermediate = _shape_field(entry, "intermediate_size", where)
+    vocab = _shape_field(entry, "vocab_size", where)
+    max_context = _shape_field(entry, "max_position_embeddings", where)
     tied = entry.get("tie_word_embeddings", False)
     if not isinstance(tied, bool):
-        raise CatalogError(f"{where} has 'tie_word_embeddings' = {tied!r}, which is not true/false.")
+        raise CatalogError(f"{where} has 'tie_word_embeddings' = {shown(tied)}, which is not "
+                           "true/false.")
     total = total_parameters(
         architecture=architecture,
         hidden=hidden,
@@ -123,11 +150,17 @@ def model_from_config(entry: dict, where: str, *, model_id: str, name: str) -> M
         tied=tied,
         attention_bias=bool(entry.get("attention_bias", False)),
     )
+    if total > MAX_TOTAL_PARAMS:
+        raise CatalogError(f"{where} describes {total:,} parameters, beyond the "
+                           f"{MAX_TOTAL_PARAMS:,} the lab accepts.")
     declared = entry.get("total_params")
-    if declared is not None and declared != total:
-        raise CatalogError(
-            f"{where} declares 'total_params' = {declared:,}, but its shape gives {total:,}."
-        )
+    if declared is not None:
+        if isinstance(declared, bool) or not isinstance(declared, int | float):
+            raise CatalogError(f"{where} has 'total_params' = {shown(declared)}, which is not "
+                               "a whole number of parameters.")
+        if declared != total:
+            raise CatalogError(f"{where} declares 'total_params' = {shown_number(declared)}, "
+                               f"but its shape gives {total:,}.")
     return ModelSpec(
         id=model_id,
         name=name,
@@ -157,9 +190,9 @@ def gpu_from_entry(entry: dict, where: str, *, default_id: str) -> GPUSpec:
         id=gpu_id,
         name=_text(entry, "name", gpu_id) or gpu_id,
         vendor=_text(entry, "vendor"),
-        capacity_bytes=_positive_number(entry, "capacity_gb", where, integer=False) * 1e9,
-        hbm_bw=_positive_number(entry, "hbm_bandwidth_tbps", where, integer=False) * TB_PER_S,
-        peak_bf16=_positive_number(entry, "bf16_tflops", where, integer=False) * TFLOPS,
+        capacity_bytes=_gpu_figure(entry, "capacity_gb", where) * 1e9,
+        hbm_bw=_gpu_figure(entry, "hbm_bandwidth_tbps", where) * TB_PER_S,
+        peak_bf16=_gpu_figure(entry, "bf16_tflops", where) * TFLOPS,
         peak_fp8=_optional_positive(entry, "fp8_tflops", where) * TFLOPS,
         interconnect_bw=_optional_positive(entry, "interconnect_gbps", where) * GB_PER_S,
         interconnect=_text(entry, "interconnect"),
@@ -169,16 +202,43 @@ def gpu_from_entry(entry: dict, where: str, *, default_id: str) -> GPUSpec:
     )
 
 
-def _read_toml(path: Path) -> dict:
+def _is_file(path: Path) -> bool:
+    """True when ``path`` names a regular file (False for names the OS cannot even look up)."""
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _read_text(path: Path) -> str:
+    """The UTF-8 text of a regular file of at most :data:`MAX_SPEC_BYTES` bytes."""
+    try:
+        if path.exists() and not _is_file(path):
+            raise CatalogError(f"{path} is not a regular file.")
+        if path.stat().st_size > MAX_SPEC_BYTES:
+            raise CatalogError(f"{path} is larger than {MAX_SPEC_BYTES:,} bytes.")
+        return path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise CatalogError(f"{path} does not exist.") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{path} is not valid TOML ({exc}).") from None
+    except UnicodeDecodeError as exc:
+        raise CatalogError(f"{path} is not UTF-8 text (byte {exc.start + 1:,} is not).") from None
     except OSError as exc:
         raise CatalogError(f"{path} cannot be read ({exc.strerror}).") from None
+    except ValueError:  # a NUL in the name
+        raise CatalogError(f"{shown(str(path))} is not a usable file name.") from None
+
+
+def _read_toml(path: Path) -> dict:
+    text = _read_text(path)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{path} is not valid TOML ({exc}).") from None
+    except RecursionError:
+        raise CatalogError(f"{path} nests arrays or tables too deeply to be read.") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise CatalogError(f"{path} is not valid TOML ({shown(str(exc), quoted=False)}).") \
+            from None
 
 
 @cache
@@ -214,20 +274,19 @@ def _looks_like_path(value: str) -> bool:
 def load_model_config(path: str | Path) -> ModelSpec:
     """A model from a Hugging Face ``config.json`` on disk (id = its folder's name)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CatalogError(f"{path} does not exist.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CatalogError(f"{path} cannot be read ({exc}).") from None
+    text = _read_text(path)
     try:
         entry = json.loads(text)
     except json.JSONDecodeError as exc:
         raise CatalogError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}).") from None
+    except RecursionError:
+        raise CatalogError(f"{path} nests arrays or objects too deeply to be read.") from None
+    except ValueError:  # an integer of more digits than Python converts
+        raise CatalogError(f"{path} holds a number too long to read.") from None
     stem = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
     model_id = stem or "custom-model"
-    name = entry.get("_name_or_path") if isinstance(entry, dict) else None
-    return model_from_config(entry, str(path), model_id=model_id, name=str(name or model_id))
+    name = _text(entry, "_name_or_path") if isinstance(entry, dict) else ""
+    return model_from_config(entry, str(path), model_id=model_id, name=name or model_id)
 
 
 def load_gpu_file(path: str | Path) -> GPUSpec:
@@ -249,10 +308,12 @@ def get_model(model: str | ModelSpec) -> ModelSpec:
     catalog = model_catalog()
     if model in catalog:
         return catalog[model]
-    if Path(model).is_file() or _looks_like_path(model):
+    if not isinstance(model, str):
+        raise CatalogError(f"A model must be a catalog id or a path, not {shown(model)}.")
+    if _is_file(Path(model)) or _looks_like_path(model):
         return load_model_config(model)
     raise CatalogError(
-        f"Unknown model '{model}'; choose one of {', '.join(catalog)} or give a path to a "
+        f"Unknown model {shown(model)}; choose one of {', '.join(catalog)} or give a path to a "
         "config.json."
     )
 
@@ -264,8 +325,10 @@ def get_gpu(gpu: str | GPUSpec) -> GPUSpec:
     catalog = gpu_catalog()
     if gpu in catalog:
         return catalog[gpu]
-    if Path(gpu).is_file() or _looks_like_path(gpu):
+    if not isinstance(gpu, str):
+        raise CatalogError(f"A GPU must be a catalog id or a path, not {shown(gpu)}.")
+    if _is_file(Path(gpu)) or _looks_like_path(gpu):
         return load_gpu_file(gpu)
     raise CatalogError(
-        f"Unknown GPU '{gpu}'; choose one of {', '.join(catalog)} or give a path to a TOML file."
+        f"Unknown GPU {shown(gpu)}; choose one of {', '.join(catalog)} or give a path to a TOML file."
     )

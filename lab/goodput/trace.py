@@ -2,23 +2,36 @@
 
 A trace file has the header ``request_id,arrival_s,prompt_tokens,output_tokens`` (extra
 columns are ignored). Every problem is one :class:`~lab.errors.LabInputError` sentence naming
-the file, the row (the file's line number, header = line 1) and the column. Arrivals out of
-order are sorted (ties by request id) and :attr:`Trace.note` says so.
+the file, the row (counting the non-blank rows, header = row 1) and the column. Arrivals out
+of order are sorted (ties by request id) and :attr:`Trace.note` says so.
+
+Loading is vectorised (:mod:`lab.goodput.trace_csv` splits the file with pyarrow; the checks
+run on whole columns) so a million-row trace loads in about a second; the first bad row is
+then checked cell by cell to word its message. Limits: arrivals up to
+:data:`~lab.limits.MAX_ARRIVAL_S` s, token counts up to :data:`~lab.limits.MAX_REQUEST_TOKENS`,
+at most :data:`~lab.limits.MAX_TRACE_REQUESTS` rows.
 """
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from lab.errors import LabInputError
+from lab.errors import LabInputError, shown
+from lab.goodput.trace_csv import COLUMNS, TraceCells, read_cells
+from lab.limits import MAX_ARRIVAL_S, MAX_REQUEST_TOKENS
 
-COLUMNS = ("request_id", "arrival_s", "prompt_tokens", "output_tokens")
-"""Required columns, in the order the shipped traces use."""
+__all__ = ["COLUMNS", "Trace", "load_trace", "make_trace"]
+
+PLAIN_DECIMAL = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+"""Number text that pyarrow and Python's ``float`` read identically (pyarrow is used for it)."""
+PLAIN_ID = r"^[0-9]{1,18}$"
+"""Request ids that are integers fitting int64 (sorted as numbers without Python's ``int``)."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +63,7 @@ class Trace:
         return len(self.ids)
 
 
-def _id_order(ids: list[str]) -> np.ndarray:
+def _python_ranks(ids: list[str]) -> np.ndarray:
     """Rank of each id for tie-breaking: numeric when every id is an integer, else text."""
     try:
         keys = [int(i) for i in ids]
@@ -62,6 +75,27 @@ def _id_order(ids: list[str]) -> np.ndarray:
     return rank
 
 
+def _id_keys(ids: list[str]) -> np.ndarray:
+    """Keys ordering the ids as :func:`_python_ranks` does: the ids themselves as int64 when
+    all are plain decimal integers (the common case, vectorised), else their ranks."""
+    try:
+        array = pa.array(ids, type=pa.string())
+    except (pa.ArrowException, UnicodeError):
+        return _python_ranks(ids)
+    if len(array) and pc.all(pc.match_substring_regex(array, PLAIN_ID)).as_py():
+        return pc.cast(array, pa.int64()).to_numpy()
+    return _python_ranks(ids)
+
+
+def _arrival_order(ids: list[str], arrival: np.ndarray) -> np.ndarray:
+    """Indices sorting the requests by arrival, ties by request id."""
+    order = np.argsort(arrival, kind="stable")
+    ordered = arrival[order]
+    if len(ordered) < 2 or not np.any(ordered[1:] == ordered[:-1]):
+        return order  # no ties: the ids never decide
+    return np.lexsort((_id_keys(ids), arrival))
+
+
 def make_trace(ids, arrival_s, prompt_tokens, output_tokens, *, source: str = "<memory>"
                ) -> Trace:
     """A :class:`Trace` from already-validated columns, sorted by (arrival, request id)."""
@@ -69,37 +103,109 @@ def make_trace(ids, arrival_s, prompt_tokens, output_tokens, *, source: str = "<
     arrival = np.asarray(arrival_s, dtype=np.float64)
     prompt = np.asarray(prompt_tokens, dtype=np.int64)
     output = np.asarray(output_tokens, dtype=np.int64)
-    order = np.lexsort((_id_order(ids), arrival))
+    order = _arrival_order(ids, arrival)
     in_order = bool(np.all(order == np.arange(len(ids))))
     note = None
-    if not in_order:
-        note = (f"The rows of {source} were not in arrival order; the {len(ids):,} requests "
-                "were sorted by arrival (ties by request id).")
-    return Trace(ids=tuple(ids[i] for i in order), arrival_s=arrival[order],
+    if in_order:
+        return Trace(ids=tuple(ids), arrival_s=arrival, prompt_tokens=prompt,
+                     output_tokens=output, source=source)
+    note = (f"The rows of {source} were not in arrival order; the {len(ids):,} requests "
+            "were sorted by arrival (ties by request id).")
+    return Trace(ids=tuple(map(ids.__getitem__, order.tolist())), arrival_s=arrival[order],
                  prompt_tokens=prompt[order], output_tokens=output[order], source=source,
                  note=note)
 
 
-def _number(text: str, where: str, column: str) -> float:
+def _number(text: str, where: str, column: str, high: float) -> float:
+    """One cell as a number in ``[0, high]``; the sentence for the first check it fails."""
     try:
         value = float(text)
     except ValueError:
-        raise LabInputError(f"{where}: {column} is not a number ({text.strip()!r}).") from None
+        raise LabInputError(f"{where}: {column} is not a number "
+                            f"({shown(text.strip())}).") from None
     if not math.isfinite(value):
-        raise LabInputError(f"{where}: {column} must be a finite number, not {text.strip()}.")
+        raise LabInputError(f"{where}: {column} must be a finite number, "
+                            f"not {shown(text.strip(), quoted=False)}.")
     if value < 0:
-        raise LabInputError(f"{where}: {column} must not be negative ({text.strip()}).")
+        raise LabInputError(f"{where}: {column} must not be negative "
+                            f"({shown(text.strip(), quoted=False)}).")
+    if value > high:
+        raise LabInputError(f"{where}: {column} must be at most {high:,g}, "
+                            f"not {shown(text.strip(), quoted=False)}.")
     return value
 
 
 def _tokens(text: str, where: str, column: str) -> int:
-    value = _number(text, where, column)
+    value = _number(text, where, column, MAX_REQUEST_TOKENS)
     if value != int(value):
         raise LabInputError(f"{where}: {column} must be a whole number of tokens, "
-                            f"not {text.strip()}.")
+                            f"not {shown(text.strip(), quoted=False)}.")
     if value < 1:
-        raise LabInputError(f"{where}: {column} must be at least 1 token, not {text.strip()}.")
+        raise LabInputError(f"{where}: {column} must be at least 1 token, "
+                            f"not {shown(text.strip(), quoted=False)}.")
     return int(value)
+
+
+def _floats(text: pa.Array) -> np.ndarray:
+    """A column of number text as float64, exactly as Python's ``float`` reads each cell
+    (NaN where it cannot)."""
+    if len(text) and pc.all(pc.match_substring_regex(text, PLAIN_DECIMAL)).as_py():
+        try:
+            return pc.cast(text, pa.float64()).to_numpy(zero_copy_only=False)
+        except pa.ArrowException:
+            pass
+
+    def parse(cell: str) -> float:
+        try:
+            return float(cell)
+        except ValueError:
+            return math.nan
+
+    return np.fromiter(map(parse, text.to_pylist()), dtype=np.float64, count=len(text))
+
+
+def _first(mask: np.ndarray) -> int | None:
+    """Index of the first True in ``mask``, or None."""
+    hit = int(np.argmax(mask)) if mask.size else 0
+    return hit if mask.size and mask[hit] else None
+
+
+def _first_repeat(ids: list[str]) -> int | None:
+    """Index of the first id that an earlier row already used, or None."""
+    if len(set(ids)) == len(ids):
+        return None
+    seen: set[str] = set()
+    for row, rid in enumerate(ids):
+        if rid in seen:
+            return row
+        seen.add(rid)
+    return None
+
+
+def _raise_row_error(cells: TraceCells, row: int, name: str) -> None:
+    """Raise the sentence for data row ``row``: the first check it fails, in column order."""
+    where = f"{name}, row {row + 2}"
+    if cells.short_row is not None and row == cells.short_row[0]:
+        raise LabInputError(f"{where}: has {cells.short_row[1]} value(s) but the header names "
+                            f"{cells.header_width} columns.")
+    rid = cells.ids[row]
+    if not rid:
+        raise LabInputError(f"{where}: request_id is empty.")
+    earlier = cells.ids.index(rid)
+    if earlier < row:
+        raise LabInputError(f"{where}: request_id {shown(rid, quoted=False)} repeats row "
+                            f"{earlier + 2}.")
+    text = cells.row_text(row)
+    _number(text["arrival_s"], where, "arrival_s", MAX_ARRIVAL_S)
+    _tokens(text["prompt_tokens"], where, "prompt_tokens")
+    _tokens(text["output_tokens"], where, "output_tokens")
+    raise LabInputError(f"{where}: is not a valid request.")  # not reached: a check failed
+
+
+def _bad_tokens(values: np.ndarray) -> np.ndarray:
+    """True where a token count fails :func:`_tokens`."""
+    with np.errstate(invalid="ignore"):
+        return ~((values >= 1) & (values <= MAX_REQUEST_TOKENS) & (values == np.floor(values)))
 
 
 def load_trace(path: str | Path) -> Trace:
@@ -108,51 +214,25 @@ def load_trace(path: str | Path) -> Trace:
     Raises
     ------
     LabInputError
-        Missing file or columns, an empty trace, a non-numeric, negative or non-finite value,
-        a token count that is not a whole number or is zero, a duplicate request id.
+        Missing file or columns, an empty trace, a non-numeric, negative, non-finite or too
+        large value (limits in :mod:`lab.limits`), a token count that is not a whole number or
+        is zero, a duplicate request id.
     """
-    path = Path(path)
     name = str(path)
-    try:
-        handle = path.open(newline="", encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise LabInputError(f"Trace file {name} does not exist.") from None
-    except IsADirectoryError:
-        raise LabInputError(f"Trace path {name} is a directory, not a CSV file.") from None
-    except OSError as exc:
-        raise LabInputError(f"Trace file {name} cannot be read ({exc.strerror}).") from None
-    with handle:
-        try:
-            rows = list(csv.reader(handle))
-        except (csv.Error, UnicodeDecodeError) as exc:
-            raise LabInputError(f"Trace file {name} is not a readable CSV ({exc}).") from None
-    rows = [row for row in rows if any(cell.strip() for cell in row)]
-    if not rows:
-        raise LabInputError(f"Trace file {name} is empty; it needs the header "
-                            f"{','.join(COLUMNS)} and at least one request.")
-    header = [cell.strip() for cell in rows[0]]
-    missing = [col for col in COLUMNS if col not in header]
-    if missing:
-        raise LabInputError(f"Trace file {name} lacks the column(s) {', '.join(missing)}; "
-                            f"the header must name {','.join(COLUMNS)}.")
-    if len(rows) == 1:
+    cells = read_cells(path)
+    if not len(cells) and cells.short_row is None:
         raise LabInputError(f"Trace file {name} has a header but no requests.")
-    index = {col: header.index(col) for col in COLUMNS}
-    ids, arrival, prompt, output = [], [], [], []
-    seen: dict[str, int] = {}
-    for line, row in enumerate(rows[1:], start=2):
-        where = f"{name}, row {line}"
-        if len(row) < len(header):
-            raise LabInputError(f"{where}: has {len(row)} value(s) but the header names "
-                                f"{len(header)} columns.")
-        rid = row[index["request_id"]].strip()
-        if not rid:
-            raise LabInputError(f"{where}: request_id is empty.")
-        if rid in seen:
-            raise LabInputError(f"{where}: request_id {rid} repeats row {seen[rid]}.")
-        seen[rid] = line
-        ids.append(rid)
-        arrival.append(_number(row[index["arrival_s"]], where, "arrival_s"))
-        prompt.append(_tokens(row[index["prompt_tokens"]], where, "prompt_tokens"))
-        output.append(_tokens(row[index["output_tokens"]], where, "output_tokens"))
-    return make_trace(ids, arrival, prompt, output, source=name)
+    arrival = _floats(cells.numbers["arrival_s"])
+    prompt = _floats(cells.numbers["prompt_tokens"])
+    output = _floats(cells.numbers["output_tokens"])
+    with np.errstate(invalid="ignore"):
+        bad_arrival = ~((arrival >= 0) & (arrival <= MAX_ARRIVAL_S))
+    empty = next((row for row, rid in enumerate(cells.ids) if not rid), None)
+    candidates = [empty, _first_repeat(cells.ids), _first(bad_arrival),
+                  _first(_bad_tokens(prompt)), _first(_bad_tokens(output)),
+                  cells.short_row[0] if cells.short_row is not None else None]
+    found = [row for row in candidates if row is not None]
+    if found:
+        _raise_row_error(cells, min(found), name)
+    return make_trace(cells.ids, arrival, prompt.astype(np.int64), output.astype(np.int64),
+                      source=name)
