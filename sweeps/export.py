@@ -168,7 +168,12 @@ def check_output(path: str | Path) -> Path:
     if not str(path).strip():
         raise LabInputError("The output name is empty; give a file name with -o.")
     path = Path(path)
-    if (path.exists() or path.is_symlink()) and not files.lab_written(path):
+    try:
+        present = path.exists() or path.is_symlink()
+    except OSError as exc:  # a name too long, a folder that cannot be searched
+        raise LabInputError(f"Could not write {path}: {files.os_reason(exc)}; nothing was "
+                            "written.") from None
+    if present and not files.lab_written(path):
         what = "a folder" if path.is_dir() else "a file"
         raise LabInputError(f"{path} is {what} this tool did not write, so it is not replaced; "
                             "give a new name with -o.")

@@ -7,6 +7,7 @@ a Zarr store carrying a grid's provenance, or an export whose content says so. A
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -167,8 +168,9 @@ def remove(path: Path) -> None:
     """Delete a temporary file or folder this process made (no error if it is gone)."""
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
+        return
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        path.unlink()
 
 
 def replace(new: Path, target: Path) -> None:

@@ -1,10 +1,15 @@
 """Grid explorer: any decode variable over batch × context from the precomputed dataset.
 
-The dataset is read once per process (``pn.cache``) through ``lab.open_dataset("decode")``;
-nothing is recomputed here.
+The dataset is opened once per process (``pn.cache``) through ``lab.open_dataset("decode")``;
+nothing is recomputed here. A dataset that cannot be opened, or whose files turn out missing or
+damaged when a selection is read (deleted or replaced under the running server), is reported
+on the page in one sentence, and the cache is dropped so the next page load opens it afresh.
+URL values the page does not offer are reported in one sentence and not applied.
 """
 
 from __future__ import annotations
+
+from urllib.parse import parse_qsl, urlencode
 
 import holoviews as hv
 import numpy as np
@@ -16,7 +21,10 @@ from panel.viewable import Viewer
 
 from apps.ui.charts import heatmap
 from apps.ui.downloads import WholeDatasetDownload, csv_button
+from apps.ui.inputs import InputMessage
+from apps.ui.url_values import strict_selectors, url_problems
 from lab.calc import DecodeConfig
+from lab.errors import LabInputError
 
 DEFAULTS = DecodeConfig()
 """The lab's default configuration (Llama 3.1 8B on H100 SXM, tp 1, BF16), shown first."""
@@ -35,6 +43,16 @@ def decode_grid() -> xr.Dataset:
     from lab.datasets import open_dataset
 
     return open_dataset("decode")
+
+
+def page_sentence(exc: LabInputError) -> str:
+    """A dataset error as the page shows it: the default dataset's folder is not shown, and the
+    command recomputes it where the server reads it."""
+    from sweeps.paths import dataset_path
+
+    path = str(dataset_path("decode"))
+    return (str(exc).replace(f"--out {path}", "--experiment decode")
+            .replace(path, "the lab's decode dataset"))
 
 
 def plottable(ds: xr.Dataset) -> list[str]:
@@ -63,7 +81,14 @@ class GridExplorer(Viewer):
 
     def __init__(self, dataset: xr.Dataset | None = None, **params):
         super().__init__(**params)
-        self._ds = decode_grid() if dataset is None else dataset
+        self.message = InputMessage()
+        self._plot = None
+        try:
+            self._ds = decode_grid() if dataset is None else dataset
+        except LabInputError as exc:
+            self._ds = None
+            self.message.say(page_sentence(exc))
+            return
         variables = plottable(self._ds)
         self.param.variable.objects = variables
         if self.variable is None:
@@ -74,22 +99,49 @@ class GridExplorer(Viewer):
             if getattr(self, dim) is None:
                 preferred = getattr(DEFAULTS, dim)
                 setattr(self, dim, preferred if preferred in values else values[0])
-        if pn.state.location is not None:
-            pn.state.location.sync(self, ["variable", *SELECTORS])
+        strict_selectors(self, ["variable", *SELECTORS])
+        self.message.say(" ".join(self._sync_url(["variable", *SELECTORS])))
         self._plot = pn.pane.HoloViews(
             hv.DynamicMap(pn.bind(self._heatmap, self.param.variable, self.param.model,
                                   self.param.gpu, self.param.tp, self.param.precision)),
             sizing_mode="stretch_width", min_height=480)
+
+    def _sync_url(self, names: list[str]) -> list[str]:
+        """Keep ``names`` in the URL; return a sentence per URL value the page refused (those
+        are dropped from the query first, so the URL shows the value in force)."""
+        location = pn.state.location
+        if location is None:
+            return []
+        accepted, problems = url_problems(self, names, location.search)
+        if problems:
+            kept = [(k, v) for k, v in parse_qsl(location.search[1:], keep_blank_values=True)
+                    if k not in names or k in accepted]
+            location.search = "?" + urlencode(kept) if kept else ""
+        location.sync(self, names, on_error=self._url_refused)
+        return problems
+
+    def _url_refused(self, values: dict) -> None:
+        _accepted, problems = url_problems(self, list(values), "?" + urlencode(values))
+        self.message.say(" ".join(problems) or "The link's values were not applied.")
 
     def current(self) -> xr.Dataset:
         """The batch × context slice on screen."""
         return selection(self._ds, **{d: getattr(self, d) for d in SELECTORS})
 
     def _heatmap(self, variable, model, gpu, tp, precision) -> hv.HeatMap:
-        return heatmap(selection(self._ds, model=model, gpu=gpu, tp=tp, precision=precision),
-                       variable)
+        try:
+            return heatmap(selection(self._ds, model=model, gpu=gpu, tp=tp,
+                                     precision=precision), variable)
+        except LabInputError as exc:  # the dataset was deleted or damaged under the server
+            decode_grid.clear()
+            self.message.say(page_sentence(exc))
+            return hv.HeatMap([], ["batch", "context"], [variable]).opts(
+                responsive=True, height=460, title="No data: see the message on the left")
 
     def __panel__(self):
+        if self._ds is None:
+            return pn.Column(pn.pane.Markdown("# Grid explorer"), self.message,
+                             sizing_mode="stretch_width")
         widgets = pn.Param(self, parameters=["variable", *SELECTORS], show_name=False,
                            widgets={n: {"type": pmui.Select, "css_classes": [f"lab-grid-{n}"]}
                                     for n in ["variable", *SELECTORS]},
@@ -101,7 +153,8 @@ class GridExplorer(Viewer):
                  "batch × context), read as it was computed. Grey cells are invalid "
                  "configurations; hover a cell for every variable.")
         return pn.Column(pn.pane.Markdown(intro, sizing_mode="stretch_width"),
-                         pn.Row(pn.Column(widgets, csv, netcdf.button, netcdf.message,
+                         pn.Row(pn.Column(self.message, widgets, csv, netcdf.button,
+                                          netcdf.message,
                                           width=300), self._plot,
                                 sizing_mode="stretch_width"),
                          sizing_mode="stretch_width")
