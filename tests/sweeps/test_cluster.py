@@ -87,3 +87,46 @@ def test_killed_worker_mid_write_is_replaced_and_the_sweep_completes(cluster, tm
     assert not np.isnan(ds["step_time_s"].sel(model="qwen3-8b", gpu="h100-sxm", tp=1,
                                                precision="bf16", batch=8,
                                                context=8192).values)
+
+
+def test_sweep_stops_in_one_sentence_when_every_worker_is_lost(tmp_path, capsys, monkeypatch):
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from sweeps import runner
+
+    monkeypatch.setattr(runner, "WORKER_LOSS_TIMEOUT_S", 2.0)
+    out = write_small(tmp_path / "decode.zarr")
+    before = open_grid(out)["step_time_s"].values
+    grid = tmp_path / "many.toml"
+    grid.write_text('name = "many"\n[decode]\nchunk_cells = 4096\n'
+                    'model = ["llama-3.1-8b", "qwen3-8b", "llama-3.1-70b"]\n', encoding="utf-8")
+    result = {}
+    with LocalCluster(n_workers=0, processes=True, dashboard_address=":0") as local:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_worker", local.scheduler_address,
+             "--no-nanny", "--nthreads", "1", "--no-dashboard"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            thread = threading.Thread(target=lambda: result.update(code=main(
+                ["sweep", "--grid", str(grid), "--out", str(out), "--scheduler",
+                 local.scheduler_address, "--quiet"])), daemon=True)
+            thread.start()
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline and not list(
+                    tmp_path.glob("decode.zarr.tmp-*/step_time_s/c/*")):
+                time.sleep(0.01)
+            worker.kill()
+            worker.wait(timeout=30)
+            thread.join(timeout=90)
+            assert not thread.is_alive(), "the sweep still waits for workers that are gone"
+        finally:
+            worker.kill()
+    assert result["code"] == 2
+    err = capsys.readouterr().err
+    assert err == ("inference-lab: error: Every Dask worker was lost and none joined within "
+                   f"2 s; the work was stopped ({out}: the previous dataset is unchanged).\n")
+    np.testing.assert_array_equal(open_grid(out)["step_time_s"].values, before)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["decode.zarr", "many.toml"]

@@ -1,0 +1,106 @@
+"""The grid page at the Bokeh-document level: URL values it does not offer and a dataset that
+cannot be read are one plain sentence on the page (escaped, never HTML), not a traceback or a
+heatmap of blanks."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import panel as pn
+import pytest
+from bokeh.document import Document
+from panel.io.location import Location
+from panel.io.state import set_curdoc
+
+from apps.ui import grid
+from apps.ui.grid import GridExplorer
+from sweeps.store import CorruptDatasetError, open_grid
+from tests.sweeps.conftest import write_small
+
+
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory):
+    """A small decode grid (model × gpu × tp 1, 2, 8 × precision × batch × context)."""
+    return write_small(tmp_path_factory.mktemp("grid-page") / "small.zarr")
+
+
+@pytest.fixture
+def document():
+    doc = Document()
+    with set_curdoc(doc):
+        yield doc
+    pn.state._locations.pop(doc, None)
+
+
+def page(document, store, search: str = "") -> GridExplorer:
+    """The grid page as the server builds it for a request with ``search``."""
+    pn.state._locations[document] = Location(search=search)
+    view = GridExplorer(dataset=open_grid(store))
+    view.__panel__().get_root(document)
+    return view
+
+
+def message(view: GridExplorer) -> str:
+    return view.message.object if view.message.visible else ""
+
+
+@pytest.mark.parametrize(("query", "name", "sentence"), [
+    ("tp=abc", "tp", "The link&#x27;s tp=abc is not one of 1, 2, 8, so the page shows tp=1."),
+    ("tp=4", "tp", "The link&#x27;s tp=4 is not one of 1, 2, 8, so the page shows tp=1."),
+    ("model=nope", "model", "The link&#x27;s model=nope is not one of llama-3.1-8b, qwen3-8b"),
+    ("precision=fp4", "precision", "The link&#x27;s precision=fp4 is not one of bf16, fp8"),
+    ("variable=step", "variable", "The link&#x27;s variable=step is not one of "),
+])
+def test_bad_url_value_is_one_sentence_and_not_applied(document, small_store, query, name,
+                                                       sentence):
+    default = getattr(GridExplorer(dataset=open_grid(small_store)), name)
+    view = page(document, small_store, f"?view=grid&{query}")
+    assert sentence in message(view)
+    assert getattr(view, name) == default
+    shown = dict(p.split("=", 1) for p in pn.state.location.search[1:].split("&"))
+    assert shown["view"] == "grid" and shown[name] != query.split("=", 1)[1]
+
+
+def test_script_in_the_url_is_shown_as_text(document, small_store):
+    view = page(document, small_store, "?view=grid&variable=%3Cscript%3Ealert(1)%3C/script%3E")
+    shown = message(view)
+    assert "variable=&lt;script&gt;alert(1)&lt;/script&gt; is not one of" in shown
+    assert "<script>" not in shown
+    assert view.variable == "step_time_s"
+
+
+def test_valid_url_values_apply(document, small_store):
+    view = page(document, small_store, "?view=grid&tp=2&precision=fp8&variable=hbm_time_s")
+    assert (view.tp, view.precision, view.variable) == (2, "fp8", "hbm_time_s")
+    assert message(view) == ""
+
+
+def test_dataset_deleted_under_the_page_is_one_sentence(document, small_store, tmp_path):
+    store = shutil.copytree(small_store, tmp_path / "small.zarr")
+    view = page(document, store)
+    shutil.rmtree(store)
+    plot = view._heatmap("step_time_s", "llama-3.1-8b", "h100-sxm", 2, "bf16")
+    assert "is corrupt (its file " in message(view) and "is missing" in message(view)
+    assert len(plot) == 0  # no heatmap of blanks posing as invalid configurations
+
+
+def test_unreadable_dataset_is_one_sentence(document, monkeypatch):
+    def broken():
+        raise CorruptDatasetError("The dataset at /srv/x.zarr is corrupt (its file "
+                                  "step_time_s/c/0 is missing); delete it and run <b>x</b>.")
+
+    monkeypatch.setattr(grid, "decode_grid", broken)
+    pn.state._locations[document] = Location(search="?view=grid")
+    view = GridExplorer()
+    view.__panel__().get_root(document)
+    assert "is corrupt (its file step_time_s/c/0 is missing)" in message(view)
+    assert "&lt;b&gt;x&lt;/b&gt;" in message(view)
+
+
+def test_the_heatmap_shows_the_selection(document, small_store):
+    view = page(document, small_store)
+    plot = view._heatmap("step_time_s", "llama-3.1-8b", "h100-sxm", 1, "bf16")
+    expected = open_grid(small_store)["step_time_s"].sel(
+        model="llama-3.1-8b", gpu="h100-sxm", tp=1, precision="bf16")
+    assert len(plot) == expected.size and np.isfinite(expected.values).any()
