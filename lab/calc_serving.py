@@ -183,7 +183,7 @@ def check_goodput_inputs(trace, model, gpu, decode: DecodeConfig, c0_ms: float, 
     longest = int(np.argmax(trace.prompt_tokens + trace.output_tokens))
     final = int(trace.prompt_tokens[longest] + trace.output_tokens[longest])
     if final > model.max_context:
-        raise LabInputError(f"Request {trace.ids[longest]} reaches {final:,} tokens, beyond "
+        raise LabInputError(f"Request {trace.request_id(longest)} reaches {final:,} tokens, beyond "
                             f"{model.name}'s maximum context of {model.max_context:,}.")
     options = simulation_options(decode, memory_check)
     if memory_check and kv_free_bytes(model, gpu, decode.tp, decode.precision,

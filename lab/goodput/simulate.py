@@ -27,12 +27,18 @@ heap of finish steps and a running sum of lengths.
 from __future__ import annotations
 
 import heapq
+from array import array
 from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
 
-from lab.decode import attention_phase, linear_phase
+from lab.decode import (
+    attention_flops_per_token,
+    attention_phase,
+    kv_bytes_per_token,
+    linear_phase,
+)
 from lab.goodput.trace import Trace
 from lab.memory import (
     DEFAULT_BUDGET_FRACTION,
@@ -44,6 +50,34 @@ from lab.memory import (
 
 _FIRST_WINDOW = 64
 """Steps costed per vectorised call at first; doubled while a run continues."""
+_SCALAR_RUN = 32
+"""Runs of at most this many steps are costed step by step (a numpy call costs more); at most
+:data:`_FIRST_WINDOW`, so the running sum restarts where the vectorised path's would."""
+_NEVER = float("inf")
+
+
+def _buffer(code: str, values) -> array:
+    """``values`` as an :class:`array.array` of type ``code`` (``d``, ``q`` or ``b``)."""
+    dtype = {"d": np.float64, "q": np.int64, "b": np.int8}[code]
+    out = array(code)
+    out.frombytes(np.ascontiguousarray(values, dtype=dtype).tobytes())
+    return out
+
+
+def scalar_attention_time(model, gpu, tp: int):
+    """:func:`lab.decode.attention_phase`'s ``attention_time_s`` for one Python ``int`` of
+    cached tokens, as a plain function of floats: the same operations in the same order, so
+    the same result to the last bit, without building a dict of five numpy values per step."""
+    kv_per_token = kv_bytes_per_token(model)
+    flops_per_token = attention_flops_per_token(model)
+    hbm_bw, peak = gpu.hbm_bw, gpu.peak_bf16
+
+    def attention_time(kv_tokens: int) -> float:
+        memory_time = 1.0 * kv_tokens * kv_per_token / tp / hbm_bw
+        compute_time = 1.0 * kv_tokens * flops_per_token / tp / peak
+        return memory_time if memory_time >= compute_time else compute_time
+
+    return attention_time
 
 
 @dataclass(frozen=True)
@@ -137,6 +171,11 @@ def simulate(
     cap = int(batch_cap)
     linear = np.asarray(
         linear_phase(model, gpu, tp, precision, np.arange(cap + 1))["linear_time_s"], float)
+    linear_list = linear.tolist()
+    attention_time = scalar_attention_time(model, gpu, tp)
+    kv_per_token = kv_bytes_per_token(model)
+    flops_per_token = attention_flops_per_token(model)
+    hbm_bw, peak = gpu.hbm_bw, gpu.peak_bf16
 
     kv_need = kv_bytes_per_sequence(model, tp, prompt + output, page)
     free = None
@@ -145,14 +184,16 @@ def simulate(
         free = float(kv_free_bytes(model, gpu, tp, precision, budget_fraction, reserve_bytes))
         rejected = kv_need > free
 
-    first = np.full(n, np.nan)
-    finish = np.full(n, np.nan)
-    admitted_at = np.zeros(n, dtype=np.int64)
-    prompt_list = prompt.tolist()
-    output_list = output.tolist()
-    arrival_list = arrival.tolist()
-    kv_list = kv_need.tolist()
-    rejected_list = rejected.tolist()
+    # Per-request state as compact typed buffers (8 bytes an entry, not a Python object):
+    # indexing them is as fast as a list's and a million requests take 8 MB each.
+    first = _buffer("d", np.full(n, np.nan))
+    finish = _buffer("d", np.full(n, np.nan))
+    admitted_at = _buffer("q", np.zeros(n, dtype=np.int64))
+    prompt_list = _buffer("q", prompt)
+    output_list = _buffer("q", output)
+    arrival_list = _buffer("d", arrival)
+    kv_list = _buffer("d", kv_need)
+    rejected_list = _buffer("b", rejected)
 
     now, steps, next_arrival = 0.0, 0, 0
     queue: deque[int] = deque()
@@ -161,12 +202,6 @@ def simulate(
     offset = 0         # Σ (prompt_i − admission step_i) over the decoding set
     kv_used = 0.0
     left = n - int(rejected.sum())
-
-    def retire(i: int) -> None:
-        nonlocal kv_used, left
-        finish[i] = now
-        kv_used -= kv_list[i]
-        left -= 1
 
     while left:
         while next_arrival < n and arrival_list[next_arrival] <= now:
@@ -187,46 +222,66 @@ def simulate(
             kv_used += kv_list[head]
 
         if admitted:
-            cost = c0_s + c1_s * sum(prompt_list[i] for i in admitted)
+            cost = c0_s + c1_s * sum([prompt_list[i] for i in admitted])
             if batch:
-                kv_tokens = offset + batch * (steps + 1)
-                cost += linear[batch] + float(
-                    attention_phase(model, gpu, tp, kv_tokens)["attention_time_s"])
+                cost += linear_list[batch] + attention_time(offset + batch * (steps + 1))
             now += cost
             steps += 1
         else:
-            # No admission is possible until the next finish (or an admissible arrival):
-            # cost the whole run of identical-batch steps in vectorised windows.
+            # No admission is possible until the next finish (or an admissible arrival): cost
+            # the run of identical-batch steps, short runs step by step, long ones in
+            # vectorised windows. Both add the costs in the same order (a running sum from the
+            # window's start), so they give the same times to the last bit.
             run = decoding[0][0] - steps
             watch = not queue and batch < cap and next_arrival < n
-            window = _FIRST_WINDOW
-            while run:
-                count = min(run, window)
-                u = np.arange(steps + 1, steps + count + 1, dtype=np.int64)
-                cost = linear[batch] + attention_phase(
-                    model, gpu, tp, offset + batch * u)["attention_time_s"]
-                ends = now + np.cumsum(cost)
-                if watch:
-                    k = int(np.searchsorted(ends, arrival_list[next_arrival], side="left"))
-                    if k < count:
-                        now = float(ends[k])
-                        steps += k + 1
+            if run <= _SCALAR_RUN:
+                lin = linear_list[batch]
+                due = arrival_list[next_arrival] if watch else _NEVER
+                start, total = now, 0.0
+                for k in range(1, run + 1):
+                    kv_tokens = offset + batch * (steps + k)  # attention_time, inlined
+                    memory_time = 1.0 * kv_tokens * kv_per_token / tp / hbm_bw
+                    compute_time = 1.0 * kv_tokens * flops_per_token / tp / peak
+                    total += lin + (memory_time if memory_time >= compute_time
+                                    else compute_time)
+                    if start + total >= due:
+                        run = k
                         break
-                now = float(ends[-1])
-                steps += count
-                run -= count
-                window *= 2
+                now = start + total
+                steps += run
+            else:
+                window = _FIRST_WINDOW
+                while run:
+                    count = min(run, window)
+                    u = np.arange(steps + 1, steps + count + 1, dtype=np.int64)
+                    cost = linear[batch] + attention_phase(
+                        model, gpu, tp, offset + batch * u)["attention_time_s"]
+                    ends = now + np.cumsum(cost)
+                    if watch:
+                        k = int(np.searchsorted(ends, arrival_list[next_arrival], side="left"))
+                        if k < count:
+                            now = float(ends[k])
+                            steps += k + 1
+                            break
+                    now = float(ends[-1])
+                    steps += count
+                    run -= count
+                    window *= 2
 
         while decoding and decoding[0][0] == steps:
             _, i = heapq.heappop(decoding)
             batch -= 1
-            offset -= prompt_list[i] - int(admitted_at[i])
-            retire(i)
+            offset -= prompt_list[i] - admitted_at[i]
+            finish[i] = now
+            kv_used -= kv_list[i]
+            left -= 1
         for i in admitted:
             first[i] = now
             admitted_at[i] = steps
             if output_list[i] == 1:
-                retire(i)
+                finish[i] = now
+                kv_used -= kv_list[i]
+                left -= 1
             else:
                 heapq.heappush(decoding, (steps + output_list[i] - 1, i))
                 batch += 1
@@ -234,6 +289,8 @@ def simulate(
         if not batch:
             kv_used = 0.0  # nothing running: no reservation can linger through rounding
 
-    return Simulation(trace=trace, batch_cap=cap, first_token_s=first, finish_s=finish,
-                      admission_step=admitted_at, rejected=rejected, steps=steps,
-                      kv_free_bytes=free)
+    return Simulation(trace=trace, batch_cap=cap,
+                      first_token_s=np.frombuffer(first, dtype=np.float64).copy(),
+                      finish_s=np.frombuffer(finish, dtype=np.float64).copy(),
+                      admission_step=np.frombuffer(admitted_at, dtype=np.int64).copy(),
+                      rejected=rejected, steps=steps, kv_free_bytes=free)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -40,8 +41,8 @@ class Trace:
 
     Attributes
     ----------
-    ids : tuple of str
-        Request ids as written in the file.
+    id_column : pyarrow.Array or tuple of str
+        Request ids as written in the file (a compact column; :attr:`ids` as Python strings).
     arrival_s : numpy.ndarray
         Arrival times, seconds (float64, non-decreasing).
     prompt_tokens, output_tokens : numpy.ndarray
@@ -52,15 +53,28 @@ class Trace:
         A sentence when the rows had to be sorted, else None.
     """
 
-    ids: tuple[str, ...]
+    id_column: pa.Array | tuple
     arrival_s: np.ndarray
     prompt_tokens: np.ndarray
     output_tokens: np.ndarray
     source: str = "<memory>"
     note: str | None = None
 
+    @cached_property
+    def ids(self) -> tuple[str, ...]:
+        """Request ids as Python strings (built on first use: a million take ~60 MB)."""
+        if isinstance(self.id_column, tuple):
+            return self.id_column
+        return tuple(self.id_column.to_pylist())
+
+    def request_id(self, index: int) -> str:
+        """The id of request ``index`` (without building :attr:`ids`)."""
+        if isinstance(self.id_column, tuple):
+            return self.id_column[index]
+        return self.id_column[index].as_py()
+
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.arrival_s)
 
 
 def _python_ranks(ids: list[str]) -> np.ndarray:
@@ -75,19 +89,22 @@ def _python_ranks(ids: list[str]) -> np.ndarray:
     return rank
 
 
-def _id_keys(ids: list[str]) -> np.ndarray:
+def _id_keys(ids: pa.Array | list[str]) -> np.ndarray:
     """Keys ordering the ids as :func:`_python_ranks` does: the ids themselves as int64 when
     all are plain decimal integers (the common case, vectorised), else their ranks."""
-    try:
-        array = pa.array(ids, type=pa.string())
-    except (pa.ArrowException, UnicodeError):
-        return _python_ranks(ids)
-    if len(array) and pc.all(pc.match_substring_regex(array, PLAIN_ID)).as_py():
-        return pc.cast(array, pa.int64()).to_numpy()
-    return _python_ranks(ids)
+    array = ids
+    if not isinstance(array, pa.Array):
+        try:
+            array = pa.array(ids, type=pa.string())
+        except (pa.ArrowException, UnicodeError):
+            return _python_ranks(ids)
+    numbers = _plain_integers(array)
+    if numbers is not None:
+        return numbers
+    return _python_ranks(ids if isinstance(ids, list) else ids.to_pylist())
 
 
-def _arrival_order(ids: list[str], arrival: np.ndarray) -> np.ndarray:
+def _arrival_order(ids: pa.Array | list[str], arrival: np.ndarray) -> np.ndarray:
     """Indices sorting the requests by arrival, ties by request id."""
     order = np.argsort(arrival, kind="stable")
     ordered = arrival[order]
@@ -96,24 +113,39 @@ def _arrival_order(ids: list[str], arrival: np.ndarray) -> np.ndarray:
     return np.lexsort((_id_keys(ids), arrival))
 
 
+def _id_column(ids) -> pa.Array | tuple:
+    """Request ids as a pyarrow string column (a tuple when pyarrow cannot hold them)."""
+    if isinstance(ids, pa.ChunkedArray):
+        ids = ids.combine_chunks()
+    if isinstance(ids, pa.Array):
+        return ids.cast(pa.string())
+    texts = [str(i) for i in ids]
+    try:
+        return pa.array(texts, type=pa.string())
+    except (pa.ArrowException, UnicodeError):  # e.g. lone surrogates
+        return tuple(texts)
+
+
 def make_trace(ids, arrival_s, prompt_tokens, output_tokens, *, source: str = "<memory>"
                ) -> Trace:
-    """A :class:`Trace` from already-validated columns, sorted by (arrival, request id)."""
-    ids = [str(i) for i in ids]
+    """A :class:`Trace` from already-validated columns, sorted by (arrival, request id).
+
+    ``ids`` may be any iterable (each item becomes a string) or a pyarrow string array.
+    """
+    column = _id_column(ids)
     arrival = np.asarray(arrival_s, dtype=np.float64)
     prompt = np.asarray(prompt_tokens, dtype=np.int64)
     output = np.asarray(output_tokens, dtype=np.int64)
-    order = _arrival_order(ids, arrival)
-    in_order = bool(np.all(order == np.arange(len(ids))))
-    note = None
-    if in_order:
-        return Trace(ids=tuple(ids), arrival_s=arrival, prompt_tokens=prompt,
+    order = _arrival_order(list(column) if isinstance(column, tuple) else column, arrival)
+    if bool(np.all(order == np.arange(len(order)))):
+        return Trace(id_column=column, arrival_s=arrival, prompt_tokens=prompt,
                      output_tokens=output, source=source)
-    note = (f"The rows of {source} were not in arrival order; the {len(ids):,} requests "
+    note = (f"The rows of {source} were not in arrival order; the {len(order):,} requests "
             "were sorted by arrival (ties by request id).")
-    return Trace(ids=tuple(map(ids.__getitem__, order.tolist())), arrival_s=arrival[order],
-                 prompt_tokens=prompt[order], output_tokens=output[order], source=source,
-                 note=note)
+    ordered = (tuple(map(column.__getitem__, order.tolist())) if isinstance(column, tuple)
+               else column.take(pa.array(order)))
+    return Trace(id_column=ordered, arrival_s=arrival[order], prompt_tokens=prompt[order],
+                 output_tokens=output[order], source=source, note=note)
 
 
 def _number(text: str, where: str, column: str, high: float) -> float:
@@ -170,12 +202,24 @@ def _first(mask: np.ndarray) -> int | None:
     return hit if mask.size and mask[hit] else None
 
 
-def _first_repeat(ids: list[str]) -> int | None:
+def _plain_integers(ids: pa.Array) -> np.ndarray | None:
+    """The ids as int64 when every one is a plain decimal integer, else None."""
+    if len(ids) and pc.all(pc.match_substring_regex(ids, PLAIN_ID)).as_py():
+        return pc.cast(ids, pa.int64()).to_numpy()
+    return None
+
+
+def _first_repeat(ids: pa.Array) -> int | None:
     """Index of the first id that an earlier row already used, or None."""
-    if len(set(ids)) == len(ids):
+    numbers = _plain_integers(ids)
+    if numbers is not None:
+        numbers = np.sort(numbers)
+        if not np.any(numbers[1:] == numbers[:-1]):
+            return None  # distinct numbers: distinct texts ("01" and "1" are checked below)
+    if not len(ids) or pc.count_distinct(ids).as_py() == len(ids):
         return None
     seen: set[str] = set()
-    for row, rid in enumerate(ids):
+    for row, rid in enumerate(ids.to_pylist()):
         if rid in seen:
             return row
         seen.add(rid)
@@ -188,10 +232,10 @@ def _raise_row_error(cells: TraceCells, row: int, name: str) -> None:
     if cells.short_row is not None and row == cells.short_row[0]:
         raise LabInputError(f"{where}: has {cells.short_row[1]} value(s) but the header names "
                             f"{cells.header_width} columns.")
-    rid = cells.ids[row]
+    rid = cells.ids[row].as_py()
     if not rid:
         raise LabInputError(f"{where}: request_id is empty.")
-    earlier = cells.ids.index(rid)
+    earlier = cells.ids.to_pylist().index(rid)
     if earlier < row:
         raise LabInputError(f"{where}: request_id {shown(rid, quoted=False)} repeats row "
                             f"{earlier + 2}.")
@@ -227,7 +271,7 @@ def load_trace(path: str | Path) -> Trace:
     output = _floats(cells.numbers["output_tokens"])
     with np.errstate(invalid="ignore"):
         bad_arrival = ~((arrival >= 0) & (arrival <= MAX_ARRIVAL_S))
-    empty = next((row for row, rid in enumerate(cells.ids) if not rid), None)
+    empty = _first(pc.equal(cells.ids, "").to_numpy(zero_copy_only=False))
     candidates = [empty, _first_repeat(cells.ids), _first(bad_arrival),
                   _first(_bad_tokens(prompt)), _first(_bad_tokens(output)),
                   cells.short_row[0] if cells.short_row is not None else None]
