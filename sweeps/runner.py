@@ -17,7 +17,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,7 +91,8 @@ class Runner:
         try:
             self._wait(futures)
         except BaseException:
-            self.client.cancel(futures)
+            with suppress(Exception):  # the client may be closing already
+                self.client.cancel(futures)
             raise
         from distributed import KilledWorker
 

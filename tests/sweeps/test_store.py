@@ -89,6 +89,8 @@ def test_killed_sweep_leaves_old_dataset_and_rerun_completes(tmp_path):
     assert proc.returncode == -signal.SIGKILL
     leftovers = list(tmp_path.glob("decode.zarr.tmp-*"))
     assert leftovers, "the killed sweep should have left its temporary directory"
+    with pytest.raises(zarr.errors.GroupNotFoundError):  # not mistaken for a dataset
+        xr.open_zarr(leftovers[0])
     ds = open_grid(out)
     np.testing.assert_array_equal(ds.step_time_s.values, before)
     done = subprocess.run(_sweep_cmd(grid, out), cwd=REPO, capture_output=True, text=True,
