@@ -34,6 +34,7 @@ from lab.calc_serving import (
     GOODPUT_DEFAULTS,
     MAX_MS,
     MAX_TOKENS_CONTEXT,
+    MIN_PAIR_COST_MS,
     PREFILL_DEFAULTS,
     PREFIX_DEFAULTS,
     check_goodput_inputs,
@@ -161,7 +162,8 @@ CONTEXT_SCHEMA = Schema(
     ),
     constants=(
         _ms_rule("a_ms", "seconds per token of the linear layers a", CONTEXT_DEFAULTS["a_ms"]),
-        _ms_rule("c_ms", "seconds per attention pair c", CONTEXT_DEFAULTS["c_ms"], 1e-300),
+        _ms_rule("c_ms", "seconds per attention pair c", CONTEXT_DEFAULTS["c_ms"],
+                 MIN_PAIR_COST_MS),
     ),
     variables=lambda: tuple(context_growth.UNITS),
     description="Experiment 8: prefill time T(n) = a·n + c·pairs(n), its parts and the "
@@ -222,9 +224,10 @@ def _finalize_goodput(spec: ExperimentSpec) -> ExperimentSpec:
     constants = spec.constants
     config = _goodput_config(constants)
     model, gpu = prepare(config)
-    digest = trace_digest(constants["trace"])
+    # Load first: it refuses a directory or a device with one sentence before it is hashed.
     check_goodput_inputs(load_trace(_trace_path(constants["trace"])), model, gpu, config,
                          constants["c0_ms"], constants["c1_ms"], constants["memory_check"])
+    digest = trace_digest(constants["trace"])
     return replace(spec, extra={**spec.extra, "trace_sha256": digest})
 
 

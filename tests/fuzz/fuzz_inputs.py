@@ -213,7 +213,8 @@ def spec_toml_files(experiments: tuple[str, ...], keys: dict[str, tuple[str, ...
                      nested("[", "]", "name = "),
                      st.just(b"[decode]\nbatch = {range = [1, 1024]}\n"
                              b"context = {range = [1, 1048576]}\nmodel = \"all\"\n"),
-                     st.just(b'[goodput]\ntrace = ""\n'),
+                     st.just(b'[goodput]\ntrace = ""\n'), st.just(b'[goodput]\ntrace = "/"\n'),
+                     st.just(b'[goodput]\ntrace = "/dev/null"\n'),
                      st.just(b"[decode]\nbudget = nan\n"),
                      st.just(b"[decode]\ncontext = [1" + b"0" * 400 + b"]\n"))
 

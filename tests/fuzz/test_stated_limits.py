@@ -188,6 +188,15 @@ def test_spec_with_an_empty_trace(tmp_path):
         load_grid(str(path)).resolve("goodput")
 
 
+@pytest.mark.parametrize(("trace", "fragment"), [("/", "is a directory"),
+                                                 ("/dev/null", "is not a regular file")])
+def test_spec_with_a_trace_that_is_not_a_file(tmp_path, trace, fragment):
+    path = tmp_path / "spec.toml"
+    path.write_text(f'[goodput]\ntrace = "{trace}"\n')
+    with pytest.raises(LabInputError, match=fragment):
+        load_grid(str(path)).resolve("goodput")
+
+
 def test_spec_of_1_8e12_cells_is_over_the_limit(tmp_path):
     path = tmp_path / "spec.toml"
     path.write_text('[decode]\nmodel = "all"\ngpu = "all"\ntp = [1, 2, 4, 8]\n'
