@@ -10,7 +10,9 @@ Debian's headless Chromium (one fresh browser context per session, as a new read
   discarded the closed sessions (its log reports each one destroyed; sessions unused for
   1 s are discarded every second here, instead of the defaults of 15 s and 17 s) and reads
   the server's resident memory (RSS, MB). Printed per round, with the growth per closed
-  session and the last round's RSS against the first's.
+  session and the last round's RSS against the first's. ``--client http`` opens each
+  session by the page's HTTP request alone (the server builds the whole page; no browser
+  renders it or connects): several times faster, and the server-side cost is the same.
 * ``burst``: ``--sessions`` browser contexts open ``--page`` at the same moment. Per page,
   seconds from ``goto`` until its content is shown (landing: the experiment cards;
   experiment pages: the headline cards and a chart canvas), with ``--timeout`` as the
@@ -20,6 +22,7 @@ Debian's headless Chromium (one fresh browser context per session, as a new read
 Usage::
 
     python benchmarks/bench_sessions.py leak [--rounds 5] [--sessions 20] [--parallel 2]
+                                             [--client browser|http]
     python benchmarks/bench_sessions.py burst [--sessions 40] [--page batch] [--num-procs 1]
 
 ``--json FILE`` also writes the figures to FILE. Needs ``/usr/bin/chromium``; traffic stays on
@@ -179,6 +182,13 @@ async def visit(browser, base: str, slug: str) -> None:
         await context.close()
 
 
+def fetch(base: str, slug: str) -> None:
+    """A session without a browser: the page's HTTP request, which builds the whole page on
+    the server; no websocket follows, so the server discards it as unused."""
+    with urllib.request.urlopen(page_url(base, slug), timeout=120) as response:
+        response.read()
+
+
 async def leak(args) -> dict:
     port = free_port()
     proc = start(server_command(port, 1, QUICK_CLEANUP), port)
@@ -188,14 +198,19 @@ async def leak(args) -> dict:
     try:
         start_rss = rss_mb(proc.pid)
         async with async_playwright() as pw:
-            browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            browser = (await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+                       if args.client == "browser" else None)
             done = 0
             for r in range(args.rounds):
                 t0 = time.perf_counter()
                 for i in range(0, args.sessions, args.parallel):
                     batch = [pages[(done + k) % len(pages)]
                              for k in range(min(args.parallel, args.sessions - i))]
-                    await asyncio.gather(*[visit(browser, base, s) for s in batch])
+                    if browser is None:
+                        await asyncio.gather(*[asyncio.to_thread(fetch, base, s)
+                                               for s in batch])
+                    else:
+                        await asyncio.gather(*[visit(browser, base, s) for s in batch])
                     done += len(batch)
                     if args.verbose:
                         print(f"  {done} sessions, {time.perf_counter() - t0:.1f} s",
@@ -208,13 +223,14 @@ async def leak(args) -> dict:
                                "live": live_sessions(proc), "rss_mb": round(rss_mb(proc.pid), 1),
                                "seconds": round(time.perf_counter() - t0, 1)})
                 print(json.dumps(rounds[-1]), flush=True)
-            await browser.close()
+            if browser is not None:
+                await browser.close()
     finally:
         proc.terminate()
         proc.wait(timeout=20)
     first, last = rounds[0]["rss_mb"], rounds[-1]["rss_mb"]
     per = (last - first) / max(1, rounds[-1]["sessions_closed"] - rounds[0]["sessions_closed"])
-    return {"rss_after_start_mb": round(start_rss, 1), "rounds": rounds,
+    return {"client": args.client, "rss_after_start_mb": round(start_rss, 1), "rounds": rounds,
             "growth_per_closed_session_mb": round(per, 3),
             "last_vs_first_round": round(last / first, 3)}
 
@@ -275,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="leak: rounds")
     parser.add_argument("--sessions", type=int, default=None,
                         help="sessions per round (leak, default 20) or at once (burst, 40)")
+    parser.add_argument("--client", choices=["browser", "http"], default="browser",
+                        help="leak: sessions opened by Chromium, or by the page request alone")
     parser.add_argument("--parallel", type=int, default=2, help="leak: sessions open at once")
     parser.add_argument("--pages", default=LEAK_PAGES, help="leak: pages cycled through")
     parser.add_argument("--page", default="batch", help="burst: page opened ('' = landing)")

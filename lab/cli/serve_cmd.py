@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import re
 import secrets
 import sys
 from pathlib import Path
@@ -51,9 +52,27 @@ def panel_command(args: argparse.Namespace) -> list[str]:
     cmd += ["--setup", str(app_script(SETUP_MODULE))]
     if args.num_procs == 1:
         cmd.append("--warm")
+    if args.prefix:
+        cmd += ["--prefix", checked_prefix(args.prefix)]
+    if args.use_xheaders:
+        cmd.append("--use-xheaders")
+    cmd.append("--liveness")  # GET <prefix>/liveness answers while the server runs, no login
     if args.show:
         cmd.append("--show")
     return cmd
+
+
+PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
+"""One segment of a URL prefix: letters, digits and ``. _ ~ -``."""
+
+
+def checked_prefix(prefix: str) -> str:
+    """``prefix`` as ``/a/b`` (slashes at either end optional), or one sentence why not."""
+    segments = prefix.strip("/").split("/")
+    if not all(PREFIX_SEGMENT.fullmatch(s) and s not in (".", "..") for s in segments):
+        raise LabInputError(f"--prefix {prefix!r} is not a URL path like /lab (letters, digits "
+                            "and . _ ~ - between slashes).")
+    return "/" + "/".join(segments)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -62,7 +81,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.num_procs < 0:
         raise LabInputError(f"--num-procs {args.num_procs} is negative (0 means one per CPU).")
     cmd = panel_command(args)
-    print(f"Serving Inference Lab at http://{args.address}:{args.port}/ once its main pages are "
+    prefix = checked_prefix(args.prefix) if args.prefix else ""
+    print(f"Serving Inference Lab at http://{args.address}:{args.port}{prefix}/ once its main pages are "
           "prepared, a few seconds from now (Ctrl+C stops).", file=sys.stderr, flush=True)
     os.execv(cmd[0], cmd)  # the server replaces this process: signals reach it directly
     return 0
@@ -85,5 +105,10 @@ def register(subparsers) -> None:
     parser.add_argument("--allow-websocket-origin", action="append", metavar="HOST[:PORT]",
                         help="extra origin allowed to connect (repeatable); default: this "
                         "address and localhost at the port")
+    parser.add_argument("--prefix", default=None, metavar="PATH",
+                        help="serve under this URL path, e.g. /lab behind a reverse proxy")
+    parser.add_argument("--use-xheaders", action="store_true",
+                        help="trust a reverse proxy's X-Real-Ip / X-Forwarded-For / "
+                        "X-Scheme / X-Forwarded-Proto headers")
     parser.add_argument("--show", action="store_true", help="open a browser tab")
     parser.set_defaults(func=_run)

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-import glob
 import sys
 
 import pytest
 from lab_browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
-    REPO,
+    EXPECT_TIMEOUT_MS,
+    NAVIGATION_TIMEOUT_MS,
     app_errors,
     free_port,
     require_chromium,
+    server_log,
     start_server,
     stop_server,
 )
+from playwright.sync_api import expect
+
+expect.set_options(timeout=EXPECT_TIMEOUT_MS)  # Playwright's default is 5 s
 
 
 @pytest.fixture(scope="session")
@@ -26,17 +30,28 @@ def browser_type_launch_args(browser_type_launch_args):
 
 
 @pytest.fixture(scope="session")
-def lab_url():
-    """``panel serve apps/*.py`` on a free port; yields the base URL (``/`` = landing)."""
+def lab_server():
+    """``inference-lab serve`` (warm-up included) on a free port, once per test session;
+    yields ``(base URL, server process)``. The server's log must hold no app error."""
     require_chromium()
     port = free_port()
-    files = sorted(glob.glob(str(REPO / "apps" / "*.py")))
-    cmd = [sys.executable, "-m", "panel", "serve", *files, "--port", str(port),
-           "--address", "127.0.0.1", "--allow-websocket-origin", f"127.0.0.1:{port}"]
+    cmd = [sys.executable, "-m", "lab", "serve", "--port", str(port), "--address", "127.0.0.1"]
     proc = start_server(cmd, port)
-    yield f"http://127.0.0.1:{port}"
+    yield f"http://127.0.0.1:{port}", proc
     err = stop_server(proc)
     assert app_errors(err) == [], err
+
+
+@pytest.fixture(scope="session")
+def lab_url(lab_server):
+    """Base URL of the served lab (``/`` = landing page)."""
+    return lab_server[0]
+
+
+@pytest.fixture
+def lab_log(lab_server):
+    """What the served lab has logged so far."""
+    return lambda: server_log(lab_server[1])
 
 
 @pytest.fixture
@@ -61,7 +76,8 @@ def lab_page(page, console_errors):
             if msg.type == "error" else None)
     page.on("pageerror", lambda exc: console_errors.append(str(exc)))
     page.set_viewport_size({"width": 1400, "height": 1000})
-    page.set_default_timeout(20_000)
+    page.set_default_timeout(EXPECT_TIMEOUT_MS)
+    page.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)
     yield page
 
 

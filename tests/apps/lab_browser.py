@@ -21,6 +21,17 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-quic"]
 
 
+START_TIMEOUT_S = 180.0
+"""Longest wait for a test server to answer its first request, s."""
+
+EXPECT_TIMEOUT_MS = 30_000
+"""Longest wait for a condition on a page (an element shown, a value updated), ms: a few
+seconds normally; tens of seconds on a 2-core machine busy with other work."""
+
+NAVIGATION_TIMEOUT_MS = 60_000
+"""Longest wait for a page to load and its documents to render, ms."""
+
+
 def free_port() -> int:
     """A free TCP port on loopback."""
     with socket.socket() as sock:
@@ -52,14 +63,17 @@ def server_log(proc: subprocess.Popen) -> str:
 
 def start_server(cmd: list[str], port: int, path: str = "/") -> subprocess.Popen:
     """Start a server process (stderr to a temporary file, never a pipe that can fill up)
-    and wait until ``path`` answers."""
+    and wait until ``path`` answers (up to :data:`START_TIMEOUT_S`: the warm-up builds three
+    pages, which takes a minute on a loaded 2-core machine)."""
     log = tempfile.TemporaryFile()  # noqa: SIM115 (closed by stop_server)
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log)
     proc.log = log  # type: ignore[attr-defined]
     try:
-        wait_for_http(f"http://127.0.0.1:{port}{path}", proc)
+        wait_for_http(f"http://127.0.0.1:{port}{path}", proc, START_TIMEOUT_S)
     except BaseException:
         proc.kill()
+        proc.wait()
+        log.close()
         raise
     return proc
 
@@ -103,10 +117,44 @@ IDLE = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
 spinner, which the template hides on a 100 ms timer) is shown."""
 
 
+def wait_idle(page) -> None:
+    """Wait until the page's Bokeh documents have rendered and no loading overlay shows."""
+    page.wait_for_function(IDLE, timeout=NAVIGATION_TIMEOUT_MS)
+
+
+def open_page(page, url: str) -> None:
+    """Load ``url`` and wait until its documents have rendered (:func:`wait_idle`), so the
+    widgets are connected before a test types or clicks."""
+    page.goto(url, timeout=NAVIGATION_TIMEOUT_MS)
+    wait_idle(page)
+
+
+def set_number(page, name: str, value: int) -> None:
+    """Type ``value`` into the number box of input ``name`` and commit it with Enter.
+
+    The box is emptied first and checked empty, and the typed text is checked before Enter:
+    typing into a box whose old text was not selected gives e.g. "816" for "16". React
+    number boxes ignore a bare ``fill`` of the new value, so it is typed key by key.
+    """
+    from playwright.sync_api import expect
+
+    box = page.locator(f".lab-input-{name} input").first
+    expect(box).to_be_editable()
+    box.click()
+    box.press("Control+A")
+    box.press("Backspace")
+    expect(box).to_have_value("")
+    box.press_sequentially(str(value))
+    expect(box).to_have_value(str(value))
+    box.press("Enter")
+    box.press("Tab")
+    wait_idle(page)
+
+
 def screenshot(page, name: str) -> Path:
     """Save a full-page screenshot under ``test-artifacts/``."""
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
-    page.wait_for_function(IDLE)
+    wait_idle(page)
     page.screenshot(path=str(path), full_page=True)
     return path

@@ -1,4 +1,9 @@
-"""End-to-end tests in headless Chromium against ``panel serve apps/*.py``."""
+"""End-to-end tests in headless Chromium against ``inference-lab serve``.
+
+Every wait is on an explicit condition (an element shown, a value or URL changed, the Bokeh
+documents idle) with the timeouts of :mod:`lab_browser`, never a fixed sleep: the tests must
+pass on a 2-core machine that is busy with other work.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import re
 
 import param
 import pytest
-from lab_browser import screenshot
+from lab_browser import open_page, screenshot, set_number, wait_idle
 from playwright.sync_api import expect
 
 from apps.ui.charts import numeric_variables, sweep_axis
@@ -54,18 +59,9 @@ def main_input(cls) -> str:
     return axis if axis in ints else ints[0]
 
 
-def set_number(page, name: str, value: int) -> None:
-    box = page.locator(f".lab-input-{name} input").first
-    box.click()
-    box.press("Control+A")
-    box.press_sequentially(str(value))  # typed: React number boxes ignore a bare fill()
-    box.press("Enter")
-    box.press("Tab")
-
-
 @pytest.mark.parametrize("view", PAGES, ids=lambda v: v or "landing")
 def test_every_page_loads_without_errors(lab_url, lab_page, console_errors, view):
-    lab_page.goto(url(lab_url, view))
+    open_page(lab_page, url(lab_url, view))
     expect(lab_page.locator(".MuiToolbar-root").first).to_contain_text("Inference Lab")
     if view in {c.slug for c in all_experiments()}:
         expect(lab_page.locator(CARD_VALUES).first).to_be_visible()
@@ -80,13 +76,13 @@ def test_every_page_loads_without_errors(lab_url, lab_page, console_errors, view
 
 
 def test_root_is_the_landing_page(lab_url, lab_page):
-    lab_page.goto(f"{lab_url}/")
+    open_page(lab_page, f"{lab_url}/")
     expect(lab_page.get_by_text("Change the inputs. Understand the tradeoff.")).to_be_visible()
     expect(lab_page.locator("a.lab-exp")).to_have_count(len(all_experiments()))
 
 
 def test_batch_defaults_and_moving_batch_to_16(lab_url, lab_page, console_errors):
-    lab_page.goto(url(lab_url, "batch"))
+    open_page(lab_page, url(lab_url, "batch"))
     values = lab_page.locator(CARD_VALUES)
     expect(values.nth(0)).to_have_text("7.04 ms")
     expect(values.nth(1)).to_have_text("1,136 tok/s")
@@ -105,7 +101,7 @@ def test_batch_defaults_and_moving_batch_to_16(lab_url, lab_page, console_errors
 
 
 def test_over_budget_configuration_draws_hollow_markers(lab_url, lab_page):
-    lab_page.goto(url(lab_url, "batch", batch=512))
+    open_page(lab_page, url(lab_url, "batch", batch=512))
     expect(lab_page.locator(".lab-card .label").nth(4)).to_have_text("Over budget")
     lab_page.wait_for_function(
         "() => { for (const d of Bokeh.documents) for (const m of d._all_models.values())"
@@ -127,7 +123,7 @@ def test_over_budget_configuration_draws_hollow_markers(lab_url, lab_page):
 
 
 def test_prediction_reveal(lab_url, lab_page):
-    lab_page.goto(url(lab_url, "batch"))
+    open_page(lab_page, url(lab_url, "batch"))
     lab_page.get_by_text("No, a little later").click()
     lab_page.locator("button", has_text="Reveal the answer").click()
     answer = lab_page.locator(".lab-answer")
@@ -136,22 +132,22 @@ def test_prediction_reveal(lab_url, lab_page):
 
 
 def test_url_round_trips_the_state(lab_url, lab_page, browser):
-    lab_page.goto(url(lab_url, "batch"))
+    open_page(lab_page, url(lab_url, "batch"))
     expect(lab_page.locator(CARD_VALUES).first).to_have_text("7.04 ms")
     set_number(lab_page, "batch", 16)
     expect(lab_page).to_have_url(re.compile(r"batch=16"))
     shared = lab_page.url
     other = browser.new_page()
     try:
-        other.goto(shared)
-        expect(other.locator(CARD_VALUES).first).to_have_text("9.61 ms", timeout=20_000)
+        open_page(other, shared)
+        expect(other.locator(CARD_VALUES).first).to_have_text("9.61 ms")
         expect(other.locator(".lab-input-batch input").first).to_have_value("16")
     finally:
         other.close()
 
 
 def test_invalid_inputs_show_the_reason(lab_url, lab_page, console_errors):
-    lab_page.goto(url(lab_url, "batch", model="qwen2.5-7b", tp=8))
+    open_page(lab_page, url(lab_url, "batch", model="qwen2.5-7b", tp=8))
     expect(lab_page.locator(".lab-error").first).to_contain_text("does not divide")
     expect(lab_page.locator(CARD_VALUES)).to_have_count(0)
     assert console_errors == []
@@ -160,7 +156,7 @@ def test_invalid_inputs_show_the_reason(lab_url, lab_page, console_errors):
 @pytest.mark.parametrize("cls", all_experiments(), ids=lambda c: c.slug)
 def test_each_experiment_reacts_to_its_main_input(lab_url, lab_page, console_errors, cls):
     name = main_input(cls)
-    lab_page.goto(url(lab_url, cls.slug))
+    open_page(lab_page, url(lab_url, cls.slug))
     first = lab_page.locator(CARD_VALUES)
     expect(first.first).to_be_visible()
     before = lab_page.locator(".lab-cards").first.inner_text()
@@ -174,11 +170,12 @@ def test_each_experiment_reacts_to_its_main_input(lab_url, lab_page, console_err
 
 
 def test_grid_explorer_switches_model(lab_url, lab_page, console_errors):
-    lab_page.goto(url(lab_url, "grid"))
+    open_page(lab_page, url(lab_url, "grid"))
     lab_page.wait_for_function(f"() => ({HEATMAP_VALUES})() !== null")
     before = lab_page.evaluate(HEATMAP_VALUES)
     lab_page.locator(".lab-grid-model [role=combobox]").first.click()
     lab_page.locator("li").filter(has_text=re.compile(r"^llama-3\.1-70b$")).click()
+    wait_idle(lab_page)
     expect(lab_page).to_have_url(re.compile(r"model=llama-3.1-70b"))
     lab_page.wait_for_function(
         f"(b) => JSON.stringify(({HEATMAP_VALUES})()) !== b", arg=__import__("json").dumps(before))
@@ -187,7 +184,7 @@ def test_grid_explorer_switches_model(lab_url, lab_page, console_errors):
 
 
 def test_csv_download_holds_the_figures_on_screen(lab_url, lab_page, tmp_path):
-    lab_page.goto(url(lab_url, "batch"))
+    open_page(lab_page, url(lab_url, "batch"))
     expect(lab_page.locator(CARD_VALUES).first).to_have_text("7.04 ms")
     with lab_page.expect_download() as info:
         lab_page.get_by_text("Chart data (CSV)").click()
@@ -202,7 +199,7 @@ def test_csv_download_holds_the_figures_on_screen(lab_url, lab_page, tmp_path):
 
 
 def test_goodput_serves_an_uploaded_trace(lab_url, lab_page, console_errors):
-    lab_page.goto(url(lab_url, "goodput"))
+    open_page(lab_page, url(lab_url, "goodput"))
     expect(lab_page.locator(CARD_VALUES).first).to_contain_text("req/s")
     trace = b"request_id,arrival_s,prompt_tokens,output_tokens\n1,0.0,100,5\n2,0.1,200,3\n"
     lab_page.set_input_files("input[type=file]", files=[

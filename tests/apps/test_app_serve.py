@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import urllib.request
 
+import pytest
 from lab_browser import (
     REPO,
     app_errors,
     free_port,
-    require_chromium,
+    open_page,
     start_server,
     stop_server,
 )
@@ -19,6 +19,7 @@ from playwright.sync_api import expect
 
 from lab.cli.main import build_parser
 from lab.cli.serve_cmd import SETUP_MODULE, app_script, panel_command
+from lab.errors import LabInputError
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -55,23 +56,32 @@ def test_warm_pages_are_pages_of_the_lab():
     assert set(WARM_PAGES) <= {info.slug for info in all_pages()}
 
 
-def test_inference_lab_serve_has_the_landing_page_at_root(lab_page, console_errors):
-    require_chromium()
-    port = free_port()
-    exe = shutil.which("inference-lab") or sys.executable
-    cmd = ([exe] if exe.endswith("inference-lab") else [exe, "-m", "lab"])
-    proc = start_server([*cmd, "serve", "--port", str(port), "--address", "127.0.0.1"], port)
-    try:
-        lab_page.goto(f"http://127.0.0.1:{port}/")
-        expect(lab_page.get_by_text("Change the inputs. Understand the tradeoff.")).to_be_visible()
-        assert lab_page.url == f"http://127.0.0.1:{port}/"
-        lab_page.goto(f"http://127.0.0.1:{port}/?view=batch")
-        expect(lab_page.locator(".lab-card .value").first).to_have_text("7.04 ms")
-        assert console_errors == []
-    finally:
-        log = stop_server(proc)
+def test_inference_lab_serve_has_the_landing_page_at_root(lab_url, lab_log, lab_page,
+                                                           console_errors):
+    """The session's server (``lab_url``) is ``inference-lab serve``."""
+    open_page(lab_page, f"{lab_url}/")
+    expect(lab_page.get_by_text("Change the inputs. Understand the tradeoff.")).to_be_visible()
+    assert lab_page.url == f"{lab_url}/"
+    open_page(lab_page, f"{lab_url}/?view=batch")
+    expect(lab_page.locator(".lab-card .value").first).to_have_text("7.04 ms")
+    assert console_errors == []
+    log = lab_log()
     assert "Inference Lab: pages prepared in" in log  # the --setup warm-up ran
     assert app_errors(log) == [], log
+
+
+def test_prefix_and_proxy_headers_reach_panel_serve():
+    cmd = panel_command(parse("--prefix", "/teams/lab/", "--use-xheaders"))
+    assert cmd[cmd.index("--prefix") + 1] == "/teams/lab"
+    assert "--use-xheaders" in cmd and "--liveness" in cmd
+    plain = panel_command(parse())
+    assert "--prefix" not in plain and "--use-xheaders" not in plain
+
+
+@pytest.mark.parametrize("prefix", ["lab/../etc", "/a b", "/<script>", "//", "/lab?x=1"])
+def test_a_prefix_that_is_not_a_plain_path_is_one_sentence(prefix):
+    with pytest.raises(LabInputError, match="is not a URL path"):
+        panel_command(parse("--prefix", prefix))
 
 
 def test_basic_auth_asks_for_a_login():
@@ -82,6 +92,9 @@ def test_basic_auth_asks_for_a_login():
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as response:
             assert "/login" in response.url
+        # A health check needs no login: /liveness answers while the server runs.
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/liveness", timeout=10) as response:
+            assert response.status == 200 and "/login" not in response.url
     finally:
         stop_server(proc)
 
