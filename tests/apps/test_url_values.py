@@ -1,0 +1,128 @@
+"""URL values and typed inputs on an experiment page, at the Bokeh-document level: a value the
+page may not take is reported in one sentence and not applied; a file path never reaches the
+experiment; valid values apply as before."""
+
+from __future__ import annotations
+
+import json
+
+import panel as pn
+import pytest
+from bokeh.document import Document
+from panel.io.location import Location
+from panel.io.state import set_curdoc
+
+from apps.ui.experiment_view import ExperimentView
+from apps.ui.registry import experiment_class
+from apps.ui.url_values import accepts, page_value_problem, url_problems
+from lab.calc import DecodeConfig
+
+DEFAULTS = DecodeConfig()
+
+
+@pytest.fixture
+def document():
+    doc = Document()
+    with set_curdoc(doc):
+        yield doc
+    pn.state._locations.pop(doc, None)
+
+
+def page(document, slug: str, search: str = "") -> ExperimentView:
+    """An experiment page built as the server builds it for a request with ``search``."""
+    pn.state._locations[document] = Location(search=search)
+    view = ExperimentView(experiment=experiment_class(slug)())
+    view.__panel__().get_root(document)
+    return view
+
+
+def message(view: ExperimentView) -> str:
+    return view.message.object if view.message.visible else ""
+
+
+@pytest.mark.parametrize(("query", "name", "sentence"), [
+    ("batch=abc", "batch", "The link's batch=abc is not a whole number from 1 to"),
+    ("batch=99999999", "batch", "The link's batch=99999999 is not a whole number from 1 to"),
+    ("tp=7", "tp", "The link's tp=7 is not one of 1, 2, 4, 8, so the page shows tp=1."),
+    ("tp=true", "tp", "The link's tp=true is not one of 1, 2, 4, 8"),
+    ("precision=zzz", "precision", "The link's precision=zzz is not one of bf16, fp8"),
+    ("budget=1.5", "budget", "The link's budget=1.5 is not a number from 0.01 to 1"),
+    ("reserve_gb=-1", "reserve_gb", "The link's reserve_gb=-1 is not a number from 0 to"),
+])
+def test_bad_url_value_is_reported_and_not_applied(document, query, name, sentence):
+    view = page(document, "batch", f"?view=batch&{query}")
+    assert sentence.replace("'", "&#x27;") in message(view)
+    assert getattr(view.experiment, name) == getattr(DEFAULTS, name)
+    assert view.experiment.error is None and view.experiment.result is not None
+    shown = dict(p.split("=", 1) for p in pn.state.location.search[1:].split("&"))
+    assert shown["view"] == "batch" and shown[name] != query.split("=", 1)[1]
+
+
+def test_url_file_paths_never_reach_the_experiment(document, tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"hidden_size": 4096}))
+    gpu = tmp_path / "gpu.toml"
+    gpu.write_text("name = 'secret'\n")
+    view = page(document, "batch", f"?view=batch&model={config}&gpu={gpu}")
+    assert (view.experiment.model, view.experiment.gpu) == (DEFAULTS.model, DEFAULTS.gpu)
+    text = message(view)
+    assert "The link&#x27;s model=" in text and "The link&#x27;s gpu=" in text
+    assert view.experiment.error is None  # nothing about the files: never opened
+
+
+def test_url_changed_later_to_a_path_is_refused(document, tmp_path):
+    view = page(document, "memory", "?view=memory")
+    pn.state.location.search = f"?view=memory&model={tmp_path}"
+    assert view.experiment.model == DEFAULTS.model
+    assert "The link&#x27;s model=" in message(view)
+
+
+def test_valid_url_values_apply_without_a_message(document):
+    view = page(document, "batch", "?view=batch&model=qwen2.5-7b&tp=2&batch=64&budget=0.8")
+    exp = view.experiment
+    assert (exp.model, exp.tp, exp.batch, exp.budget) == ("qwen2.5-7b", 2, 64, 0.8)
+    assert message(view) == ""
+
+
+@pytest.mark.parametrize(("name", "value", "sentence"), [
+    ("budget", 1.5, "Memory budget (share of capacity) must be a number from 0.01 to 1"),
+    ("reserve_gb", -1.0, "Reserve (GB) must be a number from 0 to 1000"),
+    ("batch", 5000, "Batch (sequences) must be a whole number from 1 to"),
+    ("model", "/etc/passwd", "Model must be one of llama-3.2-1b"),
+])
+def test_typed_value_out_of_range_shows_a_sentence(document, name, value, sentence):
+    view = page(document, "batch", "?view=batch")
+    widget = view.inputs._widgets[name]
+    before = getattr(view.experiment, name)
+    widget._process_events({"value": value})  # what the browser sends; raised before the fix
+    assert getattr(view.experiment, name) == before == widget.value
+    assert sentence in message(view)
+    (model, _parent), = widget._models.values()
+    assert model.data.value == widget.value  # the box in the browser goes back as well
+
+
+def test_a_valid_change_after_a_refused_one_clears_the_sentence(document):
+    view = page(document, "batch", "?view=batch")
+    widget = view.inputs._widgets["budget"]
+    widget._process_events({"value": 1.5})
+    assert message(view)
+    widget._process_events({"value": 0.5})
+    assert view.experiment.budget == 0.5 and message(view) == ""
+
+
+def test_accepted_values_are_the_declared_ones():
+    exp = experiment_class("batch")()
+    assert accepts(exp.param.tp, 2) and not accepts(exp.param.tp, True)
+    assert not accepts(exp.param.tp, 2.0) and not accepts(exp.param.model, "/etc/passwd")
+    assert not accepts(exp.param.budget, float("nan"))
+    assert page_value_problem(exp.param.batch, 64) is None
+    accepted, problems = url_problems(exp, ["batch", "tp"], "?batch=64&tp=3&view=batch")
+    assert accepted == {"batch": 64} and len(problems) == 1
+
+
+def test_page_selectors_are_strict_but_the_classes_keep_paths_for_the_cli(document):
+    view = page(document, "batch")
+    with pytest.raises(ValueError):
+        view.experiment.model = "/etc/passwd"
+    cls = experiment_class("batch")
+    assert cls.param.model.check_on_set is False  # CLI and notebook: a config.json path
