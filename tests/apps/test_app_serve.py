@@ -119,3 +119,16 @@ def test_a_served_page_is_not_held_by_panel_state():
     assert len(state_watchers()) == before
     held = {id(getattr(getattr(w.fn, "__self__", None), "self", None)) for w in state_watchers()}
     assert not held & {id(page) for page in pages}
+
+
+def test_operations_guide_names_exactly_the_serve_options():
+    """docs/operations.md documents every ``inference-lab serve`` option and no other."""
+    import re
+
+    serve = build_parser()._subparsers._group_actions[0].choices["serve"]
+    offered = {opt for action in serve._actions for opt in action.option_strings
+               if opt.startswith("--") and opt != "--help"}
+    guide = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    table = {m for row in re.findall(r"^\| `(--[^|]*)\|", guide, flags=re.M)
+             for m in re.findall(r"--[a-z-]+", row)}
+    assert table == offered
