@@ -1,4 +1,4 @@
-"""Experiment 7's deterministic continuous-batching model, rule for rule from the spec.
+"""Experiment 7's deterministic continuous-batching model, rule for rule as in docs/model.md §7.
 
 - Steps run back to back. At the start of a step, requests with ``arrival ≤ now`` join a FCFS
   queue (ties by request id). With nothing running or queued, time jumps to the next arrival.
