@@ -1,7 +1,7 @@
 """“Show the calculation” for experiments 5–8, with the actual numbers substituted.
 
 Each formatter takes a record from :mod:`lab.calc_serving` (full precision, SI units) and
-returns :class:`~lab.explain.Step` rows in the spec's order; rounding happens only here.
+returns :class:`~lab.explain.Step` rows in the order of docs/model.md §5–§8; rounding happens only here.
 """
 
 from __future__ import annotations
