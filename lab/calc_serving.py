@@ -36,9 +36,9 @@ DEFAULT_TRACE = Path(__file__).resolve().parents[1] / "datasets" / "traces" / "d
 
 PREFILL_DEFAULTS = {"prompt": 16384, "chunk": 2048, "decode_ms": 10.0, "c0_ms": 2.0,
                     "c1_ms": 0.06, "deadline_ms": 1500.0, "itl_ms": 50.0}
-"""Experiment 5's defaults (the spec's worked case; deadline and ITL limit illustrative)."""
+"""Experiment 5's defaults (docs/model.md §5's worked case; deadline and ITL limit illustrative)."""
 PREFIX_DEFAULTS = {"prefix": 1000, "own": 200, "requests": 100, "block": 16}
-"""Experiment 6's defaults (the spec's worked case)."""
+"""Experiment 6's defaults (docs/model.md §6's worked case)."""
 GOODPUT_DEFAULTS = {"batch_cap": 64, "ttft_ms": 1000.0, "tpot_ms": 12.0, "c0_ms": 2.0,
                     "c1_ms": 0.02}
 """Experiment 7's defaults: the contract and prefill curve the shipped trace was authored for."""
