@@ -1,7 +1,7 @@
 """“Show the calculation”: each derivation with the actual numbers substituted.
 
 The formatters take a record from :mod:`lab.calc` (full precision, SI units) and return
-:class:`Step` rows in the spec's order; rounding happens here and only here. The CLI prints
+:class:`Step` rows in docs/model.md's order; rounding happens here and only here. The CLI prints
 them as text (:func:`render_text`); the apps render the same rows.
 """
 
