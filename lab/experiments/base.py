@@ -86,7 +86,7 @@ class Experiment(param.Parameterized):
         raise NotImplementedError
 
     def steps(self) -> list[Step]:
-        """The derivation with the numbers substituted, in the spec's order."""
+        """The derivation with the numbers substituted, in the order of docs/model.md."""
         raise NotImplementedError
 
     def explanation(self) -> str:
