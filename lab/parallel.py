@@ -1,6 +1,6 @@
 """Experiment 3's extension: what tensor parallelism costs in all-reduces (off by default).
 
-The seed's ideal model divides every per-GPU term by tp, so the speed-up is exactly tp. The
+The ideal model (docs/model.md §3) divides every per-GPU term by tp, so the speed-up is exactly tp. The
 extension adds two ring all-reduces per layer of the ``B·d`` BF16 activations::
 
     t_ar = 2 · L · ( 2·(tp−1)/tp · B·d·2 B / link_BW + latency )      (0 when tp = 1)
