@@ -1,4 +1,4 @@
-"""One experiment page: the spec's seven elements around one ``lab`` experiment object."""
+"""One experiment page: the seven elements (docs/model.md) around one ``lab`` experiment object."""
 
 from __future__ import annotations
 
