@@ -1,4 +1,4 @@
-"""Experiment 6: the spec's worked case, the sawtooth, arrays agreeing with points."""
+"""Experiment 6: the worked case of docs/model.md §6, the sawtooth, arrays agreeing with points."""
 
 from __future__ import annotations
 
