@@ -1,4 +1,4 @@
-"""Experiment 5: the spec's worked case, the chunk sweep, and arrays agreeing with points."""
+"""Experiment 5: the worked case of docs/model.md §5, the chunk sweep, and arrays agreeing with points."""
 
 from __future__ import annotations
 
