@@ -1,6 +1,6 @@
 """Experiment 7: hand-worked traces of 1–5 requests, one rule at a time.
 
-Expected times are built by hand from the spec's rules with experiment 1's actual terms:
+Expected times are built by hand from the rules of docs/model.md §7 with experiment 1's actual terms:
 ``lin(B)`` is the linear phase at batch B and ``att(S)`` the attention phase over S cached
 tokens in all.
 """
