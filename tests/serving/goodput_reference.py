@@ -1,4 +1,4 @@
-"""A deliberately naive step-by-step simulator: the spec's rules with per-request loops.
+"""A deliberately naive step-by-step simulator: the rules of docs/model.md §7 with per-request loops.
 
 Used only by the tests, to check the fast simulator's vectorised runs of steps.
 """
