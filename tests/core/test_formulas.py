@@ -1,6 +1,6 @@
 """Hand-computed values for every formula of experiments 1–4 on several models and GPUs.
 
-Each expected value is written out from the catalog's figures (REFERENCE.md) with the spec's
+Each expected value is written out from the catalog's figures (docs/sources.md) with docs/model.md's
 formula, independently of the code under test.
 """
 
