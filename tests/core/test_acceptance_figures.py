@@ -17,7 +17,7 @@ PAGE_FIGURES = [
     "43.33 GB remains inside the chosen budget",
 ]
 
-# Hand-derived from the reference (REFERENCE.md §3): N_lin = 7,504,658,432; BW 3.35e12 B/s;
+# Hand-derived (docs/model.md §1): N_lin = 7,504,658,432; BW 3.35e12 B/s;
 # BF16 dense peak 989.4e12 FLOP/s; kv_tok = 2·32·8·128·2 = 131,072 B; P_total 8,030,261,248.
 N_LIN = 32 * (4096 * 32 * 128 + 2 * 4096 * 8 * 128 + 32 * 128 * 4096 + 3 * 4096 * 14336) \
     + 4096 * 128256
