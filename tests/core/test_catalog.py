@@ -15,7 +15,7 @@ MODEL_IDS = ["llama-3.2-1b", "llama-3.2-3b", "llama-3.1-8b", "llama-3.1-70b", "l
              "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b", "qwen2.5-72b", "qwen3-8b", "qwen3-32b",
              "mistral-7b-v0.3", "mistral-large-2"]
 
-# REFERENCE.md §2, total parameters (D).
+# Total parameters (D), as listed in docs/sources.md.
 REFERENCE_TOTALS = {
     "llama-3.2-1b": 1_235_814_400, "llama-3.2-3b": 3_212_749_824,
     "llama-3.1-8b": 8_030_261_248, "llama-3.1-70b": 70_553_706_496,
