@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import subprocess
 from pathlib import Path
 
 import param
@@ -210,3 +211,41 @@ def test_model_md_input_tables_match_the_parameters(cls):
             continue
         checked += 1
     assert checked >= 2
+
+
+# -- no citations outside the repository -----------------------------------------------------
+
+OUTSIDE = ("REFERENCE" + ".md", "EXPERIMENTS" + ".md", "../" + "shared", "/shared/" + "reference",
+           "/shared/" + "spec", "/shared/" + "seed")
+"""Names of documents outside the repository that code, tests and docs must not cite (spelled
+in pieces so this file does not match itself)."""
+CHECKED_PATHS = ("lab", "sweeps", "apps", "tests", "benchmarks", "datasets", "docs", "README.md",
+                 "pyproject.toml")
+
+
+def _repository_files() -> list[Path]:
+    """Tracked and new (not ignored) files under :data:`CHECKED_PATHS`."""
+    try:
+        listing = subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "--",
+             *CHECKED_PATHS], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):  # not a git checkout: walk the folders
+        return [p for name in CHECKED_PATHS for p in
+                ([ROOT / name] if (ROOT / name).is_file() else (ROOT / name).rglob("*"))
+                if p.is_file()]
+    return [ROOT / line for line in listing.splitlines() if (ROOT / line).is_file()]
+
+
+def test_no_file_cites_documents_outside_the_repository():
+    files = _repository_files()
+    assert any(path.name == "decode.py" for path in files)
+    offending = []
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:  # images and other binary files
+            continue
+        for number, line in enumerate(text.splitlines(), start=1):
+            if any(name in line for name in OUTSIDE):
+                offending.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not offending, "cite docs/model.md or docs/sources.md instead:\n" + "\n".join(offending)
