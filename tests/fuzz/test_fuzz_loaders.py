@@ -30,8 +30,9 @@ from sweeps.registry import GRIDS
 from sweeps.schema import OPTION_KEYS
 from sweeps.spec import load_grid
 
-LONGEST_MESSAGE = 600
-"""Characters a one-sentence message may take (a hostile value is shown shortened)."""
+LONGEST_MESSAGE = 1000
+"""Characters a one-sentence message may take: room for a temporary path and a list of valid
+names (the decode grid's variables take ~600), none for a hostile value shown whole."""
 
 
 def only_input_errors(function, *args, **kwargs):
