@@ -17,13 +17,16 @@ Debian's headless Chromium (one fresh browser context per session, as a new read
   seconds from ``goto`` until its content is shown (landing: the experiment cards;
   experiment pages: the headline cards and a chart canvas), with ``--timeout`` as the
   limit; the 1-minute load average before and at the end; CPU seconds used meanwhile by the
-  server's processes and by Chromium's, to tell where the time went.
+  server's processes and by Chromium's, to tell where the time went. ``--client http``
+  sends the page requests alone, all at once (the server builds every page; no browser
+  runs): the server's share of a burst.
 
 Usage::
 
     python benchmarks/bench_sessions.py leak [--rounds 5] [--sessions 20] [--parallel 2]
                                              [--client browser|http]
     python benchmarks/bench_sessions.py burst [--sessions 40] [--page batch] [--num-procs 1]
+                                              [--client browser|http]
 
 ``--json FILE`` also writes the figures to FILE. Needs ``/usr/bin/chromium``; traffic stays on
 127.0.0.1 (any other host fails to resolve inside Chromium).
@@ -43,6 +46,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import psutil
 from playwright.async_api import async_playwright
@@ -235,6 +239,17 @@ async def leak(args) -> dict:
             "last_vs_first_round": round(last / first, 3)}
 
 
+def timed_fetch(base: str, slug: str, timeout_s: float) -> float:
+    """Seconds for the page's HTTP request (the server builds the page), inf on timeout."""
+    start_t = time.perf_counter()
+    try:
+        with urllib.request.urlopen(page_url(base, slug), timeout=timeout_s) as response:
+            response.read()
+    except OSError:
+        return float("inf")
+    return time.perf_counter() - start_t
+
+
 async def burst(args) -> dict:
     port = free_port()
     proc = start(server_command(port, args.num_procs, []), port)
@@ -245,7 +260,8 @@ async def burst(args) -> dict:
         await asyncio.sleep(5)  # let the load average settle after start-up
         load_before = os.getloadavg()[0]
         async with async_playwright() as pw:
-            browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            browser = (await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+                       if args.client == "browser" else None)
             chromium = [p for p in me.children(recursive=True)
                         if p.pid != proc.pid and p not in tree(server)]
             server_cpu0, browser_cpu0 = cpu_seconds(tree(server)), cpu_seconds(chromium)
@@ -258,21 +274,29 @@ async def burst(args) -> dict:
 
             sampler = asyncio.create_task(sample())
             t0 = time.perf_counter()
-            times = await asyncio.gather(*[load(browser, base, args.page, args.timeout)
-                                           for _ in range(args.sessions)])
+            if browser is None:
+                loop = asyncio.get_running_loop()
+                with ThreadPoolExecutor(args.sessions) as pool:  # every request at once
+                    times = await asyncio.gather(*[
+                        loop.run_in_executor(pool, timed_fetch, base, args.page, args.timeout)
+                        for _ in range(args.sessions)])
+            else:
+                times = await asyncio.gather(*[load(browser, base, args.page, args.timeout)
+                                               for _ in range(args.sessions)])
             wall = time.perf_counter() - t0
             sampler.cancel()
             chromium = [p for p in me.children(recursive=True)
                         if p.pid != proc.pid and p not in tree(server)]
             server_cpu = cpu_seconds(tree(server)) - server_cpu0
             browser_cpu = cpu_seconds(chromium) - browser_cpu0
-            await browser.close()
+            if browser is not None:
+                await browser.close()
     finally:
         proc.terminate()
         proc.wait(timeout=20)
     loaded = sorted(t for t in times if t != float("inf"))
     return {
-        "page": args.page or "landing", "sessions": args.sessions,
+        "client": args.client, "page": args.page or "landing", "sessions": args.sessions,
         "num_procs": args.num_procs, "timeout_s": args.timeout,
         "loaded": len(loaded), "timed_out": args.sessions - len(loaded),
         "load_s": ({"median": round(statistics.median(loaded), 1),
@@ -292,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, default=None,
                         help="sessions per round (leak, default 20) or at once (burst, 40)")
     parser.add_argument("--client", choices=["browser", "http"], default="browser",
-                        help="leak: sessions opened by Chromium, or by the page request alone")
+                        help="sessions opened by Chromium, or by the page request alone")
     parser.add_argument("--parallel", type=int, default=2, help="leak: sessions open at once")
     parser.add_argument("--pages", default=LEAK_PAGES, help="leak: pages cycled through")
     parser.add_argument("--page", default="batch", help="burst: page opened ('' = landing)")
