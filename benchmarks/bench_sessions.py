@@ -292,6 +292,8 @@ async def burst(args) -> dict:
             if browser is not None:
                 await browser.close()
     finally:
+        for worker in tree(server)[1:]:  # --num-procs forks workers that outlive the parent
+            worker.terminate()
         proc.terminate()
         proc.wait(timeout=20)
     loaded = sorted(t for t in times if t != float("inf"))
