@@ -15,9 +15,11 @@ process's baseline (RSS sampled every 2 ms from /proc), in MB (10^6 B):
 - ``server-upload [ROOT]``: a real ``panel serve`` of the app (from the checkout ROOT,
   default this one) and headless Chromium uploading a 200 MB trace on the goodput page; the
   server's peak RSS (``VmHWM``) before and after the upload.
+- ``server-download [ROOT]``: the same server, two whole-grid NetCDF downloads from the grid
+  page; the server's peak RSS before and after each.
 
 Run: ``python benchmarks/bench_upload_download.py`` (all in-process cases), ``... <case>``, or
-``... server-upload [ROOT]`` (needs /usr/bin/chromium and Playwright).
+``... server-upload|server-download [ROOT]`` (needs /usr/bin/chromium and Playwright).
 """
 
 from __future__ import annotations
@@ -125,8 +127,9 @@ def status_kb(pid: int, field: str) -> int:
     return int(line.split()[1])
 
 
-def server_upload(root: str) -> None:
-    """Peak RSS of a served lab (checkout ``root``) across a 200 MB upload from Chromium."""
+def server_upload(root: str, case: str = "server-upload") -> None:
+    """Peak RSS of a served lab (checkout ``root``) across a 200 MB upload from Chromium, or
+    (``server-download``) across two downloads of the whole grid from the grid page."""
     import socket
     import urllib.request
 
@@ -148,15 +151,32 @@ def server_upload(root: str) -> None:
                 break
             except OSError:
                 time.sleep(0.2)
-        big = Path(f"/tmp/bench-upload-{os.getpid()}.csv")
-        row = b"1,0.0,100,5\n"
-        big.write_bytes(b"request_id,arrival_s,prompt_tokens,output_tokens\n"
-                        + row * (UPLOAD_BYTES // len(row)))
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path="/usr/bin/chromium",
                                          args=["--no-sandbox", "--disable-gpu"])
-            page = browser.new_page()
+            page = browser.new_page(accept_downloads=True)
             page.set_default_timeout(300_000)
+            if case == "server-download":
+                page.goto(f"http://127.0.0.1:{port}/inference_lab?view=grid")
+                button = page.get_by_text("Whole dataset (NetCDF)")
+                button.wait_for()
+                for attempt in (1, 2):
+                    before = status_kb(proc.pid, "VmHWM")
+                    start = time.perf_counter()
+                    with page.expect_download() as info:
+                        button.click()
+                    size = Path(info.value.path()).stat().st_size
+                    seconds = time.perf_counter() - start
+                    after = status_kb(proc.pid, "VmHWM")
+                    print(f"server-download  {root}: download {attempt}: peak RSS "
+                          f"{before / 1e3:.0f} MB before, {after / 1e3:.0f} MB after; "
+                          f"{size / 1e6:.1f} MB file in {seconds:.1f} s")
+                browser.close()
+                return
+            big = Path(f"/tmp/bench-upload-{os.getpid()}.csv")
+            row = b"1,0.0,100,5\n"
+            big.write_bytes(b"request_id,arrival_s,prompt_tokens,output_tokens\n"
+                            + row * (UPLOAD_BYTES // len(row)))
             page.goto(f"http://127.0.0.1:{port}/inference_lab?view=goodput")
             page.locator(".lab-card .value").first.wait_for()
             before = status_kb(proc.pid, "VmHWM")
@@ -166,7 +186,7 @@ def server_upload(root: str) -> None:
             seconds = time.perf_counter() - start
             after = status_kb(proc.pid, "VmHWM")
             browser.close()
-        big.unlink()
+            big.unlink()
         print(f"server-upload    {root}: peak RSS {before / 1e3:.0f} MB before, "
               f"{after / 1e3:.0f} MB after a {UPLOAD_BYTES / 1e6:.0f} MB upload "
               f"(refused after {seconds:.1f} s)")
@@ -176,9 +196,9 @@ def server_upload(root: str) -> None:
 
 
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "server-upload":
+    if len(sys.argv) > 1 and sys.argv[1] in ("server-upload", "server-download"):
         server_upload(sys.argv[2] if len(sys.argv) > 2 else
-                      str(Path(__file__).resolve().parents[1]))
+                      str(Path(__file__).resolve().parents[1]), sys.argv[1])
         return
     if len(sys.argv) > 1:
         run(sys.argv[1])

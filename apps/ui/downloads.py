@@ -110,6 +110,9 @@ class WholeDatasetButton(pmui.FileDownload):
             return
         try:
             data = await asyncio.to_thread(whole_dataset_netcdf, self._dataset)
+            # The browser saves the file when ``data`` changes: a repeat download sends the
+            # same text, so the last one is cleared first.
+            self.data = None
             self._sync_data(io.BytesIO(data))
         except LabInputError as exc:
             self._on_message(str(exc))

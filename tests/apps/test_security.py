@@ -195,10 +195,13 @@ def test_download_is_built_once_per_process(monkeypatch):
     real = downloads.compressed_netcdf
     monkeypatch.setattr(downloads, "compressed_netcdf", lambda d: built.append(1) or real(d))
     view = WholeDatasetDownload(dataset=ds, filename="grid.nc")
+    sent = []  # the browser saves the file each time ``data`` changes to a file
+    view.button.param.watch(lambda event: sent.append(event.new) if event.new else None, "data")
     for _ in range(2):
         run_coroutine(view.button._async_sync_data)
         assert view.button.data.startswith("data:") and not view.message.visible
     assert built == [1] and not DOWNLOAD_LOCK.locked()
+    assert len(sent) == 2 and sent[0] == sent[1]
 
 
 # -- browser ---------------------------------------------------------------------------------
