@@ -28,11 +28,12 @@ from lab.limits import (  # re-exported for the experiments and the grids
 from lab.memory import kv_free_bytes
 from lab.prefill import chunk_sweep, prefill_metrics
 from lab.prefix import prefix_metrics
+from lab.shipped import default_trace
 from lab.units import MS
 from lab.validity import check_range
 
-DEFAULT_TRACE = Path(__file__).resolve().parents[1] / "datasets" / "traces" / "default.csv"
-"""The shipped trace of experiment 7."""
+DEFAULT_TRACE = default_trace()
+"""The shipped trace of experiment 7 (the repository's file, or the packaged copy in a wheel)."""
 
 PREFILL_DEFAULTS = {"prompt": 16384, "chunk": 2048, "decode_ms": 10.0, "c0_ms": 2.0,
                     "c1_ms": 0.06, "deadline_ms": 1500.0, "itl_ms": 50.0}

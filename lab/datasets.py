@@ -13,11 +13,12 @@ the first call.
 
 from __future__ import annotations
 
-import fcntl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from filelock import FileLock
 
 from lab.errors import LabInputError
 from sweeps.paths import DATASET_NAMES, data_dir, dataset_path
@@ -33,12 +34,8 @@ __all__ = ["DATASET_NAMES", "data_dir", "open_dataset"]
 @contextmanager
 def _lock(path: Path) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(f".{path.name}.lock"), "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with FileLock(path.with_name(f".{path.name}.lock")):  # portable: no fcntl on Windows
+        yield
 
 
 def compute_default(name: str, path: Path, *, progress: bool = False) -> Path:

@@ -128,13 +128,15 @@ def check_replaceable(target: Path) -> None:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` is running (psutil: the same answer on every platform)."""
+    import psutil
+
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    except PermissionError:
+    except psutil.AccessDenied:
         return True
-    return True
 
 
 def _leftovers(target: Path, mark: str) -> list[tuple[Path, int]]:
