@@ -1,7 +1,8 @@
 """``inference-lab serve``: the lab in the browser, landing page at ``/``.
 
 Runs ``panel serve`` on the lab's app script (``apps/inference_lab.py``) with that app as the
-site index. Panel is imported only by the server process this command starts, never by ``lab``.
+site index; the team-serving options are its own flags, and any other ``panel serve`` option
+goes after ``--``. Panel is imported only by the server process this command starts, never by ``lab``.
 """
 
 from __future__ import annotations
@@ -56,10 +57,36 @@ def panel_command(args: argparse.Namespace) -> list[str]:
         cmd += ["--prefix", checked_prefix(args.prefix)]
     if args.use_xheaders:
         cmd.append("--use-xheaders")
-    cmd.append("--liveness")  # GET <prefix>/liveness answers while the server runs, no login
+    if args.liveness:
+        cmd.append("--liveness")  # GET <prefix>/liveness answers while the server runs, no login
     if args.show:
         cmd.append("--show")
-    return cmd
+    return cmd + checked_passthrough(args.panel_options)
+
+
+OWN_OPTIONS = ("--port", "--address", "--num-procs", "--basic-auth", "--cookie-secret",
+               "--prefix", "--use-xheaders", "--liveness", "--show", "--index", "--setup",
+               "--warm", "--websocket-max-message-size", "--allow-websocket-origin")
+"""``panel serve`` options this command sets itself: not accepted after ``--``."""
+
+
+def checked_passthrough(options: list[str]) -> list[str]:
+    """Extra ``panel serve`` options given after ``--``, or one sentence why not.
+
+    Options this command sets itself (its own flags, the app script, the warm-up) are refused
+    so the two never disagree; any other ``panel serve`` option (``--keep-alive 1000``,
+    ``--session-token-expiration 600``, ``--ssl-certfile FILE``, …) is passed on as given, and
+    ``panel serve`` reports an option it does not know.
+    """
+    for option in options:
+        name = option.split("=", 1)[0]
+        if name in OWN_OPTIONS:
+            raise LabInputError(f"{name} after -- is set by inference-lab serve itself; give it "
+                                "before -- as inference-lab serve's own option.")
+    if options and not options[0].startswith("-"):
+        raise LabInputError(f"{options[0]!r} after -- is not a panel serve option; the app "
+                            "script is set by inference-lab serve itself.")
+    return list(options)
 
 
 PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
@@ -110,5 +137,11 @@ def register(subparsers) -> None:
     parser.add_argument("--use-xheaders", action="store_true",
                         help="trust a reverse proxy's X-Real-Ip / X-Forwarded-For / "
                         "X-Scheme / X-Forwarded-Proto headers")
+    parser.add_argument("--liveness", action=argparse.BooleanOptionalAction, default=True,
+                        help="answer GET <prefix>/liveness without a login, for health checks "
+                        "(default on)")
     parser.add_argument("--show", action="store_true", help="open a browser tab")
+    parser.add_argument("panel_options", nargs="*", metavar="-- PANEL_SERVE_OPTION",
+                        help="any other `panel serve` option, after --, passed on as given "
+                        "(e.g. -- --keep-alive 1000)")
     parser.set_defaults(func=_run)
