@@ -16,8 +16,11 @@ def _run(args: argparse.Namespace) -> int:
     from sweeps.runner import runner
     from sweeps.spec import load_grid
 
+    from sweeps.performance import checked_report_path, performance_report
+
     grid = load_grid(args.grid)
     plan = plan_sweep(grid, args.experiment, args.out)  # bad input fails before any cluster
+    report_path = checked_report_path(args.performance_report, args.scheduler)
 
     def report(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
@@ -25,7 +28,12 @@ def _run(args: argparse.Namespace) -> int:
     with runner(args.scheduler, args.workers, progress=not args.quiet) as run:
         if not args.quiet:
             report(f"grid '{grid.name}' on {run.description}")
-        results = run_sweep(plan, run, None if args.quiet else report)
+            if run.dashboard_link:
+                report(f"Dask dashboard: {run.dashboard_link}")
+        with performance_report(report_path, run):
+            results = run_sweep(plan, run, None if args.quiet else report)
+    if report_path is not None and not args.quiet:
+        report(f"Dask performance report: {report_path}")
     for result in results:
         print(result.path)
     return 0
@@ -55,6 +63,9 @@ def register(subparsers) -> None:
     parser.add_argument("--workers", type=int, metavar="N",
                         help="worker processes of the local cluster (default: one per CPU, "
                         "at most 8)")
+    parser.add_argument("--performance-report", metavar="FILE",
+                        help="save Dask's HTML performance report of the sweep (task stream, "
+                        "worker profiles) to FILE; needs a cluster, not 'threads'")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress bar or messages, only the paths written")
     parser.set_defaults(func=_run)
