@@ -13,10 +13,9 @@ def _run(args: argparse.Namespace) -> int:
 
     ignore_file_size_signal()
     from sweeps.job import plan_sweep, run_sweep
+    from sweeps.performance import checked_report_path, performance_report
     from sweeps.runner import runner
     from sweeps.spec import load_grid
-
-    from sweeps.performance import checked_report_path, performance_report
 
     grid = load_grid(args.grid)
     plan = plan_sweep(grid, args.experiment, args.out)  # bad input fails before any cluster
