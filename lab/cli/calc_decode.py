@@ -6,6 +6,7 @@ import argparse
 
 from lab.calc import calc_decode, calc_memory, calc_precision, calc_tp
 from lab.cli.common import add_decode_flags, add_json_flag, decode_config, print_json
+from lab.cli.inputs_line import inputs_line
 from lab.explain import (
     decode_steps,
     memory_steps,
@@ -34,6 +35,7 @@ def _run(name: str, args: argparse.Namespace) -> int:
         print_json(result)
     else:
         model, gpu = config.resolved()
+        print(inputs_line(name, args))
         print(render_text(steps(result, model, gpu)))
     return 0
 

@@ -27,6 +27,8 @@ from lab.cli.common import (
     decode_config,
     print_json,
 )
+from lab.cli.inputs_line import inputs_line
+from lab.cli.stdin_trace import named_source, trace_source
 from lab.explain import render_text
 from lab.explain_serving import context_steps, goodput_steps, prefill_steps, prefix_steps
 from lab.units import fmt_ms
@@ -36,6 +38,7 @@ def _emit(args: argparse.Namespace, record: dict, steps) -> int:
     if args.json:
         print_json(record)
     else:
+        print(inputs_line(args.experiment_name, args))
         print(render_text(steps(record)))
     return 0
 
@@ -81,7 +84,7 @@ def _register_prefill(subparsers) -> None:
                         help="ITL limit for the decoding users, ms (default: %(default)s)")
     add_decode_flags(parser)
     add_json_flag(parser)
-    parser.set_defaults(func=_prefill)
+    parser.set_defaults(func=_prefill, experiment_name="prefill")
 
 
 # -- prefix --------------------------------------------------------------------------------------
@@ -103,25 +106,29 @@ def _register_prefix(subparsers) -> None:
                         help="each request's own tokens U after the prefix (default: %(default)s)")
     parser.add_argument("--requests", type=int, default=d["requests"],
                         help="requests N sharing the prefix (default: %(default)s)")
-    parser.add_argument("--block", type=int, default=d["block"],
-                        help="KV block size b, tokens (default: %(default)s)")
+    parser.add_argument("--page", "--block", dest="block", type=int, default=d["block"],
+                        help="KV cache page (block) size b, tokens; --block is the old name "
+                        "(default: %(default)s)")
     _model_flags(parser, "model", "tp")
     add_json_flag(parser)
-    parser.set_defaults(func=_prefix)
+    parser.set_defaults(func=_prefix, experiment_name="prefix")
 
 
 # -- goodput -------------------------------------------------------------------------------------
 def _goodput(args: argparse.Namespace) -> int:
-    record = calc_goodput(
-        trace=args.trace, batch_cap=args.batch_cap, ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms,
-        c0_ms=args.c0_ms, c1_ms=args.c1_ms, memory_check=args.memory_check,
-        decode=decode_config(args), with_requests=args.per_request,
-    )
+    with trace_source(args.trace) as trace:
+        record = calc_goodput(
+            trace=trace, batch_cap=args.batch_cap, ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms,
+            c0_ms=args.c0_ms, c1_ms=args.c1_ms, memory_check=args.memory_check,
+            decode=decode_config(args), with_requests=args.per_request,
+        )
+        record = named_source(record, args.trace, trace)
     if args.json:
         print_json(record)
         return 0
     if record["trace_note"]:
         print(f"Note: {record['trace_note']}")
+    print(inputs_line("goodput", args))
     print(render_text(goodput_steps(record)))
     if args.per_request:
         print("\nrequest_id  arrival_s  prompt  output  TTFT        TPOT      good")
@@ -144,7 +151,8 @@ def _register_goodput(subparsers) -> None:
         "deterministic continuous-batching model and count the requests meeting TTFT and TPOT.")
     parser.add_argument("--trace", default=str(DEFAULT_TRACE),
                         help="trace CSV with header request_id,arrival_s,prompt_tokens,"
-                        "output_tokens (default: the shipped datasets/traces/default.csv)")
+                        "output_tokens, or - to read it from standard input (default: the "
+                        "shipped datasets/traces/default.csv)")
     parser.add_argument("--batch-cap", type=int, default=d["batch_cap"],
                         help="most requests running at once M (default: %(default)s)")
     parser.add_argument("--ttft-ms", type=float, default=d["ttft_ms"],
@@ -192,7 +200,7 @@ def _register_context(subparsers) -> None:
                         help="sliding-window width W, tokens (extension; default: dense)")
     _model_flags(parser, "model", "gpu", "precision")
     add_json_flag(parser)
-    parser.set_defaults(func=_context)
+    parser.set_defaults(func=_context, experiment_name="context")
 
 
 def register(subparsers) -> None:

@@ -87,7 +87,15 @@ def _clean(value):
     return value
 
 
+SCHEMA_VERSION = 1
+"""Version of the layout of every ``--json`` record (its ``schema_version`` key): raised when
+a key is renamed or removed or changes meaning, not when one is added."""
+
+
 def print_json(payload) -> None:
-    """Print ``payload`` as JSON (NaN and infinities as null)."""
+    """Print ``payload`` as JSON (NaN and infinities as null), a record led by its
+    ``schema_version``."""
+    if isinstance(payload, dict):
+        payload = {"schema_version": SCHEMA_VERSION, **payload}
     json.dump(_clean(payload), sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")

@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from lab import __version__
 from lab.errors import LabInputError
 
 COMMAND_MODULES = (
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Inference Lab: eight experiments in LLM inference engineering, each an "
         "explicit analytical model with stated limits.",
     )
+    parser.add_argument("--version", action="version", version=f"inference-lab {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND",
                                        parser_class=LabArgumentParser)
     for name in COMMAND_MODULES:
