@@ -68,6 +68,9 @@ def lab_names() -> frozenset[str]:
     for kind in GRIDS.values():
         names.update(rule.name for rule in (*kind.schema.axes, *kind.schema.constants))
         names.update(kind.units)
+    from sweeps.conventions import FLAG_VARIABLES, TEXT_SUFFIX
+
+    names.update(f"{name}{TEXT_SUFFIX}" for name in FLAG_VARIABLES)  # reason_text in CSV/Parquet
     return frozenset(names)
 
 

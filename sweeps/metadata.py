@@ -14,6 +14,7 @@ import math
 from importlib.metadata import PackageNotFoundError, version
 
 from lab.catalog import get_gpu, get_model
+from sweeps.conventions import cf_attrs
 from sweeps.schema import ExperimentSpec
 
 ATTR_SPEC = "grid_spec"
@@ -79,6 +80,7 @@ def dataset_attrs(spec: ExperimentSpec, grid_name: str, description: str) -> dic
         ATTR_CATALOG: json.dumps(catalog),
         ATTR_VERSION: package_version(),
         ATTR_HASH: grid_hash(spec, catalog, package_version()),
+        **cf_attrs(f"sweep: experiment {spec.experiment}, grid '{grid_name}'"),
     }
 
 

@@ -33,6 +33,7 @@ from lab.errors import LabInputError
 from sweeps import files
 from sweeps import metadata as md
 from sweeps.build import coordinate_array, file_digest
+from sweeps.conventions import consolidate
 from sweeps.registry import grid_kind
 from sweeps.runner import Runner, WorkersLostError
 from sweeps.schema import OPTION_KEYS, ExperimentSpec, expand_section
@@ -196,6 +197,7 @@ def _finish(store: Path, digests: dict[str, str]) -> None:
                                               md.ATTR_COMPLETE: 1})
     (store / files.ZARR_META).write_text(json.dumps(meta, indent=2), encoding="utf-8")
     hidden.unlink()
+    consolidate(store)  # for plain xr.open_zarr; the lab reads the checksummed array metadata
 
 
 def write_grid(ds: xr.Dataset, target: str | Path, run: Runner,
