@@ -21,7 +21,17 @@ Two conventions, both stated by the functions' names:
 
 from __future__ import annotations
 
+import numpy as np
+
 from lab.arrays import ArrayLike, where
+
+
+def _choose(condition: ArrayLike, if_true: ArrayLike, if_false: ArrayLike) -> ArrayLike:
+    """``if_true`` where ``condition`` else ``if_false``; for a single model (a plain bool) the
+    chosen value itself, so Python integers stay exact however large."""
+    if isinstance(condition, bool | np.bool_):
+        return if_true if condition else if_false
+    return where(condition, if_true, if_false)
 
 
 def attention_weights(model) -> ArrayLike:
@@ -35,14 +45,14 @@ def attention_weights(model) -> ArrayLike:
     d, heads = model.hidden, model.heads
     gqa = d * heads * model.head_dim * 2 + 2 * d * model.kv_heads * model.head_dim
     qk_head = model.qk_nope_head_dim + model.qk_rope_head_dim
-    query = where(model.q_lora_rank > 0,
+    query = _choose(model.q_lora_rank > 0,
                   d * model.q_lora_rank + model.q_lora_rank * heads * qk_head,
                   d * heads * qk_head)
     mla = (query
            + d * (model.kv_lora_rank + model.qk_rope_head_dim)
            + model.kv_lora_rank * heads * (model.qk_nope_head_dim + model.v_head_dim)
            + heads * model.v_head_dim * d)
-    return where(model.kv_lora_rank > 0, mla, gqa)
+    return _choose(model.kv_lora_rank > 0, mla, gqa)
 
 
 def attention_replicated_weights(model) -> ArrayLike:
@@ -52,7 +62,7 @@ def attention_replicated_weights(model) -> ArrayLike:
     as replicated layers); 0 for GQA, whose projections are all split by head.
     """
     mla = model.hidden * (model.q_lora_rank + model.kv_lora_rank + model.qk_rope_head_dim)
-    return where(model.kv_lora_rank > 0, mla, 0)
+    return _choose(model.kv_lora_rank > 0, mla, 0)
 
 
 def attention_other_params(model) -> ArrayLike:
@@ -83,7 +93,7 @@ def router_weights(model) -> ArrayLike:
 
 
 def _embeddings(model) -> ArrayLike:
-    return model.vocab * model.hidden * where(model.tied, 1, 2)
+    return model.vocab * model.hidden * _choose(model.tied, 1, 2)
 
 
 def _params_with_experts(model, experts_counted: ArrayLike) -> ArrayLike:

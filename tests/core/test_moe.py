@@ -69,6 +69,17 @@ def test_qwen3_30b_a3b_parameters():
     assert model.total_params - 2 * 151_936 * 2048 == 29_909_792_768  # card: 29.9 B non-embedding
 
 
+def test_qwen15_moe_a27b_parameters():
+    """Qwen2-MoE: q/k/v biases, a 5632-wide shared expert with its sigmoid gate."""
+    model = config("qwen1.5-moe-a2.7b")
+    # layer: attention 16,777,216 + biases 6,144 + 60 experts × 8,650,752 + shared 34,603,008
+    # + gate 2,048 + router 122,880 + norms 4,096; × 24 + embeddings 2 × 311,164,928 + 2,048
+    assert model.total_params == 14_315_784_192
+    assert active_params(model) == 2_689_173_504  # 4 experts per layer
+    assert abs(model.total_params - 14.3e9) < 0.1e9  # card: 14.3 B
+    assert abs(active_params(model) - 2.7e9) < 0.1e9  # card: 2.7 B activated
+
+
 def test_deepseek_v2_lite_parameters():
     model = config("deepseek-v2-lite")
     # layer: MLA 13,763,072 (q 6,291,456, kv_a 1,179,648 + norm 512, kv_b 2,097,152,
@@ -279,3 +290,19 @@ def test_llama_4_without_text_config(tmp_path):
     path.write_text(json.dumps({"architectures": ["Llama4ForConditionalGeneration"]}))
     with pytest.raises(CatalogError, match="'text_config'"):
         load_moe_config(path)
+
+
+def test_formulas_broadcast_over_a_table_of_models():
+    import xarray as xr
+
+    from lab.catalog.moe_tables import moe_model_table
+
+    table = moe_model_table(["mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3"])
+    assert list(total_params(table).values) == [46_702_792_704, 30_532_122_624,
+                                                671_026_419_200]
+    assert list(kv_bytes_per_token(table).values) == [131_072, 98_304, 70_272]
+    batch = xr.DataArray([1, 2], dims="batch")
+    weights = step_weight_bytes(table, 1, "bf16", batch)
+    assert weights.dims == ("model", "batch")
+    assert weights.sel(model="mixtral-8x7b").values.tolist() == [25_497_174_016,
+                                                                 42_408_607_744]
