@@ -6,8 +6,9 @@ Anything missing, malformed or out of range raises :class:`~lab.errors.CatalogEr
 sentence naming the file and the ``config.json`` key.
 
 These models are read here, not by :func:`lab.catalog.get_model`: the decode experiments cost
-a dense decoder, and would cost every expert as dense until their step reads
-:mod:`lab.moe` and :mod:`lab.kv_shapes` (``docs/model.md`` §11 says what remains).
+a dense decoder, and would cost every expert as dense until their step reads :mod:`lab.moe`
+and :mod:`lab.kv_shapes` (docs/model.md §0, "Mixture of experts, MLA and KV precision", says
+what remains).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from lab.limits import MAX_TOTAL_PARAMS, MODEL_FIELD_LIMITS, MOE_FIELD_LIMITS
 
 MOE_MODEL_FILE = CATALOG_DIR / "models_moe.toml"
 """Mixture-of-experts models with sources, kept apart from the shipped catalog until the decode
-experiments cost experts (``docs/model.md`` §11)."""
+experiments cost experts (docs/model.md §0, "Mixture of experts, MLA and KV precision")."""
 
 _LIMIT_OF = {
     "num_local_experts": "experts", "num_experts": "experts", "n_routed_experts": "experts",

@@ -125,7 +125,7 @@ def active_params(model) -> ArrayLike:
 def active_params_without_input_embedding(model) -> ArrayLike:
     """:func:`active_params` less the input embedding ``V·d`` (a token reads one row of it)
     (count). DeepSeek and OpenAI quote activated parameters this way; Mistral, Qwen and Meta
-    quote :func:`active_params` (``docs/model.md`` §11)."""
+    quote :func:`active_params` (docs/model.md §0, "Mixture of experts, MLA and KV precision")."""
     return active_params(model) - model.vocab * model.hidden
 
 

@@ -68,7 +68,7 @@ class MoESpec(ModelSpec):
     attention_chunk : int
         Llama 4's chunked local attention (``attention_chunk_size``, tokens; 0: none). Three of
         every four Llama 4 layers attend only within their chunk: recorded here, not modelled
-        by the decode step (see ``docs/model.md`` §11).
+        by the decode step (see docs/model.md §0, "Mixture of experts, MLA and KV precision").
     """
 
     experts: int = 0

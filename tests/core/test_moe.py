@@ -1,5 +1,6 @@
 """Mixture-of-experts and MLA: real configs read, parameters against the model cards, and every
-formula of lab.moe and lab.kv_shapes against a value computed by hand (docs/model.md §11)."""
+formula of lab.moe and lab.kv_shapes against a value computed by hand (docs/model.md §0,
+"Mixture of experts, MLA and KV precision")."""
 
 from __future__ import annotations
 
