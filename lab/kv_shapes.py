@@ -28,6 +28,7 @@ GPU do not fall with ``tp``.
 from __future__ import annotations
 
 from lab.arrays import ArrayLike, where
+from lab.catalog.moe_spec import moe_field
 from lab.moe import bytes_per_element
 
 KV_PRECISIONS = ("bf16", "fp8")
@@ -37,8 +38,8 @@ KV_PRECISIONS = ("bf16", "fp8")
 def kv_elements_per_token_layer(model) -> ArrayLike:
     """Cached elements per token per layer (count): ``2·K·h`` for GQA, ``d_c + d_r`` for MLA."""
     gqa = 2 * model.kv_heads * model.head_dim
-    mla = model.kv_lora_rank + model.qk_rope_head_dim
-    return where(model.kv_lora_rank > 0, mla, gqa)
+    mla = moe_field(model, "kv_lora_rank") + moe_field(model, "qk_rope_head_dim")
+    return where(moe_field(model, "kv_lora_rank") > 0, mla, gqa)
 
 
 def kv_bytes_per_token(model, kv_precision: ArrayLike = "bf16") -> ArrayLike:
@@ -51,7 +52,7 @@ def kv_bytes_per_token_per_gpu(model, tp: ArrayLike, kv_precision: ArrayLike = "
     """KV-cache bytes per token one GPU holds (B): GQA's split ``/tp`` by KV heads, MLA's
     latent replicated (not split) on every GPU of the group."""
     whole = kv_bytes_per_token(model, kv_precision)
-    return where(model.kv_lora_rank > 0, 1.0 * whole, whole / tp)
+    return where(moe_field(model, "kv_lora_rank") > 0, 1.0 * whole, whole / tp)
 
 
 def kv_page_bytes(model, page: ArrayLike, tp: ArrayLike, kv_precision: ArrayLike = "bf16"
@@ -71,9 +72,10 @@ def attention_flops_per_pair(model) -> ArrayLike:
 
     GQA ``4·L·H·h``; MLA in the absorbed form ``2·L·H·(2·d_c + d_r)``.
     """
+    d_c = moe_field(model, "kv_lora_rank")
     gqa = 4 * model.layers * model.heads * model.head_dim
-    mla = 2 * model.layers * model.heads * (2 * model.kv_lora_rank + model.qk_rope_head_dim)
-    return where(model.kv_lora_rank > 0, mla, gqa)
+    mla = 2 * model.layers * model.heads * (2 * d_c + moe_field(model, "qk_rope_head_dim"))
+    return where(d_c > 0, mla, gqa)
 
 
 def attention_flops(model, tp: ArrayLike, kv_tokens: ArrayLike) -> ArrayLike:

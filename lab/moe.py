@@ -27,6 +27,8 @@ expectation, an upper end of what a skewed router reads. Routed experts are spli
 
 from __future__ import annotations
 
+import numpy as np
+
 from lab.arrays import ArrayLike, where
 from lab.catalog.moe_params import (
     active_linear_params,
@@ -34,6 +36,7 @@ from lab.catalog.moe_params import (
     routed_linear_params,
     shared_linear_params,
 )
+from lab.catalog.moe_spec import moe_field
 
 
 def bytes_per_element(precision: ArrayLike) -> ArrayLike:
@@ -52,8 +55,10 @@ def experts_touched(experts: ArrayLike, top_k: ArrayLike, batch: ArrayLike) -> A
 
 def step_weight_params(model, batch: ArrayLike) -> ArrayLike:
     """Linear weights one decode step of ``batch`` tokens reads, over all GPUs (count):
-    ``N_shared + M · n(B) · 3·d·F_e``."""
-    touched = experts_touched(model.experts, model.experts_per_token, batch)
+    ``N_shared + M · n(B) · 3·d·F_e``; a dense model (no experts) reads ``N_lin`` whatever
+    the batch."""
+    experts = np.maximum(moe_field(model, "experts"), 1)  # a dense model: 0 of 1 touched
+    touched = experts_touched(experts, moe_field(model, "experts_per_token"), batch)
     return shared_linear_params(model) + routed_linear_params(model, touched)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.arrays import ArrayLike, where
+from lab.catalog.moe_spec import moe_field
 
 
 def _choose(condition: ArrayLike, if_true: ArrayLike, if_false: ArrayLike) -> ArrayLike:
@@ -43,16 +44,13 @@ def attention_weights(model) -> ArrayLike:
     KV up-projection ``d_c·H·(d_n + d_v)`` and the output ``H·d_v·d``.
     """
     d, heads = model.hidden, model.heads
+    d_c, d_q = moe_field(model, "kv_lora_rank"), moe_field(model, "q_lora_rank")
+    d_r, d_n = moe_field(model, "qk_rope_head_dim"), moe_field(model, "qk_nope_head_dim")
+    d_v = moe_field(model, "v_head_dim")
     gqa = d * heads * model.head_dim * 2 + 2 * d * model.kv_heads * model.head_dim
-    qk_head = model.qk_nope_head_dim + model.qk_rope_head_dim
-    query = _choose(model.q_lora_rank > 0,
-                  d * model.q_lora_rank + model.q_lora_rank * heads * qk_head,
-                  d * heads * qk_head)
-    mla = (query
-           + d * (model.kv_lora_rank + model.qk_rope_head_dim)
-           + model.kv_lora_rank * heads * (model.qk_nope_head_dim + model.v_head_dim)
-           + heads * model.v_head_dim * d)
-    return _choose(model.kv_lora_rank > 0, mla, gqa)
+    query = _choose(d_q > 0, d * d_q + d_q * heads * (d_n + d_r), d * heads * (d_n + d_r))
+    mla = query + d * (d_c + d_r) + d_c * heads * (d_n + d_v) + heads * d_v * d
+    return _choose(moe_field(model, "kv_lora_rank") > 0, mla, gqa)
 
 
 def attention_replicated_weights(model) -> ArrayLike:
@@ -61,8 +59,10 @@ def attention_replicated_weights(model) -> ArrayLike:
     MLA's down-projections, ``d·d_q + d·(d_c + d_r)``, are not split by head (vLLM holds them
     as replicated layers); 0 for GQA, whose projections are all split by head.
     """
-    mla = model.hidden * (model.q_lora_rank + model.kv_lora_rank + model.qk_rope_head_dim)
-    return _choose(model.kv_lora_rank > 0, mla, 0)
+    d_c = moe_field(model, "kv_lora_rank")
+    mla = model.hidden * (moe_field(model, "q_lora_rank") + d_c
+                          + moe_field(model, "qk_rope_head_dim"))
+    return _choose(d_c > 0, mla, 0)
 
 
 def attention_other_params(model) -> ArrayLike:
@@ -72,24 +72,26 @@ def attention_other_params(model) -> ArrayLike:
     MLA's latent norms ``d_q + d_c`` (``d_q = 0`` without a query latent).
     """
     h = model.head_dim
-    bias = model.attention_bias * (model.heads * h + 2 * model.kv_heads * h)
-    return bias + model.qk_norm * 2 * h + model.q_lora_rank + model.kv_lora_rank
+    bias = moe_field(model, "attention_bias") * (model.heads * h + 2 * model.kv_heads * h)
+    latent_norms = moe_field(model, "q_lora_rank") + moe_field(model, "kv_lora_rank")
+    return bias + moe_field(model, "qk_norm") * 2 * h + latent_norms
 
 
 def expert_weights(model) -> ArrayLike:
     """Weights of one routed expert, a gated MLP ``3·d·F_e`` (count)."""
-    return 3 * model.hidden * model.expert_intermediate
+    return 3 * model.hidden * moe_field(model, "expert_intermediate")
 
 
 def shared_weights(model) -> ArrayLike:
     """Weights of one MoE layer's shared expert(s), ``3·d·F_s`` plus Qwen2-MoE's shared-expert
     gate ``d`` (count; 0 without shared experts)."""
-    return 3 * model.hidden * model.shared_intermediate + model.shared_expert_gate * model.hidden
+    gate = moe_field(model, "shared_expert_gate")
+    return model.hidden * (3 * moe_field(model, "shared_intermediate") + gate)
 
 
 def router_weights(model) -> ArrayLike:
     """Weights of one MoE layer's router, ``d·E`` (count)."""
-    return model.hidden * model.experts
+    return model.hidden * moe_field(model, "experts")
 
 
 def _embeddings(model) -> ArrayLike:
@@ -98,10 +100,10 @@ def _embeddings(model) -> ArrayLike:
 
 def _params_with_experts(model, experts_counted: ArrayLike) -> ArrayLike:
     """Every parameter, counting ``experts_counted`` routed experts per MoE layer."""
-    d, layers, moe = model.hidden, model.layers, model.moe_layers
+    d, layers, moe = model.hidden, model.layers, moe_field(model, "moe_layers")
     per_layer = attention_weights(model) + attention_other_params(model) + 2 * d
     per_moe_layer = (experts_counted * expert_weights(model) + shared_weights(model)
-                     + router_weights(model) + model.router_bias * model.experts)
+                     + router_weights(model) + moe_field(model, "router_bias") * moe_field(model, "experts"))
     dense_mlp = 3 * d * model.intermediate
     return (_embeddings(model) + d + layers * per_layer + (layers - moe) * dense_mlp
             + moe * per_moe_layer)
@@ -113,13 +115,13 @@ def total_params(model) -> ArrayLike:
     ``V·d·(2 − tied) + d + L·(attention + its biases and norms + 2·d)
     + (L − M)·3·d·F + M·(E·3·d·F_e + shared + d·E + router bias)``.
     """
-    return _params_with_experts(model, model.experts)
+    return _params_with_experts(model, moe_field(model, "experts"))
 
 
 def active_params(model) -> ArrayLike:
     """Every parameter one token uses (count): :func:`total_params` with ``k`` routed experts
     per MoE layer instead of ``E`` (embeddings, norms and routers included)."""
-    return _params_with_experts(model, model.experts_per_token)
+    return _params_with_experts(model, moe_field(model, "experts_per_token"))
 
 
 def active_params_without_input_embedding(model) -> ArrayLike:
@@ -136,25 +138,25 @@ def shared_linear_params(model) -> ArrayLike:
     experts, routers and the LM head; routed experts are extra (:func:`routed_linear_params`).
     """
     return (model.layers * attention_weights(model)
-            + (model.layers - model.moe_layers) * 3 * model.hidden * model.intermediate
-            + model.moe_layers * (shared_weights(model) + router_weights(model))
+            + (model.layers - moe_field(model, "moe_layers")) * 3 * model.hidden * model.intermediate
+            + moe_field(model, "moe_layers") * (shared_weights(model) + router_weights(model))
             + model.hidden * model.vocab)
 
 
 def routed_linear_params(model, experts_read: ArrayLike) -> ArrayLike:
     """Linear weights of ``experts_read`` routed experts in each MoE layer, ``M·n·3·d·F_e``
     (count; ``experts_read`` may be fractional: an expected number)."""
-    return model.moe_layers * experts_read * expert_weights(model)
+    return moe_field(model, "moe_layers") * experts_read * expert_weights(model)
 
 
 def active_linear_params(model) -> ArrayLike:
     """Linear weights one token multiplies (count): :func:`shared_linear_params` plus ``k``
     routed experts per MoE layer. Forward FLOPs per token are twice this (plus attention)."""
-    return shared_linear_params(model) + routed_linear_params(model, model.experts_per_token)
+    return shared_linear_params(model) + routed_linear_params(model, moe_field(model, "experts_per_token"))
 
 
 def replicated_linear_params(model) -> ArrayLike:
     """Linear weights tensor parallelism keeps whole on every GPU (count): MLA's
     down-projections and the routers, ``L·replicated attention + M·d·E``."""
     return (model.layers * attention_replicated_weights(model)
-            + model.moe_layers * router_weights(model))
+            + moe_field(model, "moe_layers") * router_weights(model))

@@ -33,6 +33,12 @@ MLA_ARCHITECTURES = ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM")
 """Architectures with multi-head latent attention (MLA)."""
 
 
+def moe_field(model, name: str):
+    """``model.<name>``, or 0 when ``model`` has no such field: a plain dense
+    :class:`ModelSpec` or a dense model table reads as "no experts, no latent, no biases"."""
+    return getattr(model, name, 0)
+
+
 @dataclass(frozen=True)
 class MoESpec(ModelSpec):
     """A decoder whose MLPs are (partly) mixtures of experts.

@@ -307,3 +307,24 @@ def test_formulas_broadcast_over_a_table_of_models():
     assert weights.dims == ("model", "batch")
     assert weights.sel(model="mixtral-8x7b").values.tolist() == [25_497_174_016,
                                                                  42_408_607_744]
+
+
+def test_dense_catalog_models_keep_their_figures():
+    """Plain dense records and the dense model table read as "no experts, no latent, BF16 KV":
+    every formula gives the decode model's own figure, so wiring these in changes no number."""
+    from lab.catalog import model_catalog, model_table
+    from lab.decode import attention_flops_per_token, linear_params
+    from lab.decode import kv_bytes_per_token as dense_kv_bytes_per_token
+
+    table = model_table(list(model_catalog()))
+    for model in (*model_catalog().values(), table):
+        n_lin = linear_params(model)
+        for batch in (1, 64):
+            assert np.array_equal(step_weight_params(model, batch), n_lin)
+        assert np.array_equal(active_linear_params(model), n_lin)
+        assert np.array_equal(kv_bytes_per_token(model), dense_kv_bytes_per_token(model))
+        assert np.array_equal(attention_flops_per_pair(model), attention_flops_per_token(model))
+        assert np.array_equal(replicated_linear_params(model), 0 * n_lin)
+    llama = get_model("llama-3.1-8b")
+    assert step_weight_bytes(llama, 2, "bf16", 8) == 7_504_658_432  # N_lin·2 B/2
+    assert kv_bytes_per_token_per_gpu(llama, 2, "fp8") == 32_768  # 131,072 / 2 / 2
