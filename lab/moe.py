@@ -9,6 +9,7 @@ Formulas (per GPU, tensor-parallel degree ``tp``, weight precision ``p``, batch 
     n(B)     = E · (1 − (1 − k/E)^B)                 distinct experts per MoE layer
     N_read   = N_shared + M · n(B) · 3·d·F_e          weights a step reads
     W        = (N_rep + (N_read − N_rep) / tp) · bytes(p)
+    mem      = (N_rep + (P_total − N_rep) / tp) · bytes(p)    every expert is resident
     N_act    = N_shared + M · k · 3·d·F_e             weights one token multiplies
     FLOP_lin = 2 · B · (N_rep + (N_act − N_rep) / tp)
 
@@ -75,6 +76,15 @@ def step_weight_bytes(model, tp: ArrayLike, precision: ArrayLike, batch: ArrayLi
     (:func:`experts_touched`); MLA down-projections and routers whole, the rest ``/tp``.
     """
     return _per_gpu(model, step_weight_params(model, batch), tp) * bytes_per_element(precision)
+
+
+def resident_weight_bytes(model, tp: ArrayLike, precision: ArrayLike) -> ArrayLike:
+    """Parameter bytes one GPU holds: every expert, every parameter (B).
+
+    ``(N_rep + (P_total − N_rep)/tp) · bytes(p)``: memory holds all ``E`` experts of every MoE
+    layer whatever the batch; MLA's down-projections and the routers whole on every GPU.
+    """
+    return _per_gpu(model, model.total_params, tp) * bytes_per_element(precision)
 
 
 def linear_flops(model, tp: ArrayLike, batch: ArrayLike) -> ArrayLike:

@@ -328,3 +328,14 @@ def test_dense_catalog_models_keep_their_figures():
     llama = get_model("llama-3.1-8b")
     assert step_weight_bytes(llama, 2, "bf16", 8) == 7_504_658_432  # N_lin·2 B/2
     assert kv_bytes_per_token_per_gpu(llama, 2, "fp8") == 32_768  # 131,072 / 2 / 2
+
+
+def test_memory_holds_every_expert():
+    from lab.moe import resident_weight_bytes
+
+    v3 = config("deepseek-v3")
+    # (1,029,898,240 replicated + (671,026,419,200 − 1,029,898,240)/8) · 2 B
+    assert resident_weight_bytes(v3, 8, "bf16") == 169_558_926_720
+    assert resident_weight_bytes(config("mixtral-8x7b-v0.1"), 1, "fp8") == 46_702_792_704
+    llama = get_model("llama-3.1-8b")  # dense: P_total·bytes/tp, as lab.memory
+    assert resident_weight_bytes(llama, 2, "bf16") == 8_030_261_248
