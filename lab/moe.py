@@ -14,7 +14,7 @@ Formulas (per GPU, tensor-parallel degree ``tp``, weight precision ``p``, batch 
     FLOP_lin = 2 · B · (N_rep + (N_act − N_rep) / tp)
 
 ``N_shared`` (attention, dense MLPs, shared experts, routers, LM head) and ``N_rep`` (MLA
-down-projections and routers, whole on every GPU) are
+down-projections, routers and shared-expert gates, whole on every GPU) are
 :func:`~lab.catalog.moe_params.shared_linear_params` and
 :func:`~lab.catalog.moe_params.replicated_linear_params`.
 

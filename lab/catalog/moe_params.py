@@ -157,6 +157,7 @@ def active_linear_params(model) -> ArrayLike:
 
 def replicated_linear_params(model) -> ArrayLike:
     """Linear weights tensor parallelism keeps whole on every GPU (count): MLA's
-    down-projections and the routers, ``L·replicated attention + M·d·E``."""
-    return (model.layers * attention_replicated_weights(model)
-            + moe_field(model, "moe_layers") * router_weights(model))
+    down-projections, the routers and Qwen2-MoE's shared-expert gate,
+    ``L·replicated attention + M·d·(E + gate)``."""
+    gates = router_weights(model) + moe_field(model, "shared_expert_gate") * model.hidden
+    return model.layers * attention_replicated_weights(model) + moe_field(model, "moe_layers") * gates

@@ -187,6 +187,8 @@ def test_mla_replicated_weights():
     # 61·7168·(1536 + 512 + 64) + 58·7168·256 = 923,467,776 + 106,430,464
     assert replicated_linear_params(model) == 1_029_898_240
     assert replicated_linear_params(config("mixtral-8x7b-v0.1")) == 1_048_576  # routers only
+    # Qwen2-MoE: 24 routers 2048·60 and 24 shared-expert gates 2048
+    assert replicated_linear_params(config("qwen1.5-moe-a2.7b")) == 2_998_272
 
 
 # -- KV bytes, pages and attention FLOPs ---------------------------------------------------------
