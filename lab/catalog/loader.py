@@ -16,6 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from lab.catalog.moe_spec import MOE_ARCHITECTURES
 from lab.catalog.params_count import total_parameters
 from lab.catalog.specs import SUPPORTED_ARCHITECTURES, GPUSpec, ModelSpec
 from lab.errors import CatalogError, shown, shown_number
@@ -93,6 +94,12 @@ def model_from_config(entry: dict, where: str, *, model_id: str, name: str) -> M
             architecture = archs[0]
     if architecture is None:
         raise CatalogError(f"{where} is missing the field 'architectures'.")
+    if isinstance(architecture, str) and architecture in MOE_ARCHITECTURES:
+        raise CatalogError(
+            f"{where} has architecture {shown(architecture)}, a mixture-of-experts model whose "
+            "decode step the lab does not model yet (lab.catalog.moe_config reads its shape; "
+            f"supported: {', '.join(SUPPORTED_ARCHITECTURES)})."
+        )
     if not isinstance(architecture, str) or architecture not in SUPPORTED_ARCHITECTURES:
         raise CatalogError(
             f"{where} has architecture {shown(architecture)}, which the lab does not model "
