@@ -80,6 +80,11 @@ GPU_FIELD_LIMITS = {
 }
 """Accepted range ``(low, high, unit)`` of each figure of a GPU."""
 
+# -- sweeps -------------------------------------------------------------------------------------
+MAX_LOCAL_WORKERS = 64
+"""Most worker processes ``sweep --workers`` starts on this machine (each is a Python process
+of ~150 MB; more processes than cores only adds memory)."""
+
 # -- request traces (CSV) -----------------------------------------------------------------------
 MAX_REQUEST_TOKENS = MAX_CONTEXT
 """Largest prompt or output of one request in a trace, tokens (a model's maximum context also

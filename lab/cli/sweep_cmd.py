@@ -53,7 +53,7 @@ def register(subparsers) -> None:
                         help="address of a running Dask scheduler (tcp://host:8786), or "
                         "'threads' for no cluster (default: start a local cluster)")
     parser.add_argument("--workers", type=int, metavar="N",
-                        help="worker processes of the local cluster (default: one per CPU, "
+                        help="worker processes of the local cluster, 1 to 64 (default: one per CPU, "
                         "at most 8)")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress bar or messages, only the paths written")
