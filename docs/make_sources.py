@@ -20,6 +20,7 @@ from pathlib import Path
 
 from lab.catalog import GPUSpec, ModelSpec, gpu_catalog, model_catalog
 from lab.decode import kv_bytes_per_token, linear_params
+from lab.measured.sources import measured_section
 from lab.units import GB, GB_PER_S, TB_PER_S, TFLOPS
 
 OUTPUT = Path(__file__).resolve().parent / "sources.md"
@@ -153,7 +154,8 @@ def model_section(models: dict[str, ModelSpec]) -> str:
 
 def render() -> str:
     """The whole of docs/sources.md for the catalogs as they are now."""
-    return "\n".join([HEADER, gpu_section(gpu_catalog()), model_section(model_catalog())])
+    return "\n".join([HEADER, gpu_section(gpu_catalog()), model_section(model_catalog()),
+                      measured_section()])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -116,7 +116,7 @@ def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: 
         open_grid_spec,
     )
 
-    if name == MEASURED:  # experiment 9: shipped measurements, not a grid (docs/model.md §11)
+    if name == MEASURED:  # shipped measurements, not a grid (docs/model.md, Experiment 9)
         from lab.measured.calc import measured_table
 
         return measured_table()

@@ -45,8 +45,8 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("measured", help=DESCRIPTION.split(":")[0],
                                    description=DESCRIPTION)
     parser.add_argument("--measurements", metavar="FILE", default=None,
-                        help="your own CSV of kernel times (columns: docs/model.md §11) instead "
-                        "of the shipped H100 data")
+                        help="your own CSV of kernel times (columns: docs/model.md, Experiment 9) "
+                        "instead of the shipped H100 data")
     parser.add_argument("--gpu", default=SHIPPED_GPU,
                         help="catalog GPU id or GPU TOML whose peaks make the floor "
                         "(default: %(default)s, where the shipped data was measured)")

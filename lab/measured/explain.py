@@ -1,7 +1,8 @@
 """“Show the calculation” for one measured point: the floor with the numbers substituted.
 
 Takes a point record of :func:`lab.measured.calc.point_record` (SI units, full precision) and
-returns :class:`~lab.explain.Step` rows in docs/model.md §11's order; rounding happens here.
+returns :class:`~lab.explain.Step` rows in the order of docs/model.md, Experiment 9; rounding
+happens here.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 Nothing is re-derived here: decode attention is :func:`lab.decode.attention_phase` on one
 layer, prefill attention counts pairs with :func:`lab.context_growth.dense_pairs` at
 :func:`lab.decode.attention_flops_per_token` FLOP each, and a GEMM reads its operands at
-:func:`lab.decode.bytes_per_weight` bytes and runs at :func:`lab.decode.peak_flops` (docs/model.md
-§11). Every function broadcasts over numpy arrays; results are SI (bytes, FLOP, seconds)::
+:func:`lab.decode.bytes_per_weight` bytes and runs at :func:`lab.decode.peak_flops` (docs/model.md,
+Experiment 9). Every function broadcasts over numpy arrays; results are SI (bytes, FLOP, seconds)::
 
     decode   bytes = B·S·(2·K·h·2)/tp          FLOP = 4·B·S·H·h/tp           peak(bf16)
     prefill  bytes = n·(2·H·h + 2·K·h)·2       FLOP = 4·H·h · n(n+1)/2       peak(bf16)
