@@ -52,3 +52,14 @@ def test_measured_page(view):
     assert "1.19×" in cards_html(exp.cards())
     view.upload._use_shipped(None)
     assert exp.measurements is None and exp.error is None
+
+
+def test_experiment_1_overlay_is_off_by_default():
+    from apps.ui.measured_overlay import MeasuredOverlay
+    from lab.experiments.batch_bottleneck import BatchBottleneck
+
+    exp = BatchBottleneck(batch=16)
+    overlay = MeasuredOverlay(experiment=exp)
+    assert overlay.sentence() == ""
+    overlay.show = True
+    assert "5.83 ms against the ideal attention phase of 5.13 ms (1.14×)" in overlay.sentence()

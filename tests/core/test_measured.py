@@ -193,3 +193,20 @@ def test_cli_bad_row_exits_2(tmp_path, capsys):
     path.write_text("m,k,n,latency_us\n8,2048,6144,0\n")
     assert main(["calc", "measured", "--measurements", str(path)]) == 2
     assert "row 1, column latency_us" in capsys.readouterr().err
+
+
+def test_overlay_on_experiment_1():
+    from lab.catalog import get_gpu, get_model
+    from lab.measured.overlay import measured_attention
+
+    model = get_model("llama-3.1-8b")
+    # Ideal attention phase at batch 16 × 8,192 (one GPU): 32 layers × 160.26 µs = 5.128 ms.
+    hit = measured_attention(model, get_gpu("h100-sxm"), 1, 16, 8192, 32 * 160.25997e-6)
+    assert hit["available"]
+    assert hit["measured_s"] == pytest.approx(32 * 182.171e-6, rel=1e-12)
+    assert hit["ratio"] == pytest.approx(1.13672, rel=1e-5)
+    assert "real kernel" in hit["sentence"] and "a410740f" in hit["sentence"]
+    miss = measured_attention(model, get_gpu("h100-sxm"), 1, 8, 8192, 1.0)
+    assert not miss["available"] and "batch 8" in miss["sentence"]
+    other = measured_attention(model, get_gpu("a100-sxm-80gb"), 1, 16, 8192, 1.0)
+    assert not other["available"] and "H100 SXM only" in other["sentence"]
