@@ -33,6 +33,9 @@ def measured_table(data: xr.Dataset | None = None, gpu: str | GPUSpec = SHIPPED_
     :data:`~lab.measured.floors.UNITS` added, units in attrs, the GPU's figures in ``attrs``."""
     gpu = get_gpu(gpu)
     data = shipped_measurements() if data is None else data
+    if not gpu.has_fp8 and (np.asarray(data["dtype"].values).astype(str) == "fp8").any():
+        raise LabInputError(f"{gpu.name} has no FP8 peak, so the floor of an fp8 GEMM cannot be "
+                            "computed on it; choose a GPU with FP8.")
     out = floors(data, gpu)
     table = data.copy()
     for name, values in out.items():
@@ -216,6 +219,9 @@ def summary_lines(result: dict) -> list[str]:
     """The summary as plain lines: per kind the ratio range, then every below-floor sentence."""
     lines = [f"Measured kernel times against the lab's floors on the {result['gpu']['name']}.",
              f"Source: {result['source']}."]
+    if result["measured_on"] and result["measured_on"] != result["gpu"]["id"]:
+        lines.append(f"Note: the data was measured on {result['measured_on']}; these floors use "
+                     f"the {result['gpu']['name']}'s peaks, so the ratios compare across parts.")
     for kind, s in result["summary"].items():
         lines.append(
             f"{KIND_NAMES[kind]}: {s['points']:,} points, measured / floor from "

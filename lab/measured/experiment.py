@@ -224,6 +224,10 @@ class FloorsAgainstMeasurements(Experiment):
         text = (f"The fixed cost dominates where there is little work: up to "
                 f"{fmt_number(ratio[top], 1)}× ({where}, floor {fmt_us(floor[top])}); no kernel "
                 f"here ran faster than {fmt_us(fastest)}.")
+        measured_on = self.table().attrs.get("measured_on", "")
+        if measured_on and measured_on != self.gpu:
+            text = (f"The data was measured on {measured_on}; these floors use the {self.gpu}'s "
+                    "peaks. ") + text
         if big.any():
             text += (f" Where the floor is {fmt_us(CONVERGED_FLOOR_S)} or more it converges: "
                      f"{fmt_number(ratio[big].min(), 2)}–{fmt_number(ratio[big].max(), 2)}× "

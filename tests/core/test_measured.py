@@ -210,3 +210,12 @@ def test_overlay_on_experiment_1():
     assert not miss["available"] and "batch 8" in miss["sentence"]
     other = measured_attention(model, get_gpu("a100-sxm-80gb"), 1, 16, 8192, 1.0)
     assert not other["available"] and "H100 SXM only" in other["sentence"]
+
+
+def test_fp8_gemm_uses_the_fp8_peak_and_needs_one(tmp_path, capsys):
+    # m 8192, k 8192, n 6144 in FP8: 824,633,720,832 FLOP / 1,979 TFLOPS = 416.6921 µs.
+    data = parse_measurements(b"dtype,m,k,n,latency_us\nfp8,8192,8192,6144,500\n", "fp8.csv")
+    table = measured_table(data)
+    assert table["floor_s"].values[0] * 1e6 == pytest.approx(416.6921, rel=1e-6)
+    with pytest.raises(LabInputError, match="has no FP8 peak"):
+        measured_table(data, "a100-sxm-80gb")
