@@ -17,8 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import xarray as xr
 
 from lab.arrays import ArrayLike
+from lab.catalog import GPUSpec
 from lab.context_growth import dense_pairs
 from lab.decode import (
     KV_BYTES_PER_ELEMENT,
@@ -54,7 +56,8 @@ class OneLayer:
     layers: int = 1
 
 
-def decode_attention(heads, kv_heads, head_dim, tp, batch, context, gpu) -> dict:
+def decode_attention(heads: ArrayLike, kv_heads: ArrayLike, head_dim: ArrayLike, tp: ArrayLike,
+                     batch: ArrayLike, context: ArrayLike, gpu: GPUSpec) -> dict:
     """Experiment 1's attention phase for one layer: ``batch·context`` cached tokens."""
     phase = attention_phase(OneLayer(heads, kv_heads, head_dim), gpu, tp, batch * context)
     return {"bytes": phase["kv_read_bytes"], "flops": phase["attention_flops"],
@@ -62,7 +65,8 @@ def decode_attention(heads, kv_heads, head_dim, tp, batch, context, gpu) -> dict
             "compute_time_s": phase["attention_compute_time_s"]}
 
 
-def prefill_attention(heads, kv_heads, head_dim, tokens, gpu) -> dict:
+def prefill_attention(heads: ArrayLike, kv_heads: ArrayLike, head_dim: ArrayLike,
+                      tokens: ArrayLike, gpu: GPUSpec) -> dict:
     """Causal attention over ``tokens``: experiment 8's pairs at ``4·H·h`` FLOP each.
 
     The memory floor reads Q, K and V and writes O once in BF16: ``n·(2·H·h + 2·K·h)·2`` B.
@@ -74,7 +78,7 @@ def prefill_attention(heads, kv_heads, head_dim, tokens, gpu) -> dict:
             "compute_time_s": flops / gpu.peak_bf16}
 
 
-def gemm(m, k, n, precision, gpu) -> dict:
+def gemm(m: ArrayLike, k: ArrayLike, n: ArrayLike, precision: ArrayLike, gpu: GPUSpec) -> dict:
     """One GEMM: the weight, the input and the output once at ``bytes(p)``; ``2·m·k·n`` FLOP."""
     nbytes = 1.0 * (k * n + m * k + m * n) * bytes_per_weight(precision)
     flops = 2.0 * m * k * n
@@ -93,7 +97,7 @@ def compare(parts: dict, latency_s: ArrayLike) -> dict:
             "below_floor": ratio < 1.0}
 
 
-def floors(table, gpu) -> dict:
+def floors(table: xr.Dataset, gpu: GPUSpec) -> dict:
     """Every output of :data:`UNITS` for every point of a measurements table (numpy arrays).
 
     ``table`` is a Dataset from :mod:`lab.measured.loader`; each kind's points are computed

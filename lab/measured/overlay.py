@@ -11,6 +11,7 @@ from functools import lru_cache
 
 import xarray as xr
 
+from lab.catalog import GPUSpec, ModelSpec
 from lab.errors import LabInputError
 from lab.measured.calc import Selection, measured_table, point_record, select_point
 from lab.measured.loader import SHIPPED_GPU, SHIPPED_SOURCE
@@ -21,7 +22,7 @@ def _shipped_table() -> xr.Dataset:
     return measured_table()
 
 
-def measured_attention(model, gpu, tp: int, batch: int, context: int,
+def measured_attention(model: ModelSpec, gpu: GPUSpec, tp: int, batch: int, context: int,
                        ideal_attention_s: float) -> dict:
     """The measured attention phase of one decode step for a decode configuration, if measured.
 
