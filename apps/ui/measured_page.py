@@ -36,6 +36,9 @@ CHART_NOTE = ("Measured kernel times (not the lab's ideal) divided by the lab's 
               "achieved bandwidth.")
 """Caption under the chart."""
 
+SELECTED_COLOR = "#D55E00"
+"""Outline of the selected point on the heatmap (Okabe–Ito vermillion)."""
+
 FLAG_CSS = """
 .lab-below-floor { border-left: 4px solid #D55E00; padding: 8px 12px; margin: 6px 0;
   background: rgba(213,94,0,0.08); }
@@ -107,7 +110,11 @@ class MeasuredPage(Viewer):
         ds = source.chart_data()
         if source.kind == "decode":
             title = f"Measured / floor, decode attention {source.shape} at tp {source.tp}"
-            plot = heatmap(ds, "ratio", x="batch", y="context").opts(title=title)
+            grid = heatmap(ds, "ratio", x="batch", y="context")
+            here = hv.Points([(f"{source.batch:,}", f"{source.context:,}")], kdims=grid.kdims,
+                             label="selected point").opts(
+                marker="square", size=16, fill_alpha=0, line_color=SELECTED_COLOR, line_width=3)
+            plot = (grid * here).opts(title=title)
         else:
             plot = ratio_lines(ds, "context" if source.kind == "prefill" else "m")
         self._last_plot = plot
