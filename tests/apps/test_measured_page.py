@@ -36,6 +36,7 @@ def test_measured_page(view):
     assert view.flag.object == ""
     # GEMM: the large-m points are below the BF16 floor, and the page says so.
     exp.param.update(kind="gemm")
+    assert "8192×6144" in view.inputs._widgets["shape"].options  # the kind's shapes on offer
     exp.param.update(shape="8192×6144", m=8192)
     assert "0.77×" in cards_html(exp.cards())
     assert "83 point(s) of this kind are below their floor" in view.flag.object
