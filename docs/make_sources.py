@@ -24,6 +24,7 @@ from lab.catalog.moe_params import active_params, active_params_without_input_em
 from lab.catalog.moe_spec import MoESpec
 from lab.decode import kv_bytes_per_token, linear_params
 from lab.kv_shapes import kv_bytes_per_token as moe_kv_bytes_per_token
+from lab.measured.sources import measured_section
 from lab.units import GB, GB_PER_S, TB_PER_S, TFLOPS
 
 OUTPUT = Path(__file__).resolve().parent / "sources.md"
@@ -200,7 +201,7 @@ def moe_model_section(models: dict[str, MoESpec]) -> str:
 def render() -> str:
     """The whole of docs/sources.md for the catalogs as they are now."""
     return "\n".join([HEADER, gpu_section(gpu_catalog()), model_section(model_catalog()),
-                      moe_model_section(moe_model_catalog())])
+                      moe_model_section(moe_model_catalog()), measured_section()])
 
 
 def main(argv: list[str] | None = None) -> int:
