@@ -278,8 +278,9 @@ def _looks_like_path(value: str) -> bool:
     return "/" in value or "\\" in value or value.endswith((".json", ".toml"))
 
 
-def load_model_config(path: str | Path) -> ModelSpec:
-    """A model from a Hugging Face ``config.json`` on disk (id = its folder's name)."""
+def read_config_json(path: str | Path) -> tuple[object, str, str]:
+    """A Hugging Face ``config.json`` on disk as ``(parsed JSON, model id, name)``: the id is
+    its folder's name (or the file's stem), the name its ``_name_or_path`` or the id."""
     path = Path(path)
     text = _read_text(path)
     try:
@@ -293,7 +294,13 @@ def load_model_config(path: str | Path) -> ModelSpec:
     stem = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
     model_id = stem or "custom-model"
     name = _text(entry, "_name_or_path") if isinstance(entry, dict) else ""
-    return model_from_config(entry, str(path), model_id=model_id, name=name or model_id)
+    return entry, model_id, name or model_id
+
+
+def load_model_config(path: str | Path) -> ModelSpec:
+    """A model from a Hugging Face ``config.json`` on disk (id = its folder's name)."""
+    entry, model_id, name = read_config_json(path)
+    return model_from_config(entry, str(Path(path)), model_id=model_id, name=name)
 
 
 def load_gpu_file(path: str | Path) -> GPUSpec:
