@@ -19,7 +19,12 @@ import sys
 from pathlib import Path
 
 from lab.catalog import GPUSpec, ModelSpec, gpu_catalog, model_catalog
+from lab.catalog.moe_config import moe_model_catalog
+from lab.catalog.moe_params import active_params, active_params_without_input_embedding
+from lab.catalog.moe_spec import MoESpec
 from lab.decode import kv_bytes_per_token, linear_params
+from lab.kv_shapes import kv_bytes_per_token as moe_kv_bytes_per_token
+from lab.measured.sources import measured_section
 from lab.units import GB, GB_PER_S, TB_PER_S, TFLOPS
 
 OUTPUT = Path(__file__).resolve().parent / "sources.md"
@@ -151,9 +156,52 @@ def model_section(models: dict[str, ModelSpec]) -> str:
     return "\n".join(lines) + "\n"
 
 
+MOE_INTRO = """\
+## Mixture-of-experts models (read, not yet in the experiments)
+
+From `lab/catalog/models_moe.toml`, read by `lab.catalog.moe_config`. These are not selectable
+in the experiments yet: the decode step would cost every expert as a dense MLP (see
+[model.md §0](model.md#0-the-shared-decode-model-experiments-14), "Mixture of experts, MLA
+and KV precision", for the formulas and what remains). *E*: routed experts per MoE layer;
+*k*: experts per token; *F_e*: expert width; *F_s*: shared-expert width; *M*: MoE layers of
+*L*; *KV/layer*: cached elements per token and layer (`2·K·h`, or MLA's latent + RoPE key).
+Derived (**D**): *P_total*, every parameter and expert; *active*, with `k` routed experts per
+MoE layer (and without the input embedding, as DeepSeek quotes it); *kv_tok*, KV bytes per
+token over all layers at BF16.
+"""
+
+
+def moe_model_section(models: dict[str, MoESpec]) -> str:
+    """The mixture-of-experts table and, per model, its source and notes."""
+    lines = [
+        MOE_INTRO,
+        "| id | name | architecture | d | L | M | E | k | F_e | F_s | KV/layer | V | max ctx "
+        "| P_total (D) | active (D) | active without input embedding (D) | kv_tok (B, D) "
+        "| evidence | checked |",
+        "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|",
+    ]
+    for m in models.values():
+        per_layer = (m.kv_lora_rank + m.qk_rope_head_dim if m.is_mla
+                     else 2 * m.kv_heads * m.head_dim)
+        lines.append(
+            f"| `{m.id}` | {_escape(m.name)} | {m.architecture} | {m.hidden:,} | {m.layers} | "
+            f"{m.moe_layers} | {m.experts} | {m.experts_per_token} | "
+            f"{m.expert_intermediate:,} | {m.shared_intermediate:,} | {per_layer:,} | "
+            f"{m.vocab:,} | {m.max_context:,} | {m.total_params:,} | {active_params(m):,} | "
+            f"{active_params_without_input_embedding(m):,} | "
+            f"{int(moe_kv_bytes_per_token(m)):,} | {_levels(m.source)}, D | {m.checked} |")
+    lines += ["", "### Mixture-of-experts sources and notes", ""]
+    for m in models.values():
+        lines.append(f"- **`{m.id}`** — {_escape(m.source)}")
+        if m.notes:
+            lines.append(f"  *Notes:* {_escape(m.notes)}")
+    return "\n".join(lines) + "\n"
+
+
 def render() -> str:
     """The whole of docs/sources.md for the catalogs as they are now."""
-    return "\n".join([HEADER, gpu_section(gpu_catalog()), model_section(model_catalog())])
+    return "\n".join([HEADER, gpu_section(gpu_catalog()), model_section(model_catalog()),
+                      moe_model_section(moe_model_catalog()), measured_section()])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,7 +28,11 @@ if TYPE_CHECKING:
 
     from sweeps.schema import ExperimentSpec
 
-__all__ = ["DATASET_NAMES", "data_dir", "open_dataset"]
+__all__ = ["DATASET_NAMES", "MEASURED", "data_dir", "open_dataset"]
+
+MEASURED = "measured"
+"""Experiment 9's dataset: the shipped kernel measurements with their floors (not a grid; the
+other arguments of :func:`open_dataset` do not apply to it)."""
 
 
 @contextmanager
@@ -77,8 +81,9 @@ def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: 
 
     Parameters
     ----------
-    name : {"decode", "prefill", "prefix", "goodput", "context"}
-        Which experiment's grid.
+    name : {"decode", "prefill", "prefix", "goodput", "context", "measured"}
+        Which experiment's grid; ``"measured"`` is experiment 9's table of measured kernel
+        times with their floors over ``point`` (in memory, from the package data).
     path : path, optional
         A ``.zarr`` store to open instead of the data directory's ``<name>.zarr``.
     compute_missing : bool
@@ -108,6 +113,10 @@ def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: 
         open_grid_spec,
     )
 
+    if name == MEASURED:  # shipped measurements, not a grid (docs/model.md, Experiment 9)
+        from lab.measured.calc import measured_table
+
+        return measured_table()
     if name not in DATASET_NAMES:
         raise LabInputError(f"There is no dataset '{name}'; valid: {', '.join(DATASET_NAMES)}.")
     grid_kind(name)

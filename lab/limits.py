@@ -50,6 +50,22 @@ MODEL_FIELD_LIMITS = {
     "max_position_embeddings": MAX_TOKENS_CONTEXT,
 }
 """Largest value of each shape field of a model (each at least 1)."""
+MOE_FIELD_LIMITS = {
+    "experts": 65_536,
+    "experts_per_token": 65_536,
+    "expert_intermediate": 16_777_216,
+    "shared_experts": 65_536,
+    "shared_intermediate": 16_777_216,
+    "kv_lora_rank": 65_536,
+    "q_lora_rank": 1_048_576,
+    "qk_rope_head_dim": 65_536,
+    "qk_nope_head_dim": 65_536,
+    "v_head_dim": 65_536,
+    "layer_step": 65_536,
+    "attention_chunk": MAX_TOKENS_CONTEXT,
+}
+"""Largest value of each mixture-of-experts and MLA field of a model (each at least 1 where it
+is given; the loader names the ``config.json`` key)."""
 MAX_TOTAL_PARAMS = 10**15
 """Most parameters a model may have (its shape's count; a quadrillion keeps every byte and
 FLOP count exact in 64-bit arithmetic)."""
@@ -63,6 +79,11 @@ GPU_FIELD_LIMITS = {
     "interconnect_gbps": (1e-3, 1e7, "GB/s"),
 }
 """Accepted range ``(low, high, unit)`` of each figure of a GPU."""
+
+# -- sweeps -------------------------------------------------------------------------------------
+MAX_LOCAL_WORKERS = 64
+"""Most worker processes ``sweep --workers`` starts on this machine (each is a Python process
+of ~150 MB; more processes than cores only adds memory)."""
 
 # -- request traces (CSV) -----------------------------------------------------------------------
 MAX_REQUEST_TOKENS = MAX_CONTEXT

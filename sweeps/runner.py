@@ -24,6 +24,7 @@ from typing import Any
 import dask
 
 from lab.errors import LabInputError
+from lab.limits import MAX_LOCAL_WORKERS
 
 CONNECT_TIMEOUT = "10s"
 """How long to try reaching a ``--scheduler`` address before giving up."""
@@ -171,10 +172,14 @@ def runner(scheduler: str | None = None, workers: int | None = None, *,
     Raises
     ------
     LabInputError
-        When ``workers`` is not positive or the scheduler address cannot be reached.
+        When ``workers`` is outside 1 to :data:`~lab.limits.MAX_LOCAL_WORKERS` or the
+        scheduler address cannot be reached.
     """
     if workers is not None and workers < 1:
         raise LabInputError(f"--workers must be at least 1, not {workers}.")
+    if workers is not None and workers > MAX_LOCAL_WORKERS:
+        raise LabInputError(f"--workers is at most {MAX_LOCAL_WORKERS} worker processes of the "
+                            f"local cluster, not {workers}.")
     if workers is not None and scheduler is not None:
         raise LabInputError("--workers sizes the local cluster only; an existing scheduler "
                             "or 'threads' brings its own workers.")

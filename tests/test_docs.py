@@ -249,3 +249,16 @@ def test_no_file_cites_documents_outside_the_repository():
             if any(name in line for name in OUTSIDE):
                 offending.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert not offending, "cite docs/model.md or docs/sources.md instead:\n" + "\n".join(offending)
+
+
+def test_sources_md_lists_the_moe_models_apart():
+    """models_moe.toml's entries are on the page, in their own section after the shipped ones."""
+    from lab.catalog.moe_config import moe_model_catalog
+
+    text = (DOCS / "sources.md").read_text(encoding="utf-8")
+    shipped, moe = text.split("## Mixture-of-experts models (read, not yet in the experiments)")
+    for entry in moe_model_catalog().values():
+        assert f"| `{entry.id}` |" in moe and f"| `{entry.id}` |" not in shipped
+        assert f"- **`{entry.id}`** — " in moe
+        assert make_sources.evidence_levels(entry.source), entry.id
+    assert "| 671,026,419,200 | 37,552,297,472 | 36,625,618,432 | 70,272 |" in moe

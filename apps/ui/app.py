@@ -17,7 +17,16 @@ from apps.ui.derivation import DerivationView
 from apps.ui.experiment_view import ExperimentView
 from apps.ui.grid import GridExplorer
 from apps.ui.landing import landing_page
-from apps.ui.registry import DERIVATION, GRID, HOME, SOURCES, all_pages, experiment_class, href
+from apps.ui.registry import (
+    DERIVATION,
+    GRID,
+    HOME,
+    MEASURED,
+    SOURCES,
+    all_pages,
+    experiment_class,
+    href,
+)
 from apps.ui.sources import sources_page
 from apps.ui.url_values import quoted
 
@@ -55,6 +64,10 @@ def page_content(slug: str):
         return sources_page()
     if slug == GRID.slug:
         return GridExplorer()
+    if slug == MEASURED.slug:
+        from apps.ui.measured_page import MeasuredPage
+
+        return MeasuredPage()
     cls = experiment_class(slug)
     if cls is None:
         return unknown_page(slug)

@@ -12,6 +12,7 @@ from apps.ui.calculation import CalculationView
 from apps.ui.cards import CardsView
 from apps.ui.chart_view import ChartView
 from apps.ui.inputs import InputMessage, input_panel
+from apps.ui.measured_overlay import MeasuredOverlay
 from apps.ui.prediction import PredictionView
 from apps.ui.theme import PROSE_CSS
 from apps.ui.trace_upload import TraceUpload
@@ -82,7 +83,8 @@ class ExperimentView(Viewer):
                                   sizing_mode="stretch_width")
         # The limits close the results column: in the template's main area a row is held to
         # the viewport height, so anything placed after it would overlap a long column.
-        results = pn.Column(self.cards, self.chart, self.calculation, limits,
+        overlay = [MeasuredOverlay(experiment=exp)] if exp.slug == "batch" else []  # experiment 9
+        results = pn.Column(self.cards, *overlay, self.chart, self.calculation, limits,
                             sizing_mode="stretch_width", styles={"flex": "1 1 0", "min-width": "0"})
         extra = [TraceUpload(experiment=exp)] if "trace" in exp.param else []
         inputs = pn.Column(pn.pane.Markdown("### Inputs"), self.message, self.inputs, *extra,

@@ -6,7 +6,7 @@ from html import escape
 
 import panel as pn
 
-from apps.ui.registry import DERIVATION, GRID, SOURCES, experiment_classes, href
+from apps.ui.registry import DERIVATION, GRID, MEASURED, SOURCES, experiment_classes, href
 from apps.ui.theme import FONT_STACK, PROSE_CSS
 
 LANDING_CSS = """
@@ -52,7 +52,8 @@ def experiment_cards_html() -> str:
 def landing_page() -> pn.Column:
     """The landing page's content (no computation beyond reading class attributes)."""
     more = "### Also in the lab\n\n" + "\n".join(
-        f"- [{page.title}]({href(page.slug)}): {page.summary}" for page in (DERIVATION, SOURCES, GRID))
+        f"- [{page.title}]({href(page.slug)}): {page.summary}"
+        for page in (MEASURED, DERIVATION, SOURCES, GRID))
     return pn.Column(
         pn.pane.Markdown(INTRO, stylesheets=[PROSE_CSS], sizing_mode="stretch_width"),
         pn.pane.HTML(experiment_cards_html(), stylesheets=[LANDING_CSS],

@@ -24,6 +24,9 @@ SOURCES = PageInfo("sources", "Model boundaries and primary sources",
                    "What each model leaves out; every catalog figure with its source.")
 GRID = PageInfo("grid", "Grid explorer",
                 "Heatmaps of any decode variable over batch × context from the precomputed grid.")
+MEASURED = PageInfo("measured", "9. Floors against measurements",
+                    "Real H100 kernel times beside the lab's floors: where launch cost dominates, "
+                    "where they converge, and what is below the floor.")
 
 
 def experiment_classes() -> list[type[Experiment]]:
@@ -39,7 +42,7 @@ def experiment_pages() -> list[PageInfo]:
 
 def all_pages() -> list[PageInfo]:
     """Every page in navigation order."""
-    return [HOME, *experiment_pages(), DERIVATION, SOURCES, GRID]
+    return [HOME, *experiment_pages(), MEASURED, DERIVATION, SOURCES, GRID]
 
 
 def experiment_class(slug: str) -> type[Experiment] | None:

@@ -16,6 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from lab.catalog.moe_spec import MOE_ARCHITECTURES
 from lab.catalog.params_count import total_parameters
 from lab.catalog.specs import SUPPORTED_ARCHITECTURES, GPUSpec, ModelSpec
 from lab.errors import CatalogError, shown, shown_number
@@ -93,6 +94,12 @@ def model_from_config(entry: dict, where: str, *, model_id: str, name: str) -> M
             architecture = archs[0]
     if architecture is None:
         raise CatalogError(f"{where} is missing the field 'architectures'.")
+    if isinstance(architecture, str) and architecture in MOE_ARCHITECTURES:
+        raise CatalogError(
+            f"{where} has architecture {shown(architecture)}, a mixture-of-experts model whose "
+            "decode step the lab does not model yet (lab.catalog.moe_config reads its shape; "
+            f"supported: {', '.join(SUPPORTED_ARCHITECTURES)})."
+        )
     if not isinstance(architecture, str) or architecture not in SUPPORTED_ARCHITECTURES:
         raise CatalogError(
             f"{where} has architecture {shown(architecture)}, which the lab does not model "
@@ -271,8 +278,9 @@ def _looks_like_path(value: str) -> bool:
     return "/" in value or "\\" in value or value.endswith((".json", ".toml"))
 
 
-def load_model_config(path: str | Path) -> ModelSpec:
-    """A model from a Hugging Face ``config.json`` on disk (id = its folder's name)."""
+def read_config_json(path: str | Path) -> tuple[object, str, str]:
+    """A Hugging Face ``config.json`` on disk as ``(parsed JSON, model id, name)``: the id is
+    its folder's name (or the file's stem), the name its ``_name_or_path`` or the id."""
     path = Path(path)
     text = _read_text(path)
     try:
@@ -286,7 +294,13 @@ def load_model_config(path: str | Path) -> ModelSpec:
     stem = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
     model_id = stem or "custom-model"
     name = _text(entry, "_name_or_path") if isinstance(entry, dict) else ""
-    return model_from_config(entry, str(path), model_id=model_id, name=name or model_id)
+    return entry, model_id, name or model_id
+
+
+def load_model_config(path: str | Path) -> ModelSpec:
+    """A model from a Hugging Face ``config.json`` on disk (id = its folder's name)."""
+    entry, model_id, name = read_config_json(path)
+    return model_from_config(entry, str(Path(path)), model_id=model_id, name=name)
 
 
 def load_gpu_file(path: str | Path) -> GPUSpec:

@@ -7,6 +7,7 @@ import importlib
 CALC_MODULES = (
     "lab.cli.calc_decode",
     "lab.cli.calc_serving",
+    "lab.cli.calc_measured",
 )
 """Modules that register ``calc`` subcommands, in ``--help`` order."""
 

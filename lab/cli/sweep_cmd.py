@@ -60,7 +60,7 @@ def register(subparsers) -> None:
                         help="address of a running Dask scheduler (tcp://host:8786), or "
                         "'threads' for no cluster (default: start a local cluster)")
     parser.add_argument("--workers", type=int, metavar="N",
-                        help="worker processes of the local cluster (default: one per CPU, "
+                        help="worker processes of the local cluster, 1 to 64 (default: one per CPU, "
                         "at most 8)")
     parser.add_argument("--performance-report", metavar="FILE",
                         help="save Dask's HTML performance report of the sweep (task stream, "

@@ -15,7 +15,6 @@ from __future__ import annotations
 import codecs
 import csv
 import io
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import pyarrow.csv as pacsv
 
 from lab.errors import LabInputError, shown
 from lab.limits import MAX_TRACE_BYTES, MAX_TRACE_REQUESTS
+from lab.user_files import read_user_file
 
 COLUMNS = ("request_id", "arrival_s", "prompt_tokens", "output_tokens")
 """Required columns, in the order the shipped traces use."""
@@ -75,30 +75,6 @@ class TraceCells:
     def row_text(self, row: int) -> dict[str, str]:
         """The three number cells of data row ``row`` as Python strings."""
         return {col: self.numbers[col][row].as_py() for col in NUMBER_COLUMNS}
-
-
-def _read_bytes(path: Path, name: str) -> bytes:
-    """The bytes of the regular file at ``path`` (at most :data:`MAX_TRACE_BYTES`)."""
-    try:
-        info = path.stat()
-        if stat.S_ISDIR(info.st_mode):
-            raise LabInputError(f"Trace path {name} is a directory, not a CSV file.")
-        if not stat.S_ISREG(info.st_mode):
-            raise LabInputError(f"Trace path {name} is not a regular file.")
-        if info.st_size > MAX_TRACE_BYTES:
-            raise LabInputError(f"Trace file {name} is larger than the {MAX_TRACE_BYTES:,} "
-                                "bytes the lab reads.")
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise LabInputError(f"Trace file {name} does not exist.") from None
-    except IsADirectoryError:
-        raise LabInputError(f"Trace path {name} is a directory, not a CSV file.") from None
-    except OSError as exc:
-        raise LabInputError(f"Trace file {name} cannot be read ({exc.strerror}).") from None
-    except ValueError as exc:
-        if isinstance(exc, LabInputError):
-            raise
-        raise LabInputError(f"Trace path {shown(name)} is not a usable file name.") from None
 
 
 def _checked_header(header: list[str], name: str) -> dict[str, int]:
@@ -216,6 +192,6 @@ def read_cells(path: str | Path) -> TraceCells:
     """
     path = Path(path)
     name = str(path)
-    data = _read_bytes(path, name)
+    data = read_user_file(path, name, "Trace", MAX_TRACE_BYTES)
     cells = _fast_cells(data, name)
     return cells if cells is not None else _csv_cells(data, name)

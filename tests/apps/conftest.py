@@ -6,6 +6,7 @@ import sys
 
 import pytest
 from lab_browser import (
+    AUTH_PASSWORD,
     CHROMIUM,
     CHROMIUM_ARGS,
     EXPECT_TIMEOUT_MS,
@@ -38,6 +39,18 @@ def lab_server():
     cmd = [sys.executable, "-m", "lab", "serve", "--port", str(port), "--address", "127.0.0.1"]
     proc = start_server(cmd, port)
     yield f"http://127.0.0.1:{port}", proc
+    err = stop_server(proc)
+    assert app_errors(err) == [], err
+
+
+@pytest.fixture(scope="session")
+def auth_lab_url():
+    """Base URL of ``inference-lab serve --basic-auth`` (one server for every login test)."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "lab", "serve", "--port", str(port), "--address", "127.0.0.1",
+           "--basic-auth", AUTH_PASSWORD]
+    proc = start_server(cmd, port, path="/login")
+    yield f"http://127.0.0.1:{port}"
     err = stop_server(proc)
     assert app_errors(err) == [], err
 

@@ -32,6 +32,10 @@ NAVIGATION_TIMEOUT_MS = 60_000
 """Longest wait for a page to load and its documents to render, ms."""
 
 
+AUTH_PASSWORD = "lab-secret-123"
+"""The password of the ``--basic-auth`` server the login tests share."""
+
+
 def free_port() -> int:
     """A free TCP port on loopback."""
     with socket.socket() as sock:

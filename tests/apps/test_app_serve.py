@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import urllib.request
 
 import pytest
 from lab_browser import (
     REPO,
     app_errors,
-    free_port,
     open_page,
-    start_server,
-    stop_server,
 )
 from playwright.sync_api import expect
 
@@ -84,19 +80,12 @@ def test_a_prefix_that_is_not_a_plain_path_is_one_sentence(prefix):
         panel_command(parse("--prefix", prefix))
 
 
-def test_basic_auth_asks_for_a_login():
-    port = free_port()
-    cmd = [sys.executable, "-m", "lab", "serve", "--port", str(port), "--address", "127.0.0.1",
-           "--basic-auth", "lab-secret-123"]
-    proc = start_server(cmd, port, path="/login")
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as response:
-            assert "/login" in response.url
-        # A health check needs no login: /liveness answers while the server runs.
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/liveness", timeout=10) as response:
-            assert response.status == 200 and "/login" not in response.url
-    finally:
-        stop_server(proc)
+def test_basic_auth_asks_for_a_login(auth_lab_url):
+    with urllib.request.urlopen(f"{auth_lab_url}/", timeout=10) as response:
+        assert "/login" in response.url
+    # A health check needs no login: /liveness answers while the server runs.
+    with urllib.request.urlopen(f"{auth_lab_url}/liveness", timeout=10) as response:
+        assert response.status == 200 and "/login" not in response.url
 
 
 def test_a_served_page_is_not_held_by_panel_state():

@@ -48,6 +48,8 @@ def test_sweep_one_experiment_to_a_zarr_path(tmp_path, capsys):
                           "experiments"),
     (["--scheduler", "threads", "--workers", "2"], "--workers sizes the local cluster only"),
     (["--workers", "0"], "--workers must be at least 1, not 0."),
+    (["--workers", "100000"], "--workers is at most 64 worker processes of the local cluster, "
+     "not 100000."),
 ])
 def test_sweep_errors(tmp_path, capsys, argv, message):
     base = ["sweep", "--grid", _grid(tmp_path, SMALL), "--scheduler", "threads"]

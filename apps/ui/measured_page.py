@@ -1,0 +1,142 @@
+"""Experiment 9's page: measured kernel times against the lab's floors.
+
+Laid out like the other experiment pages (docs/model.md) from the same building blocks — the
+prediction, the cards, “Show the calculation”, the limits — around
+:class:`lab.measured.experiment.FloorsAgainstMeasurements`. Its chart is a heatmap of measured
+/ floor over batch × context (decode) or one line per shape (prefill, GEMM); points below
+their floor are flagged with the sentence that says why they cannot be, and a reader can
+upload their own measurements (:mod:`apps.ui.measured_upload`).
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import holoviews as hv
+import numpy as np
+import panel as pn
+import param
+from panel.viewable import Viewer
+
+from apps.ui.calculation import CalculationView
+from apps.ui.cards import CardsView
+from apps.ui.charts import CANVAS, heatmap
+from apps.ui.experiment_view import limits_markdown
+from apps.ui.inputs import InputMessage, input_panel
+from apps.ui.measured_upload import MeasurementsUpload
+from apps.ui.prediction import PredictionView
+from apps.ui.theme import CARD_CSS, PROSE_CSS
+from lab.measured.experiment import FloorsAgainstMeasurements
+
+INPUTS = ("kind", "shape", "tp", "batch", "context", "m", "gpu")
+"""The inputs offered as widgets (the data set comes from the upload)."""
+
+CHART_NOTE = ("Measured kernel times (not the lab's ideal) divided by the lab's floor for the "
+              "same work; 1× is the floor. Hover for the measured time, the floor and the "
+              "achieved bandwidth.")
+"""Caption under the chart."""
+
+SELECTED_COLOR = "#D55E00"
+"""Outline of the selected point on the heatmap (Okabe–Ito vermillion)."""
+
+FLAG_CSS = """
+.lab-below-floor { border-left: 4px solid #D55E00; padding: 8px 12px; margin: 6px 0;
+  background: rgba(213,94,0,0.08); }
+"""
+
+
+def ratio_lines(ds, x: str) -> hv.Overlay:
+    """Measured / floor against ``x`` (log axis), one line per shape, with the floor at 1×."""
+    label = "prompt tokens n" if x == "context" else "GEMM rows m (tokens)"
+    style = {"logx": True, "responsive": True, "height": 420, "xlabel": label,
+             "ylabel": "Measured / floor (×)", "backend_opts": CANVAS}
+    layers = []
+    for shape in ds["shape"].values:
+        row = ds.sel(shape=shape)
+        ok = np.isfinite(row["ratio"].values)
+        xs, ys = row[x].values[ok].astype(float), row["ratio"].values[ok]
+        layers.append(hv.Curve((xs, ys), x, "ratio", label=str(shape)).opts(**style))
+        layers.append(hv.Scatter((xs, ys), x, "ratio", label=str(shape)).opts(
+            size=5, tools=["hover"], **style))
+    layers.append(hv.HLine(1.0).opts(color="black", line_dash="dashed", line_width=1))
+    return hv.Overlay(layers).opts(legend_position="right", responsive=True, height=420,
+                                   title="Measured / floor (dashed: the floor, 1×)")
+
+
+class MeasuredPage(Viewer):
+    """Headline, prediction, inputs and upload, cards, flag, chart, calculation, limits."""
+
+    experiment = param.ClassSelector(class_=FloorsAgainstMeasurements, doc="The experiment shown.")
+
+    def __init__(self, **params):
+        params.setdefault("experiment", FloorsAgainstMeasurements())
+        super().__init__(**params)
+        exp = self.experiment
+        self.message = InputMessage()
+        self.inputs = input_panel(exp, list(INPUTS), report=self.message.say)
+        self.upload = MeasurementsUpload(experiment=exp)
+        self.prediction = PredictionView(experiment=exp)
+        self.cards = CardsView(experiment=exp)
+        self.calculation = CalculationView(experiment=exp)
+        self.flag = pn.pane.HTML(pn.bind(self._flag_html, exp.param.result),
+                                 stylesheets=[FLAG_CSS], sizing_mode="stretch_width",
+                                 css_classes=["lab-measured-flag"])
+        self.regions = pn.pane.HTML(pn.bind(self._regions_html, exp.param.result),
+                                    sizing_mode="stretch_width",
+                                    css_classes=["lab-measured-regions"])
+        self.chart = pn.pane.HoloViews(pn.bind(self._plot, exp.param.result),
+                                       sizing_mode="stretch_width", min_height=440)
+        self._last_plot = None
+
+    def _flag_html(self, _result) -> str:
+        r = self.experiment.result
+        if not r or not r["below_floor_count"]:
+            return ""
+        return (f'<div class="lab-below-floor" role="note"><b>{r["below_floor_count"]:,} point(s) '
+                f'of this kind are below their floor.</b> The lowest: '
+                f'{escape(r["worst_sentence"])}</div>')
+
+    def _regions_html(self, _result) -> str:
+        if self.experiment.result is None:
+            return ""
+        return f"<p>{escape(self.experiment.regions())}</p>"
+
+    def _plot(self, _result):
+        """The heatmap or the lines for the current kind (the last good one while invalid)."""
+        exp = self.experiment
+        if exp.result is None and self._last_plot is not None:
+            return self._last_plot
+        source = exp if exp.result is not None else FloorsAgainstMeasurements()
+        ds = source.chart_data()
+        if source.kind == "decode":
+            title = f"Measured / floor, decode attention {source.shape} at tp {source.tp}"
+            grid = heatmap(ds, "ratio", x="batch", y="context")
+            here = hv.Points([(f"{source.batch:,}", f"{source.context:,}")], kdims=grid.kdims,
+                             label="selected point").opts(
+                marker="square", size=16, fill_alpha=0, line_color=SELECTED_COLOR, line_width=3)
+            plot = (grid * here).opts(title=title)
+        else:
+            plot = ratio_lines(ds, "context" if source.kind == "prefill" else "m")
+        self._last_plot = plot
+        return plot
+
+    def __panel__(self):
+        exp = self.experiment
+        header = pn.pane.Markdown(
+            f"# {exp.number}. {exp.title}\n\n**{exp.headline}**\n\nEvery other page shows an "
+            "ideal phase cost. This one puts real H100 kernel times beside the lab's floor for "
+            "the same work, with the formulas of experiments 1 and 8.",
+            sizing_mode="stretch_width")
+        limits = pn.pane.Markdown(limits_markdown(exp), stylesheets=[PROSE_CSS],
+                                  sizing_mode="stretch_width")
+        chart = pn.Column(self.chart, pn.pane.Markdown(f"*{CHART_NOTE}*",
+                                                      sizing_mode="stretch_width"),
+                          sizing_mode="stretch_width")
+        results = pn.Column(self.cards, self.flag, self.regions, chart, self.calculation, limits,
+                            stylesheets=[CARD_CSS], sizing_mode="stretch_width",
+                            styles={"flex": "1 1 0", "min-width": "0"})
+        inputs = pn.Column(pn.pane.Markdown("### Inputs"), self.message, self.inputs,
+                           self.upload, width=300, styles={"flex": "0 0 300px"})
+        body = pn.FlexBox(inputs, results, flex_wrap="nowrap", align_items="flex-start",
+                          sizing_mode="stretch_width")
+        return pn.Column(header, self.prediction, body, sizing_mode="stretch_width")

@@ -1,0 +1,245 @@
+"""Experiment 9's calculation: every measured point against its floor, as JSON-ready records.
+
+:func:`measured_table` adds the floors of :mod:`lab.measured.floors` to a measurements table
+(the ``measured`` dataset); :func:`calc_measured` is what ``inference-lab calc measured`` and
+the page show: a summary per kind and per head shape, every point below its floor with the
+sentence that says what could explain it, and the selected point in full.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import xarray as xr
+
+from lab.catalog import GPUSpec, get_gpu
+from lab.decode import peak_flops
+from lab.errors import LabInputError, shown
+from lab.measured.floors import UNITS, floors
+from lab.measured.loader import KIND_NAMES, KINDS, SHIPPED_GPU, shipped_measurements
+from lab.units import fmt_int, fmt_number
+
+DEFAULT_POINT = {"kind": "decode", "shape": "32-8-128", "tp": 1, "batch": 16, "context": 8192,
+                 "m": 0}
+"""The point selected by default: Llama 3.1 8B's heads, batch 16 at 8k context, one GPU."""
+
+CONVERGED_BAND = (1.05, 1.15)
+"""Ratio band the large decode points settle in on the shipped data (docs/model.md, Experiment 9)."""
+
+
+def measured_table(data: xr.Dataset | None = None, gpu: str | GPUSpec = SHIPPED_GPU) -> xr.Dataset:
+    """``data`` (default: the shipped measurements) with every floor variable of
+    :data:`~lab.measured.floors.UNITS` added, units in attrs, the GPU's figures in ``attrs``."""
+    gpu = get_gpu(gpu)
+    data = shipped_measurements() if data is None else data
+    if not gpu.has_fp8 and (np.asarray(data["dtype"].values).astype(str) == "fp8").any():
+        raise LabInputError(f"{gpu.name} has no FP8 peak, so the floor of an fp8 GEMM cannot be "
+                            "computed on it; choose a GPU with FP8.")
+    out = floors(data, gpu)
+    table = data.copy()
+    for name, values in out.items():
+        long_name, units = UNITS[name]
+        table[name] = ("point", values, {"long_name": long_name, "units": units})
+    table.attrs.update({"gpu": gpu.id, "gpu_name": gpu.name, "hbm_bw_Bps": gpu.hbm_bw,
+                        "peak_bf16_flops": gpu.peak_bf16,
+                        "docs": "docs/model.md, Experiment 9"})
+    return table
+
+
+def point_label(p: dict) -> str:
+    """``decode attention 32-8-128 tp 1, batch 16 × context 8,192`` and the like."""
+    if p["kind"] == "gemm":
+        return f"GEMM m {p['m']:,} × k {p['k']:,} × n {p['n']:,} ({p['dtype']})"
+    if p["kind"] == "prefill":
+        return f"prefill attention {p['shape']}, {p['context']:,} tokens"
+    return (f"decode attention {p['shape']} tp {p['tp']}, batch {p['batch']:,} × context "
+            f"{p['context']:,}")
+
+
+def point_record(table: xr.Dataset, index: int) -> dict:
+    """One point as a JSON-ready dict (SI units; booleans and text as they are)."""
+    out: dict = {"point": int(index)}
+    for name, da in table.data_vars.items():
+        value = da.values[index]
+        if isinstance(value, np.bool_ | bool):
+            out[name] = bool(value)
+        elif isinstance(value, np.integer):
+            out[name] = int(value)
+        elif isinstance(value, np.floating):
+            out[name] = float(value)
+        else:
+            out[name] = str(value)
+    out["label"] = point_label(out)
+    return out
+
+
+def below_floor_sentence(p: dict, gpu: GPUSpec) -> str:
+    """Why a point below its floor is impossible under the stated peaks, and what could explain it."""
+    speed = (f"{fmt_number(p['achieved_flops'] / 1e12, 0)} TFLOPS" if p["compute_bound"]
+             else f"{fmt_number(p['achieved_bandwidth'] / 1e12, 2)} TB/s")
+    stated = (f"the dense {p['dtype'].upper()} peak of "
+              f"{fmt_number(float(peak_flops(gpu, p['dtype'])) / 1e12, 1)} TFLOPS"
+              if p["compute_bound"] else f"the {fmt_number(gpu.hbm_bw / 1e12, 2)} TB/s bandwidth")
+    other = ""
+    if p["compute_bound"] and p["dtype"] == "bf16" and gpu.has_fp8:
+        other = (f" (at the FP8 peak of {fmt_number(gpu.peak_fp8 / 1e12, 1)} TFLOPS it would sit "
+                 f"at {fmt_number(p['latency_s'] / (p['flops'] / gpu.peak_fp8), 2)}× its floor)")
+    return (f"{point_label(p)}: measured {fmt_number(p['latency_s'] * 1e6, 1)} µs is "
+            f"{fmt_number(p['ratio'], 2)}× its floor of {fmt_number(p['floor_s'] * 1e6, 1)} µs, "
+            f"i.e. {speed}, more than {stated} of the {gpu.name}; that is impossible under the "
+            f"stated peaks, so the kernel ran in another precision than labelled{other}, on a "
+            "different peak (clocks or a part other than the catalog's), or the time is a "
+            "timing artefact (operands left in cache, overlapping launches, an unsynchronised "
+            "timer).")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which measured point to show in full: kind, head shape (or ``k×n``), and its axes."""
+
+    kind: str = DEFAULT_POINT["kind"]
+    shape: str = DEFAULT_POINT["shape"]
+    tp: int = DEFAULT_POINT["tp"]
+    batch: int = DEFAULT_POINT["batch"]
+    context: int = DEFAULT_POINT["context"]
+    m: int = DEFAULT_POINT["m"]
+
+
+def _values(values) -> str:
+    shown_values = sorted(set(values), key=lambda v: (isinstance(v, str), v))
+    text = ", ".join(f"{v:,}" if isinstance(v, int | np.integer) else str(v)
+                     for v in shown_values[:12])
+    return text + (", …" if len(shown_values) > 12 else "")
+
+
+def select_point(table: xr.Dataset, sel: Selection) -> int:
+    """Index of the point ``sel`` names; one sentence listing what was measured when none does."""
+    kind = np.asarray(table["kind"].values).astype(str)
+    if sel.kind not in KINDS:
+        raise LabInputError(f"Kind {shown(sel.kind)} is not one of {', '.join(KINDS)}.")
+    if sel.kind == "gemm":  # ``4096x6144`` typed for ``4096×6144``
+        sel = replace(sel, shape=sel.shape.replace("x", "×").replace("X", "×"))
+    mask = kind == sel.kind
+    if not mask.any():
+        raise LabInputError(f"There are no {KIND_NAMES[sel.kind]} measurements here.")
+    what = KIND_NAMES[sel.kind]
+    shapes = np.asarray(table["shape"].values).astype(str)
+    if sel.shape not in set(shapes[mask]):
+        raise LabInputError(f"There is no {what} measurement of shape {shown(sel.shape)}; "
+                            f"measured: {_values(shapes[mask].tolist())}.")
+    mask &= shapes == sel.shape
+    axes = {"decode": ("tp", "batch", "context"), "prefill": ("context",), "gemm": ("m",)}
+    for axis in axes[sel.kind]:
+        values = np.asarray(table[axis].values)
+        wanted = getattr(sel, axis)
+        if not (mask & (values == wanted)).any():
+            raise LabInputError(f"There is no {what} measurement of {sel.shape} at {axis} "
+                                f"{shown(wanted)} (given the rest of the selection); measured: "
+                                f"{_values(values[mask].tolist())}.")
+        mask &= values == wanted
+    return int(np.flatnonzero(mask)[0])
+
+
+def group_summary(table: xr.Dataset, mask: np.ndarray) -> dict:
+    """Points, ratio range and the points at either end, below-floor count, fastest kernel."""
+    ratio = np.asarray(table["ratio"].values)
+    idx = np.flatnonzero(mask)
+    lo, hi = idx[np.argmin(ratio[idx])], idx[np.argmax(ratio[idx])]
+    latency = np.asarray(table["latency_s"].values)
+    return {"points": int(idx.size), "min_ratio": float(ratio[lo]),
+            "min_ratio_point": point_label(point_record(table, lo)),
+            "max_ratio": float(ratio[hi]), "max_ratio_point": point_label(point_record(table, hi)),
+            "median_ratio": float(np.median(ratio[idx])),
+            "below_floor": int(np.count_nonzero(ratio[idx] < 1.0)),
+            "fastest_kernel_s": float(latency[idx].min()),
+            "max_achieved_bandwidth": float(np.max(np.asarray(
+                table["achieved_bandwidth"].values)[idx]))}
+
+
+def summaries(table: xr.Dataset) -> tuple[dict, list[dict]]:
+    """A summary per kind, and one per (kind, shape, tp) in table order."""
+    kind = np.asarray(table["kind"].values).astype(str)
+    shape = np.asarray(table["shape"].values).astype(str)
+    tp = np.asarray(table["tp"].values)
+    per_kind = {k: group_summary(table, kind == k) for k in KINDS if (kind == k).any()}
+    groups = []
+    seen = set()
+    for k, s, t in zip(kind, shape, tp, strict=True):
+        if (k, s, t) in seen:
+            continue
+        seen.add((k, s, t))
+        entry = {"kind": k, "shape": s, "tp": int(t)}
+        entry.update(group_summary(table, (kind == k) & (shape == s) & (tp == t)))
+        groups.append(entry)
+    return per_kind, groups
+
+
+def calc_measured(data: xr.Dataset | None = None, gpu: str | GPUSpec = SHIPPED_GPU,
+                  selection: Selection | None = None) -> dict:
+    """Experiment 9 for ``data`` (default: the shipped H100 measurements) on ``gpu``.
+
+    Returns ``inputs``, ``source``, ``gpu`` (its figures), ``summary`` (per kind),
+    ``groups`` (per kind, shape and tp), ``below_floor`` (each point with its ``sentence``),
+    ``selected`` (one point, from ``selection`` or, when it names nothing in ``data`` and was not
+    given, the first point) and ``points`` (every point).
+
+    Raises
+    ------
+    LabInputError
+        A selection that names no measured point.
+    """
+    gpu = get_gpu(gpu)
+    table = measured_table(data, gpu)
+    if selection is None:
+        try:
+            index = select_point(table, Selection())
+        except LabInputError:
+            index = 0
+    else:
+        index = select_point(table, selection)
+    points = [point_record(table, i) for i in range(table.sizes["point"])]
+    below = [{**p, "sentence": below_floor_sentence(p, gpu)} for p in points if p["below_floor"]]
+    per_kind, groups = summaries(table)
+    return {
+        "inputs": {"gpu": gpu.id, "selection": vars(selection) if selection else None},
+        "source": table.attrs.get("source", ""),
+        "measured_on": table.attrs.get("measured_on", ""),
+        "gpu": {"id": gpu.id, "name": gpu.name, "hbm_bw": gpu.hbm_bw,
+                "peak_bf16": gpu.peak_bf16, "peak_fp8": gpu.peak_fp8},
+        "summary": per_kind,
+        "groups": groups,
+        "below_floor": below,
+        "selected": points[index],
+        "points": points,
+    }
+
+
+def summary_lines(result: dict) -> list[str]:
+    """The summary as plain lines: per kind the ratio range, then every below-floor sentence."""
+    lines = [f"Measured kernel times against the lab's floors on the {result['gpu']['name']}.",
+             f"Source: {result['source']}."]
+    if result["measured_on"] and result["measured_on"] != result["gpu"]["id"]:
+        lines.append(f"Note: the data was measured on {result['measured_on']}; these floors use "
+                     f"the {result['gpu']['name']}'s peaks, so the ratios compare across parts.")
+    for kind, s in result["summary"].items():
+        lines.append(
+            f"{KIND_NAMES[kind]}: {s['points']:,} points, measured / floor from "
+            f"{fmt_number(s['min_ratio'], 2)}× ({s['min_ratio_point']}) to "
+            f"{fmt_number(s['max_ratio'], 2)}× ({s['max_ratio_point']}), median "
+            f"{fmt_number(s['median_ratio'], 2)}×; fastest kernel "
+            f"{fmt_number(s['fastest_kernel_s'] * 1e6, 1)} µs; {fmt_int(s['below_floor'])} below "
+            "the floor.")
+    below = result["below_floor"]
+    if below:
+        lines.append(f"{len(below):,} point(s) are below their floor, impossible under the stated "
+                     "peaks (--json gives a sentence for each):")
+        for bound in (True, False):
+            group = [p for p in below if p["compute_bound"] is bound]
+            if group:
+                worst = min(group, key=lambda p: p["ratio"])
+                lines.append(f"- The lowest {'compute' if bound else 'memory'}-bound one: "
+                             f"{worst['sentence']}")
+        lines.append("  " + "; ".join(f"{p['label']} {fmt_number(p['ratio'], 2)}×" for p in below)
+                     + ".")
+    return lines

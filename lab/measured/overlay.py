@@ -1,0 +1,54 @@
+"""Experiment 1's optional overlay: the measured decode attention kernel beside the ideal phase.
+
+Where the shipped H100 SXM data holds the selected model's head shape (Q-K-h) at its tp, batch
+and context, the measured one-layer time × L is the measured attention phase of one step; the
+ideal one is experiment 1's ``attention_time_s`` (docs/model.md, Experiment 9).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import xarray as xr
+
+from lab.catalog import GPUSpec, ModelSpec
+from lab.errors import LabInputError
+from lab.measured.calc import Selection, measured_table, point_record, select_point
+from lab.measured.loader import SHIPPED_GPU, SHIPPED_SOURCE
+
+
+@lru_cache(maxsize=1)
+def _shipped_table() -> xr.Dataset:
+    return measured_table()
+
+
+def measured_attention(model: ModelSpec, gpu: GPUSpec, tp: int, batch: int, context: int,
+                       ideal_attention_s: float) -> dict:
+    """The measured attention phase of one decode step for a decode configuration, if measured.
+
+    Returns ``available`` (bool) and ``sentence`` (what is shown, either way); when available
+    also ``per_layer_s``, ``measured_s`` (× L), ``ideal_s``, ``ratio`` and ``point`` (the record).
+    """
+    shape = f"{model.heads}-{model.kv_heads}-{model.head_dim}"
+    if getattr(gpu, "id", "") != SHIPPED_GPU:
+        return {"available": False,
+                "sentence": "Measured attention: the shipped measurements are from an H100 SXM "
+                            f"only, not the {gpu.name}."}
+    table = _shipped_table()
+    try:
+        index = select_point(table, Selection(kind="decode", shape=shape, tp=int(tp),
+                                              batch=int(batch), context=int(context)))
+    except LabInputError as exc:
+        return {"available": False,
+                "sentence": f"Measured attention: no real kernel was measured for this "
+                            f"configuration. {exc}"}
+    p = point_record(table, index)
+    measured = p["latency_s"] * model.layers
+    return {"available": True, "point": p, "per_layer_s": p["latency_s"], "measured_s": measured,
+            "ideal_s": ideal_attention_s, "ratio": measured / ideal_attention_s,
+            "sentence": (f"Measured attention (real kernel, not the lab's model): "
+                         f"{p['latency_s'] * 1e6:,.2f} µs per layer for {shape} at tp {p['tp']}, "
+                         f"batch {p['batch']:,} × {p['context']:,} tokens, × {model.layers} "
+                         f"layers = {measured * 1e3:,.2f} ms against the ideal attention phase "
+                         f"of {ideal_attention_s * 1e3:,.2f} ms ({measured / ideal_attention_s:,.2f}"
+                         f"×). Source: {SHIPPED_SOURCE}.")}

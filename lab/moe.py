@@ -1,0 +1,94 @@
+"""A decode step of a mixture-of-experts model: the experts a batch touches, the weights it
+reads and the FLOPs it does.
+
+Every function broadcasts over numbers, numpy arrays and xarray objects (``model`` is a
+:class:`~lab.catalog.moe_spec.MoESpec` or a table of them). Results in SI units: bytes, FLOP.
+
+Formulas (per GPU, tensor-parallel degree ``tp``, weight precision ``p``, batch ``B``)::
+
+    n(B)     = E · (1 − (1 − k/E)^B)                 distinct experts per MoE layer
+    N_read   = N_shared + M · n(B) · 3·d·F_e          weights a step reads
+    W        = (N_rep + (N_read − N_rep) / tp) · bytes(p)
+    mem      = (N_rep + (P_total − N_rep) / tp) · bytes(p)    every expert is resident
+    N_act    = N_shared + M · k · 3·d·F_e             weights one token multiplies
+    FLOP_lin = 2 · B · (N_rep + (N_act − N_rep) / tp)
+
+``N_shared`` (attention, dense MLPs, shared experts, routers, LM head) and ``N_rep`` (MLA
+down-projections, routers and shared-expert gates, whole on every GPU) are
+:func:`~lab.catalog.moe_params.shared_linear_params` and
+:func:`~lab.catalog.moe_params.replicated_linear_params`.
+
+**Routing assumption.** Each token picks its ``k`` experts as a uniformly random set of ``k``
+of the ``E``, independently of the other tokens, so an expert is missed by one token with
+probability ``1 − k/E`` and by all ``B`` with ``(1 − k/E)^B``. Real routers are skewed (some
+experts are hot), which makes fewer distinct experts per step: ``n(B)`` is the uniform-routing
+expectation, an upper end of what a skewed router reads. Routed experts are split across the
+``tp`` GPUs like the dense MLP (tensor parallelism, not expert parallelism).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lab.arrays import ArrayLike, where
+from lab.catalog.moe_params import (
+    active_linear_params,
+    replicated_linear_params,
+    routed_linear_params,
+    shared_linear_params,
+)
+from lab.catalog.moe_spec import moe_field
+
+
+def bytes_per_element(precision: ArrayLike) -> ArrayLike:
+    """Bytes per weight or cached KV element: 2 for ``"bf16"``, 1 for ``"fp8"`` (B)."""
+    return where(precision == "fp8", 1, 2)
+
+
+def experts_touched(experts: ArrayLike, top_k: ArrayLike, batch: ArrayLike) -> ArrayLike:
+    """Expected distinct routed experts one MoE layer reads for ``batch`` tokens (count).
+
+    ``E · (1 − (1 − k/E)^B)`` under uniform, independent routing: ``k`` at ``B = 1``, rising
+    with the batch towards ``E`` (every expert read).
+    """
+    return experts * (1.0 - (1.0 - top_k / experts) ** batch)
+
+
+def step_weight_params(model, batch: ArrayLike) -> ArrayLike:
+    """Linear weights one decode step of ``batch`` tokens reads, over all GPUs (count):
+    ``N_shared + M · n(B) · 3·d·F_e``; a dense model (no experts) reads ``N_lin`` whatever
+    the batch."""
+    experts = np.maximum(moe_field(model, "experts"), 1)  # a dense model: 0 of 1 touched
+    touched = experts_touched(experts, moe_field(model, "experts_per_token"), batch)
+    return shared_linear_params(model) + routed_linear_params(model, touched)
+
+
+def _per_gpu(model, params: ArrayLike, tp: ArrayLike) -> ArrayLike:
+    """``params`` as one GPU holds them: the replicated part whole, the rest split by ``tp``."""
+    replicated = replicated_linear_params(model)
+    return replicated + (params - replicated) / tp
+
+
+def step_weight_bytes(model, tp: ArrayLike, precision: ArrayLike, batch: ArrayLike) -> ArrayLike:
+    """Weight bytes one GPU reads in a decode step of ``batch`` tokens (B).
+
+    Attention, dense and shared weights once, plus the routed experts the batch touches
+    (:func:`experts_touched`); MLA down-projections and routers whole, the rest ``/tp``.
+    """
+    return _per_gpu(model, step_weight_params(model, batch), tp) * bytes_per_element(precision)
+
+
+def resident_weight_bytes(model, tp: ArrayLike, precision: ArrayLike) -> ArrayLike:
+    """Parameter bytes one GPU holds: every expert, every parameter (B).
+
+    ``(N_rep + (P_total − N_rep)/tp) · bytes(p)``: memory holds all ``E`` experts of every MoE
+    layer whatever the batch; MLA's down-projections and the routers whole on every GPU.
+    """
+    return _per_gpu(model, model.total_params, tp) * bytes_per_element(precision)
+
+
+def linear_flops(model, tp: ArrayLike, batch: ArrayLike) -> ArrayLike:
+    """Linear-layer FLOPs one GPU does in a decode step of ``batch`` tokens (FLOP):
+    ``2 · B`` times the active linear weights per GPU (:func:`~lab.catalog.moe_params.
+    active_linear_params`): each token multiplies ``k`` experts whatever the others do."""
+    return 2.0 * batch * _per_gpu(model, active_linear_params(model), tp)
