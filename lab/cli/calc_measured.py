@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from lab.cli.common import add_json_flag, print_json
+from lab.cli.inputs_line import inputs_line
 from lab.explain import render_text
 from lab.measured.calc import DEFAULT_POINT, Selection, calc_measured, summary_lines
 from lab.measured.explain import point_steps
@@ -32,7 +33,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result)
         return 0
-    lines = summary_lines(result)
+    lines = [inputs_line("measured", args), *summary_lines(result)]
     lines.append("")
     lines.append("The selected point:")
     lines.append(render_text(point_steps(result["selected"], gpu)))

@@ -38,6 +38,8 @@ def _used(command: str, args: argparse.Namespace) -> tuple[bool, bool, tuple[str
         if args.from_model:
             return True, True, ("from_model", "precision", "tokens", "window")
         return False, False, ("tokens", "a_ms", "c_ms", "window")
+    if command == "measured":
+        return False, True, ("measurements", "kind", "shape", "tp", "batch", "context", "m")
     raise ValueError(f"unknown calc command {command!r}")
 
 
@@ -70,4 +72,4 @@ def inputs_line(command: str, args: argparse.Namespace) -> str:
     if getattr(args, "trace", None) == "-":
         values["trace"] = "-"
     flags = " ".join(f for name in names if (f := _flag(name, values[name])))
-    return "Inputs: " + " on ".join(head) + ("; " if head else "") + flags
+    return "Inputs: " + "; ".join(part for part in (" on ".join(head), flags) if part)

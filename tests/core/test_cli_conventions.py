@@ -33,7 +33,7 @@ def test_version(capsys):
 @pytest.mark.parametrize("argv", [
     ["calc", "decode"], ["calc", "memory"], ["calc", "tp"], ["calc", "precision"],
     ["calc", "prefill"], ["calc", "prefix"], ["calc", "goodput"], ["calc", "context"],
-    ["catalog"],
+    ["calc", "measured"], ["catalog"],
 ])
 def test_every_json_record_leads_with_its_schema_version(argv, capsys):
     assert main([*argv, "--json"]) == 0
@@ -53,6 +53,8 @@ def test_every_json_record_leads_with_its_schema_version(argv, capsys):
     (["calc", "goodput"], "Inputs: Llama 3.1 8B (--model llama-3.1-8b) on NVIDIA H100 SXM "
      f"(--gpu h100-sxm); --trace {DEFAULT_TRACE} --batch-cap 64 --ttft-ms 1000 --tpot-ms 12 "
      "--c0-ms 2 --c1-ms 0.02 --tp 1 --precision bf16"),
+    (["calc", "measured"], "Inputs: NVIDIA H100 SXM (--gpu h100-sxm)"),
+    (["calc", "measured", "--tp", "2"], "Inputs: NVIDIA H100 SXM (--gpu h100-sxm); --tp 2"),
     (["calc", "context", "--from-model", "--gpu", "h200"],
      "Inputs: Llama 3.1 8B (--model llama-3.1-8b) on NVIDIA H200 SXM (--gpu h200); --from-model "
      "--precision bf16 --tokens 32768"),
