@@ -6,7 +6,7 @@ test environment's installed dependencies through a ``.pth`` line (not the edita
 this checkout: a ``.pth`` line adds a directory without running the ``.pth`` files in it), and
 run with the working directory, ``HOME`` and the cache directory in a temporary folder. So
 every file the commands read must come from the wheel: the default trace, the catalogs, the
-apps. Marked ``wheel_install`` (about 40 s); CI runs it with everything else.
+measurements of experiment 9, the apps. Marked ``wheel_install`` (about 40 s); CI runs it with everything else.
 """
 
 from __future__ import annotations
@@ -88,6 +88,12 @@ def test_calc_goodput_reads_the_packaged_trace(wheel_env):
                              wheel_env).stdout)
     assert record["requests"] == 400
     assert round(record["goodput_rps"], 2) == 4.26      # README: 4.26 requests/s at cap 64
+
+
+def test_calc_measured_reads_the_packaged_measurements(wheel_env):
+    record = json.loads(_run([str(wheel_env[1] / "inference-lab"), "calc", "measured", "--json"],
+                             wheel_env).stdout)
+    assert record["schema_version"] == 1 and record["selected"]
 
 
 def test_default_sweep_then_open_dataset(wheel_env):
