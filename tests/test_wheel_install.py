@@ -6,7 +6,8 @@ test environment's installed dependencies through a ``.pth`` line (not the edita
 this checkout: a ``.pth`` line adds a directory without running the ``.pth`` files in it), and
 run with the working directory, ``HOME`` and the cache directory in a temporary folder. So
 every file the commands read must come from the wheel: the default trace, the catalogs, the
-measurements of experiment 9, the apps. Marked ``wheel_install`` (about 40 s); CI runs it with everything else.
+measurements of experiment 9, the apps. Marked ``wheel_install`` (about 40 s); CI runs it
+with everything else.
 """
 
 from __future__ import annotations
