@@ -31,6 +31,7 @@ WORKDIR /home/lab
 RUN inference-lab sweep --scheduler threads
 
 EXPOSE 5006
+# With --prefix /lab the endpoint is /lab/liveness: give `docker run --health-cmd` to match.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s \
     CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:5006/liveness', timeout=4)"
 ENTRYPOINT ["inference-lab", "serve", "--address", "0.0.0.0", "--port", "5006"]
