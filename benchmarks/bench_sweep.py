@@ -38,6 +38,7 @@ from sweeps.decode_grid import decode_block
 from sweeps.registry import grid_kind
 from sweeps.runner import Runner, runner
 from sweeps.spec import PRESETS, from_mapping, preset
+from sweeps.store import write_experiment
 
 
 def best_of(repeat: int, func) -> float:
@@ -65,7 +66,7 @@ def end_to_end(repeat: int, run: Runner, workdir: Path, grid) -> tuple[float, in
     spec = grid.resolve("decode")
 
     def once():
-        grid_kind("decode").write(spec, grid.name, workdir / "job.zarr", run)
+        write_experiment(grid_kind("decode"), spec, grid.name, workdir / "job.zarr", run)
 
     return best_of(repeat, once), spec.cells
 

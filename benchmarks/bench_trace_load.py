@@ -46,7 +46,7 @@ import contextlib, io, json, os, resource, sys, time
 start = time.perf_counter()
 import lab.goodput.simulate as simulate_module
 import lab.calc_serving as calc_serving
-from lab.cli.main import main
+from cli.main import main
 timings = {"load_s": 0.0, "simulate_s": 0.0}
 def timed(name, function):
     def wrapper(*args, **kwargs):

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
 from sweeps import decode_grid, serving_grids
-from sweeps.build import BlockFunction, build_dataset, output_dtypes, region_tasks
+from sweeps.build import BlockFunction, build_dataset
 from sweeps.metadata import dataset_attrs
 from sweeps.paths import DATASET_NAMES
 from sweeps.schema import ExperimentSpec, Schema
@@ -40,15 +39,6 @@ class GridKind:
         return build_dataset(spec, self.schema, self.block, self.units, attrs,
                              self.var_attrs(), dtypes)
 
-    def write(self, spec: ExperimentSpec, grid_name: str, path, run) -> Path:
-        """Compute ``spec`` and write it to the Zarr store ``path`` (safely: see
-        :func:`sweeps.store.write_grid`) on ``run``."""
-        from sweeps.store import write_grid
-
-        dtypes = output_dtypes(spec, self.schema, self.block)  # one probe for both
-        return write_grid(self.build(spec, grid_name, dtypes), path, run,
-                          lambda tmp: region_tasks(spec, self.schema, self.block, tmp, dtypes))
-
 
 GRIDS: dict[str, GridKind] = {
     "decode": GridKind(decode_grid.SCHEMA, decode_grid.decode_block,
@@ -58,7 +48,6 @@ GRIDS: dict[str, GridKind] = {
 GRIDS.update({name: GridKind(schema, block, units)
               for name, (schema, block, units) in serving_grids.KINDS.items()})
 """Experiments with a grid, by name."""
-
 
 
 def grid_kind(experiment: str) -> GridKind:

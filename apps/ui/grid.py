@@ -40,7 +40,7 @@ def decode_grid() -> xr.Dataset:
     ``lab.open_dataset``, imported from its module: a stale editable install can leave the
     ``lab`` package itself resolved as a namespace (no ``__init__``) under ``panel serve``.
     """
-    from lab.datasets import open_dataset
+    from sweeps.datasets import open_dataset
 
     return open_dataset("decode")
 

@@ -17,8 +17,8 @@ from lab_browser import (
 )
 from playwright.sync_api import expect
 
-from lab.cli.main import build_parser
-from lab.cli.serve_cmd import SETUP_MODULE, app_script, panel_command
+from cli.main import build_parser
+from cli.serve_cmd import SETUP_MODULE, app_script, panel_command
 from lab.errors import LabInputError
 
 

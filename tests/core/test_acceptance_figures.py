@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from lab.cli.main import main
+from cli.main import main
 
 ARGS = ["calc", "decode", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--batch", "8",
         "--context", "8192"]

@@ -9,8 +9,8 @@ from contextlib import redirect_stdout
 import numpy as np
 import pytest
 
+from cli.main import main
 from lab.calc import DecodeConfig, calc_decode
-from lab.cli.main import main
 from lab.decode_family import UNITS
 from lab.errors import LabInputError
 from sweeps import metadata as md

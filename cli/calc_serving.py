@@ -8,6 +8,14 @@ from __future__ import annotations
 
 import argparse
 
+from cli.common import (
+    MEMORY_FLAGS,
+    add_decode_flags,
+    add_flags,
+    add_json_flag,
+    decode_config,
+    print_json,
+)
 from lab.calc_serving import (
     CONTEXT_DEFAULTS,
     DEFAULT_TRACE,
@@ -18,14 +26,6 @@ from lab.calc_serving import (
     calc_goodput,
     calc_prefill,
     calc_prefix,
-)
-from lab.cli.common import (
-    MEMORY_FLAGS,
-    add_decode_flags,
-    add_flags,
-    add_json_flag,
-    decode_config,
-    print_json,
 )
 from lab.explain import render_text
 from lab.explain_serving import context_steps, goodput_steps, prefill_steps, prefix_steps

@@ -5,8 +5,8 @@ from __future__ import annotations
 import importlib
 
 CALC_MODULES = (
-    "lab.cli.calc_decode",
-    "lab.cli.calc_serving",
+    "cli.calc_decode",
+    "cli.calc_serving",
 )
 """Modules that register ``calc`` subcommands, in ``--help`` order."""
 

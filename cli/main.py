@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from lab.errors import LabInputError
 
 COMMAND_MODULES = (
-    "lab.cli.calc_cmd",
-    "lab.cli.catalog_cmd",
-    "lab.cli.sweep_cmd",
-    "lab.cli.export_cmd",
-    "lab.cli.serve_cmd",
+    "cli.calc_cmd",
+    "cli.catalog_cmd",
+    "cli.sweep_cmd",
+    "cli.export_cmd",
+    "cli.serve_cmd",
 )
 """Modules that register a top-level subcommand, in ``--help`` order."""
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from cli.common import add_decode_flags, add_json_flag, decode_config, print_json
 from lab.calc import calc_decode, calc_memory, calc_precision, calc_tp
-from lab.cli.common import add_decode_flags, add_json_flag, decode_config, print_json
 from lab.explain import (
     decode_steps,
     memory_steps,

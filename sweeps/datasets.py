@@ -1,4 +1,4 @@
-"""``lab.open_dataset(name)``: a precomputed grid, computed on first use when missing.
+"""``open_dataset(name)`` (also ``lab.open_dataset``): a precomputed grid, computed on first use when missing.
 
 The default grids live in ``datasets/grids/<name>.zarr`` (or ``$INFERENCE_LAB_DATA``). The
 first call on a fresh clone computes the ``default`` preset for that experiment with dask's
@@ -46,9 +46,10 @@ def compute_default(name: str, path: Path, *, progress: bool = False) -> Path:
     from sweeps.registry import grid_kind
     from sweeps.runner import Runner
     from sweeps.spec import preset
+    from sweeps.store import write_experiment
 
     grid = preset("default")
-    return grid_kind(name).write(grid.resolve(name), grid.name, path,
+    return write_experiment(grid_kind(name), grid.resolve(name), grid.name, path,
                                  Runner(None, "threads", progress))
 
 

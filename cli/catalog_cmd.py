@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from cli.common import add_json_flag, print_json
 from lab.catalog import gpu_catalog, model_catalog
-from lab.cli.common import add_json_flag, print_json
 from lab.units import fmt_int, fmt_number
 
 

@@ -11,7 +11,7 @@ def _run(args: argparse.Namespace) -> int:
     from sweeps.files import ignore_file_size_signal
 
     ignore_file_size_signal()
-    from lab.datasets import open_dataset
+    from sweeps.datasets import open_dataset
     from sweeps.export import check_output, format_for, select, write
 
     check_output(args.output)  # before any work: never replace what this tool did not write
