@@ -5,29 +5,21 @@ from __future__ import annotations
 import argparse
 
 from cli.common import add_decode_flags, add_json_flag, decode_config, print_json
-from lab.calc import calc_decode, calc_memory, calc_precision, calc_tp
-from lab.explain import (
-    decode_steps,
-    memory_steps,
-    precision_steps,
-    render_text,
-    tp_steps,
-)
+from lab.experiments.registry import record
+from lab.explain import render_text
 
 EXPERIMENTS = {
-    "decode": (calc_decode, decode_steps,
-               "Experiment 1, batch and the bottleneck: the ideal decode step."),
-    "memory": (calc_memory, memory_steps,
-               "Experiment 2, how many sequences fit: weights, paged KV and the budget."),
-    "tp": (calc_tp, tp_steps,
-           "Experiment 3, tensor parallelism: tp 1, 2, 4, 8 side by side."),
-    "precision": (calc_precision, precision_steps,
-                  "Experiment 4, precision: BF16 and FP8 side by side."),
+    "decode": "Experiment 1, batch and the bottleneck: the ideal decode step.",
+    "memory": "Experiment 2, how many sequences fit: weights, paged KV and the budget.",
+    "tp": "Experiment 3, tensor parallelism: tp 1, 2, 4, 8 side by side.",
+    "precision": "Experiment 4, precision: BF16 and FP8 side by side.",
 }
+"""The ``--help`` description of each decode-family subcommand; its point function and
+derivation come from its record in :mod:`lab.experiments.registry`."""
 
 
 def _run(name: str, args: argparse.Namespace) -> int:
-    calculate, steps, _ = EXPERIMENTS[name]
+    calculate, steps = record(name).point_function(), record(name).derivation_function()
     config = decode_config(args)
     result = calculate(config)
     if args.json:
@@ -40,7 +32,7 @@ def _run(name: str, args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     """Add ``decode``, ``memory``, ``tp`` and ``precision``."""
-    for name, (_, _, description) in EXPERIMENTS.items():
+    for name, description in EXPERIMENTS.items():
         parser = subparsers.add_parser(name, help=description.split(":")[0],
                                        description=description)
         add_decode_flags(parser, allreduce=name in ("decode", "tp"))

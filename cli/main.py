@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from lab.errors import LabInputError
+from lab.experiments.registry import count_words
 
 COMMAND_MODULES = (
     "cli.calc_cmd",
@@ -40,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The full parser with every registered subcommand."""
     parser = LabArgumentParser(
         prog="inference-lab",
-        description="Inference Lab: eight experiments in LLM inference engineering, each an "
+        description=f"Inference Lab: {count_words()} experiments in LLM inference engineering, each an "
         "explicit analytical model with stated limits.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND",

@@ -113,3 +113,7 @@ def decode_block(coords: Mapping[str, np.ndarray], constants: Mapping) -> dict:
     context = axis_view(np.asarray(coords["context"], dtype=np.int64), 5, ndim)
     return decode_metrics(model, gpu, tp, precision, batch, context,
                           **metric_options(**constants))
+
+
+DECODE_GRID = (SCHEMA, decode_block, VARIABLE_UNITS, lambda: {"reason": reason_attrs()})
+"""The grid block of experiment 1's record (:mod:`lab.experiments.registry`)."""

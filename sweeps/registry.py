@@ -2,7 +2,8 @@
 
 :data:`GRIDS` maps an experiment name to its :class:`GridKind`: the schema of its spec
 section, the block function calling its ``lab`` function, its variables' labels and extra
-variable attributes.
+variable attributes, built from the ``grid`` of each record in
+:mod:`lab.experiments.registry`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
-from sweeps import decode_grid, serving_grids
+from lab.experiments.registry import experiments, resolve
 from sweeps.build import BlockFunction, build_dataset
 from sweeps.metadata import dataset_attrs
 from sweeps.paths import DATASET_NAMES
@@ -40,13 +41,8 @@ class GridKind:
                              self.var_attrs(), dtypes)
 
 
-GRIDS: dict[str, GridKind] = {
-    "decode": GridKind(decode_grid.SCHEMA, decode_grid.decode_block,
-                       decode_grid.VARIABLE_UNITS,
-                       lambda: {"reason": decode_grid.reason_attrs()}),
-}
-GRIDS.update({name: GridKind(schema, block, units)
-              for name, (schema, block, units) in serving_grids.KINDS.items()})
+GRIDS: dict[str, GridKind] = {record.slug: GridKind(*resolve(record.grid))
+                               for record in experiments() if record.grid}
 """Experiments with a grid, by name."""
 
 

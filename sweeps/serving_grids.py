@@ -274,3 +274,5 @@ KINDS = {
     "context": (CONTEXT_SCHEMA, context_block, _units(context_growth.UNITS)),
 }
 """Schema, block function and variable labels of each serving grid."""
+PREFILL_GRID, PREFIX_GRID, GOODPUT_GRID, CONTEXT_GRID = (KINDS[name] for name in KINDS)
+"""The grid block of each serving experiment's record (:mod:`lab.experiments.registry`)."""

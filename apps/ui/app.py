@@ -17,7 +17,16 @@ from apps.ui.derivation import DerivationView
 from apps.ui.experiment_view import ExperimentView
 from apps.ui.grid import GridExplorer
 from apps.ui.landing import landing_page
-from apps.ui.registry import DERIVATION, GRID, HOME, SOURCES, all_pages, experiment_class, href
+from apps.ui.registry import (
+    DERIVATION,
+    GRID,
+    HOME,
+    SOURCES,
+    all_pages,
+    experiment_class,
+    href,
+    page_slug,
+)
 from apps.ui.sources import sources_page
 from apps.ui.url_values import quoted
 
@@ -72,7 +81,7 @@ def navigation(current: str) -> pn.pane.Markdown:
 
 def build_page(slug: str | None = None) -> pmui.Page:
     """The template holding the navigation and the requested page."""
-    slug = requested_page() if slug is None else slug
+    slug = page_slug(requested_page() if slug is None else slug)
     title = next((p.title for p in all_pages() if p.slug == slug), HOME.title)
     page = pmui.Page(
         title="Inference Lab" if slug == HOME.slug else f"Inference Lab · {title}",

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from lab.experiments import all_experiments
 from lab.experiments.base import Experiment
+from lab.experiments.registry import count_words, record
 
 
 @dataclass(frozen=True)
@@ -17,7 +18,8 @@ class PageInfo:
     summary: str
 
 
-HOME = PageInfo("", "Inference Lab", "Eight experiments in LLM inference engineering.")
+HOME = PageInfo("", "Inference Lab",
+                f"{count_words().capitalize()} experiments in LLM inference engineering.")
 DERIVATION = PageInfo("derivation", "Work through the decode derivation",
                       "From weight bytes to the aggregate ceiling, with live numbers.")
 SOURCES = PageInfo("sources", "Model boundaries and primary sources",
@@ -43,8 +45,15 @@ def all_pages() -> list[PageInfo]:
 
 
 def experiment_class(slug: str) -> type[Experiment] | None:
-    """The experiment class with ``slug``, or None."""
-    return next((cls for cls in experiment_classes() if cls.slug == slug), None)
+    """The experiment class with ``slug`` (or a former slug, e.g. ``batch``), or None."""
+    found = record(slug)
+    return found.experiment_class() if found else None
+
+
+def page_slug(slug: str) -> str:
+    """The current slug of a page asked for by ``slug`` (a former slug maps to its new one)."""
+    found = record(slug)
+    return found.slug if found else slug
 
 
 def href(slug: str) -> str:

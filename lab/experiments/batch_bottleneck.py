@@ -13,7 +13,7 @@ class BatchBottleneck(DecodeExperiment):
     """Batch and the bottleneck: how the ideal decode step grows with the batch."""
 
     number = 1
-    slug = "batch"
+    slug = "decode"
     title = "Batch and the bottleneck"
     headline = "A bigger batch. A different bottleneck."
     prediction = Prediction(
