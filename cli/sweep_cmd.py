@@ -9,9 +9,11 @@ from sweeps.paths import DATASET_NAMES
 
 
 def _run(args: argparse.Namespace) -> int:
+    from sweeps.allocator import tune_allocator
     from sweeps.files import ignore_file_size_signal
 
     ignore_file_size_signal()
+    tune_allocator()  # this process exists to compute the grid (threaded scheduler included)
     from sweeps.job import plan_sweep, run_sweep
     from sweeps.runner import runner
     from sweeps.spec import load_grid

@@ -13,13 +13,12 @@ a page build.
 
 from __future__ import annotations
 
-import gc
 import time
 
 from bokeh.document import Document
-from panel.io.document import _cleanup_doc
 from panel.io.state import set_curdoc
 
+from apps.ui.panel_compat import cleanup_doc, freeze_gc
 from apps.ui.registry import GRID
 
 WARM_PAGES = ("decode", "memory", GRID.slug)
@@ -41,18 +40,13 @@ def warm_up(build_page) -> float:
         return 0.0
     _warmed = True
     start = time.perf_counter()
-    _freeze()  # Bokeh runs a full collection per destroyed document: keep those short
+    freeze_gc()  # Bokeh runs a full collection per destroyed document: keep those short
     for slug in WARM_PAGES:
         doc = Document()
         with set_curdoc(doc):
             build_page(slug).server_doc(doc)
             doc.to_json()
-            _cleanup_doc(doc)
-    _freeze()
+            cleanup_doc(doc)
+    freeze_gc()
     return time.perf_counter() - start
 
-
-def _freeze() -> None:
-    """Collect, then exempt every object alive now from later collections."""
-    gc.collect()
-    gc.freeze()
