@@ -11,10 +11,10 @@ import argparse
 
 import param
 
-from cli.common import add_json_flag, print_json
+from cli.flags import add_json_flag, print_json
+from lab.derivations.decode_family import render_text
 from lab.errors import LabInputError
 from lab.experiments.registry import ExperimentRecord
-from lab.explain import render_text
 
 
 def _flag_options(parameter: param.Parameter) -> dict:

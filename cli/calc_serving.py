@@ -1,6 +1,6 @@
 """``calc prefill|prefix|goodput|context``: experiments 5–8 from the command line.
 
-Text output is the derivation (:mod:`lab.explain_serving`); ``--json`` prints the record in SI
+Text output is the derivation (:mod:`lab.derivations.serving`); ``--json`` prints the record in SI
 units. Times on the command line are in ms.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from cli.common import (
+from cli.flags import (
     MEMORY_FLAGS,
     add_decode_flags,
     add_flags,
@@ -16,7 +16,9 @@ from cli.common import (
     decode_config,
     print_json,
 )
-from lab.calc_serving import (
+from lab.derivations.decode_family import render_text
+from lab.derivations.serving import context_steps, goodput_steps, prefill_steps, prefix_steps
+from lab.points.serving import (
     CONTEXT_DEFAULTS,
     DEFAULT_TRACE,
     GOODPUT_DEFAULTS,
@@ -27,8 +29,6 @@ from lab.calc_serving import (
     calc_prefill,
     calc_prefix,
 )
-from lab.explain import render_text
-from lab.explain_serving import context_steps, goodput_steps, prefill_steps, prefix_steps
 from lab.units import fmt_ms
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from cli.common import add_json_flag, print_json
+from cli.flags import add_json_flag, print_json
 from lab.catalog import gpu_catalog, model_catalog
 from lab.units import fmt_int, fmt_number
 

@@ -16,7 +16,7 @@ from lab.errors import LabInputError
 from lab.experiments.registry import count_words
 
 COMMAND_MODULES = (
-    "cli.calc_cmd",
+    "cli.calc",
     "cli.catalog_cmd",
     "cli.sweep_cmd",
     "cli.export_cmd",

@@ -14,9 +14,9 @@ def _run(args: argparse.Namespace) -> int:
 
     ignore_file_size_signal()
     tune_allocator()  # this process exists to compute the grid (threaded scheduler included)
+    from sweeps.grid_files import load_grid
     from sweeps.job import plan_sweep, run_sweep
     from sweeps.runner import runner
-    from sweeps.spec import load_grid
 
     grid = load_grid(args.grid)
     plan = plan_sweep(grid, args.experiment, args.out)  # bad input fails before any cluster

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from lab.catalog import GPUSpec, ModelSpec, gpu_catalog, model_catalog
-from lab.decode import kv_bytes_per_token, linear_params
+from lab.models.decode_step import kv_bytes_per_token, linear_params
 from lab.units import GB, GB_PER_S, TB_PER_S, TFLOPS
 
 OUTPUT = Path(__file__).resolve().parent / "sources.md"

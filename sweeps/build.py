@@ -22,7 +22,7 @@ import zarr
 
 from sweeps.allocator import tune_in_dask_worker
 from sweeps.axes import choose_chunks
-from sweeps.schema import ExperimentSpec, Schema
+from sweeps.grid_schema import ExperimentSpec, Schema
 
 BlockFunction = Callable[[Mapping[str, np.ndarray], Mapping], dict]
 """``block(coords, constants) -> {variable: array broadcastable to the block's shape}``."""

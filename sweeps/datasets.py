@@ -25,7 +25,7 @@ from sweeps.paths import DATASET_NAMES, data_dir, dataset_path
 if TYPE_CHECKING:
     import xarray as xr
 
-    from sweeps.schema import ExperimentSpec
+    from sweeps.grid_schema import ExperimentSpec
 
 __all__ = ["DATASET_NAMES", "data_dir", "open_dataset"]
 
@@ -43,9 +43,9 @@ def _lock(path: Path) -> Iterator[None]:
 
 def compute_default(name: str, path: Path, *, progress: bool = False) -> Path:
     """Compute the ``default`` preset of ``name`` into ``path`` on the threaded scheduler."""
-    from sweeps.registry import grid_kind
+    from sweeps.grid_files import preset
+    from sweeps.grid_kinds import grid_kind
     from sweeps.runner import Runner
-    from sweeps.spec import preset
     from sweeps.store import write_experiment
 
     grid = preset("default")
@@ -64,7 +64,7 @@ def _check_default(ds: xr.Dataset, name: str, path: Path, spec: ExperimentSpec) 
     from dataclasses import replace
 
     from sweeps import metadata as md
-    from sweeps.spec import preset
+    from sweeps.grid_files import preset
     from sweeps.store import StaleDatasetError
 
     if ds.attrs.get(md.ATTR_NAME) != "default":
@@ -103,7 +103,7 @@ def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: 
         Unknown name; or (:class:`~sweeps.store.DatasetError`) a missing, stale or corrupt
         dataset, with one sentence saying how to fix it.
     """
-    from sweeps.registry import grid_kind
+    from sweeps.grid_kinds import grid_kind
     from sweeps.store import (
         CorruptDatasetError,
         StaleDatasetError,

@@ -21,7 +21,7 @@ from lab.errors import LabInputError
 from sweeps import files
 from sweeps import metadata as md
 from sweeps.axes import choose_chunks
-from sweeps.schema import DEFAULT_CHUNK_CELLS
+from sweeps.grid_schema import DEFAULT_CHUNK_CELLS
 
 FORMATS = ("csv", "parquet", "netcdf", "zarr")
 """Export formats."""

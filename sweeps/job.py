@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab.errors import LabInputError
+from sweeps.grid_files import GridSpec
+from sweeps.grid_kinds import grid_kind
+from sweeps.grid_schema import ExperimentSpec
 from sweeps.paths import dataset_path
-from sweeps.registry import grid_kind
 from sweeps.runner import Runner
-from sweeps.schema import ExperimentSpec
-from sweeps.spec import GridSpec
 from sweeps.store import write_experiment
 
 

@@ -14,7 +14,7 @@ import math
 from importlib.metadata import PackageNotFoundError, version
 
 from lab.catalog import get_gpu, get_model
-from sweeps.schema import ExperimentSpec
+from sweeps.grid_schema import ExperimentSpec
 
 ATTR_SPEC = "grid_spec"
 ATTR_NAME = "grid_name"

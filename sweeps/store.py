@@ -33,9 +33,9 @@ from lab.errors import LabInputError
 from sweeps import files
 from sweeps import metadata as md
 from sweeps.build import coordinate_array, file_digest, output_dtypes, region_tasks
-from sweeps.registry import GridKind, grid_kind
+from sweeps.grid_kinds import GridKind, grid_kind
+from sweeps.grid_schema import OPTION_KEYS, ExperimentSpec, expand_section
 from sweeps.runner import Runner, WorkersLostError
-from sweeps.schema import OPTION_KEYS, ExperimentSpec, expand_section
 
 TMP_MARK = ".tmp-"
 OLD_MARK = ".old-"
@@ -203,7 +203,7 @@ def write_grid(ds: xr.Dataset, target: str | Path, run: Runner,
     Parameters
     ----------
     ds : xarray.Dataset
-        A dask-backed grid from :meth:`sweeps.registry.GridKind.build`; its template
+        A dask-backed grid from :meth:`sweeps.grid_kinds.GridKind.build`; its template
         (metadata, coordinates, attributes) is written first.
     target : path
         The ``.zarr`` directory to create or replace (only a store this lab wrote is replaced).

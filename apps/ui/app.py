@@ -16,8 +16,7 @@ from apps.ui.derivation import DerivationView
 from apps.ui.experiment_view import ExperimentView
 from apps.ui.grid import GridExplorer
 from apps.ui.landing import landing_page
-from apps.ui.panel_compat import detach_busy
-from apps.ui.registry import (
+from apps.ui.pages import (
     DERIVATION,
     GRID,
     HOME,
@@ -27,6 +26,7 @@ from apps.ui.registry import (
     href,
     page_slug,
 )
+from apps.ui.panel_compat import detach_busy
 from apps.ui.sources import sources_page
 from apps.ui.url_values import quoted
 

@@ -6,7 +6,7 @@ from html import escape
 
 import panel as pn
 
-from apps.ui.registry import DERIVATION, GRID, SOURCES, experiment_classes, href
+from apps.ui.pages import DERIVATION, GRID, SOURCES, experiment_classes, href
 from apps.ui.theme import FONT_STACK, PROSE_CSS
 from lab.experiments.registry import count_words
 

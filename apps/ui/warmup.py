@@ -18,8 +18,8 @@ import time
 from bokeh.document import Document
 from panel.io.state import set_curdoc
 
+from apps.ui.pages import GRID
 from apps.ui.panel_compat import cleanup_doc, freeze_gc
-from apps.ui.registry import GRID
 
 WARM_PAGES = ("decode", "memory", GRID.slug)
 """Pages built at start-up: experiment 1 (the page most readers open first), one HoloViews

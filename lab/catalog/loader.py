@@ -16,8 +16,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from lab.catalog.entries import SUPPORTED_ARCHITECTURES, GPUSpec, ModelSpec
 from lab.catalog.params_count import total_parameters
-from lab.catalog.specs import SUPPORTED_ARCHITECTURES, GPUSpec, ModelSpec
 from lab.errors import CatalogError, shown, shown_number
 from lab.limits import GPU_FIELD_LIMITS, MAX_SPEC_BYTES, MAX_TOTAL_PARAMS, MODEL_FIELD_LIMITS
 from lab.units import GB_PER_S, TB_PER_S, TFLOPS

@@ -6,17 +6,17 @@ import numpy as np
 import param
 import xarray as xr
 
-from lab.calc import BUDGET_RANGE, MAX_BATCH, MAX_PAGE, DecodeConfig, prepare
-from lab.calc_serving import DEFAULT_TRACE, GOODPUT_DEFAULTS, calc_goodput, simulation_options
 from lab.catalog import gpu_catalog, model_catalog
-from lab.decode import PRECISIONS, TP_DEGREES
+from lab.derivations.serving import goodput_steps
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.experiments.serving_common import dataset
-from lab.explain_serving import goodput_steps
-from lab.goodput import UNITS, load_trace, simulate
-from lab.goodput.metrics import good_mask
-from lab.goodput.sweep import DEFAULT_CAPS, cap_sweep
-from lab.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
+from lab.models.decode_step import PRECISIONS, TP_DEGREES
+from lab.models.goodput import UNITS, load_trace, simulate
+from lab.models.goodput.metrics import good_mask
+from lab.models.goodput.sweep import DEFAULT_CAPS, cap_sweep
+from lab.models.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
+from lab.points.decode_family import BUDGET_RANGE, MAX_BATCH, MAX_PAGE, DecodeConfig, prepare
+from lab.points.serving import DEFAULT_TRACE, GOODPUT_DEFAULTS, calc_goodput, simulation_options
 from lab.units import MS, fmt_ms, fmt_number, fmt_rate
 
 D = GOODPUT_DEFAULTS
@@ -76,7 +76,8 @@ class GoodputContract(Experiment):
                          doc="Tokens per KV page, for the memory check.")
 
     def decode_config(self) -> DecodeConfig:
-        """Model, GPU, tp, precision and memory inputs as a :class:`~lab.calc.DecodeConfig`."""
+        """Model, GPU, tp, precision and memory inputs as a
+        :class:`~lab.points.decode_family.DecodeConfig`."""
         return DecodeConfig(model=self.model, gpu=self.gpu, tp=self.tp,
                             precision=self.precision, budget=self.budget,
                             reserve_gb=self.reserve_gb, page=self.page)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from lab.calc import calc_memory
-from lab.decode import TP_DEGREES
+from lab.derivations.decode_family import memory_steps
 from lab.experiments.base import Card, Prediction
 from lab.experiments.decode_inputs import DecodeExperiment, context_axis, labelled, with_units
-from lab.explain import memory_steps
+from lab.models.decode_step import TP_DEGREES
+from lab.points.decode_family import calc_memory
 from lab.units import fmt_gb, fmt_number
 
 

@@ -6,12 +6,12 @@ import numpy as np
 import param
 import xarray as xr
 
-from lab.calc import calc_tp
-from lab.decode import TP_DEGREES
+from lab.derivations.decode_family import tp_steps
 from lab.experiments.base import Card, Prediction
 from lab.experiments.decode_inputs import DecodeExperiment, labelled, with_units
-from lab.explain import tp_steps
-from lab.parallel import DEFAULT_ALLREDUCE_LATENCY_S
+from lab.models.decode_step import TP_DEGREES
+from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S
+from lab.points.decode_family import calc_tp
 from lab.units import fmt_gb, fmt_ms, fmt_rate
 
 

@@ -50,7 +50,7 @@ def test_generated_cookie_secret_never_reads_as_a_flag():
 
 
 def test_warm_pages_are_pages_of_the_lab():
-    from apps.ui.registry import all_pages
+    from apps.ui.pages import all_pages
     from apps.ui.warmup import WARM_PAGES
 
     assert set(WARM_PAGES) <= {info.slug for info in all_pages()}

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from apps.ui.registry import experiment_class, experiment_pages
+from apps.ui.pages import experiment_class, experiment_pages
 from cli.main import build_parser
 from lab.experiments import all_experiments
 from lab.experiments.registry import dataset_names, experiments, record
+from sweeps.grid_kinds import GRIDS
 from sweeps.paths import DATASET_NAMES
-from sweeps.registry import GRIDS
 
 
 def _calc_commands() -> list[str]:

@@ -46,7 +46,7 @@ def test_the_walker_sees_an_upward_edge_and_a_cycle(tmp_path):
 
 
 def test_importing_lab_imports_nothing_above_it():
-    code = ("import sys, lab, lab.experiments, lab.calc_serving; "
+    code = ("import sys, lab, lab.experiments, lab.points.serving; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'sweeps', 'apps', 'cli'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

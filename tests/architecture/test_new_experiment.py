@@ -31,7 +31,7 @@ def calc_weights(params_b: float, bytes_per_param: float) -> dict:
 
 
 def weight_steps(record: dict):
-    from lab.explain import Step
+    from lab.derivations.decode_family import Step
 
     i = record["inputs"]
     return [Step("Weight bytes", f"{i['params']:,.0f} × {i['bytes_per_param']:g} B",
@@ -131,7 +131,7 @@ def test_the_command_line_runs_it_from_its_record(ninth, capsys):
 def test_the_apps_show_it_from_its_record(ninth):
     from apps.ui.app import build_page
     from apps.ui.landing import landing_page
-    from apps.ui.registry import all_pages, experiment_class
+    from apps.ui.pages import all_pages, experiment_class
     from lab.experiments import all_experiments
 
     assert experiment_class("weights").title == "Weight bytes"
@@ -144,7 +144,7 @@ def test_the_apps_show_it_from_its_record(ninth):
 
 def test_the_sweeps_know_it_has_no_grid(ninth):
     from lab.errors import LabInputError
-    from sweeps.registry import grid_kind
+    from sweeps.grid_kinds import grid_kind
 
     assert "weights" not in registry.dataset_names()
     with pytest.raises(LabInputError, match="There is no grid for experiment 'weights'"):

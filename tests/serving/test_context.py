@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lab.calc import DecodeConfig
-from lab.calc_serving import calc_context
-from lab.context_growth import attention_pairs, context_metrics, dense_pairs
-from lab.decode import attention_flops_per_token, linear_params
+from lab.models.context_growth import attention_pairs, context_metrics, dense_pairs
+from lab.models.decode_step import attention_flops_per_token, linear_params
+from lab.points.decode_family import DecodeConfig
+from lab.points.serving import calc_context
 
 
 def test_pairs_exact_at_ten_million():

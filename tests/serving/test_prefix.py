@@ -8,12 +8,12 @@ import xarray as xr
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lab.calc_serving import calc_prefix
 from lab.catalog import model_table
-from lab.decode import kv_bytes_per_token
-from lab.explain import render_text
-from lab.explain_serving import prefix_steps
-from lab.prefix import prefix_metrics
+from lab.derivations.decode_family import render_text
+from lab.derivations.serving import prefix_steps
+from lab.models.decode_step import kv_bytes_per_token
+from lab.models.prefix import prefix_metrics
+from lab.points.serving import calc_prefix
 
 
 def test_spec_worked_case(llama8b):

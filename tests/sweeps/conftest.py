@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sweeps.registry import grid_kind
+from sweeps.grid_files import from_mapping, preset
+from sweeps.grid_kinds import grid_kind
 from sweeps.runner import Runner
-from sweeps.spec import from_mapping, preset
 from sweeps.store import open_grid, write_experiment
 
 SMALL_DECODE = {

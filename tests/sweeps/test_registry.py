@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from sweeps import decode_grid
 from sweeps.axes import choose_chunks
 from sweeps.build import block_slices
-from sweeps.registry import GRIDS, GridKind
+from sweeps.grid_files import from_mapping
+from sweeps.grid_kinds import GRIDS, GridKind
+from sweeps.grids import decode as decode_grid
 from sweeps.runner import Runner
-from sweeps.spec import from_mapping
 from sweeps.store import write_experiment
 from tests.sweeps.conftest import SMALL_DECODE
 

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from cli.main import main
-from lab.calc_serving import calc_context, calc_goodput, calc_prefill, calc_prefix
 from lab.errors import LabInputError
-from sweeps.registry import grid_kind
+from lab.points.serving import calc_context, calc_goodput, calc_prefill, calc_prefix
+from sweeps.grid_files import from_mapping, preset
+from sweeps.grid_kinds import grid_kind
 from sweeps.runner import Runner
-from sweeps.spec import from_mapping, preset
 from sweeps.store import open_grid, write_experiment
 
 RTOL = 1e-12
@@ -149,7 +149,7 @@ def test_serving_specs_reject_what_calc_rejects(tmp_path):
 
 
 def test_changed_trace_makes_goodput_stale(tmp_path):
-    from lab.calc_serving import DEFAULT_TRACE
+    from lab.points.serving import DEFAULT_TRACE
     from sweeps.store import StaleDatasetError
 
     trace = tmp_path / "trace.csv"

@@ -7,7 +7,7 @@ import json
 import math
 import sys
 
-from lab.calc import DecodeConfig
+from lab.points.decode_family import DecodeConfig
 
 DEFAULTS = DecodeConfig()
 

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from lab.errors import LabInputError, shown
 from lab.limits import MAX_SPEC_BYTES
-from sweeps.registry import GRIDS, grid_kind
-from sweeps.schema import ExperimentSpec, expand_section
+from sweeps.grid_kinds import GRIDS, grid_kind
+from sweeps.grid_schema import ExperimentSpec, expand_section
 
 LARGE_VARIABLES = ["linear_time_s", "step_time_s", "aggregate_tokens_per_s",
                    "per_sequence_tokens_per_s", "memory_remaining_bytes", "max_sequences",

@@ -20,7 +20,7 @@ exceeds the free memory could never be admitted and would block the FCFS queue f
 
 Speed: between events (an admission, a finish, an arrival that could be admitted) every step
 has the same decoding set, so a run of such steps is costed as one vectorised call of
-:func:`lab.decode.attention_phase` and a cumulative sum; per-step work is O(1) amortised with a
+:func:`lab.models.decode_step.attention_phase` and a cumulative sum; per-step work is O(1) amortised with a
 heap of finish steps and a running sum of lengths.
 """
 
@@ -33,14 +33,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab.decode import (
+from lab.models.decode_step import (
     attention_flops_per_token,
     attention_phase,
     kv_bytes_per_token,
     linear_phase,
 )
-from lab.goodput.trace import Trace
-from lab.memory import (
+from lab.models.goodput.trace import Trace
+from lab.models.memory import (
     DEFAULT_BUDGET_FRACTION,
     DEFAULT_PAGE_TOKENS,
     DEFAULT_RESERVE_BYTES,
@@ -65,7 +65,7 @@ def _buffer(code: str, values) -> array:
 
 
 def scalar_attention_time(model, gpu, tp: int):
-    """:func:`lab.decode.attention_phase`'s ``attention_time_s`` for one Python ``int`` of
+    """:func:`lab.models.decode_step.attention_phase`'s ``attention_time_s`` for one Python ``int`` of
     cached tokens, as a plain function of floats: the same operations in the same order, so
     the same result to the last bit, without building a dict of five numpy values per step."""
     kv_per_token = kv_bytes_per_token(model)
@@ -144,7 +144,7 @@ def simulate(
     Parameters
     ----------
     trace : Trace
-        Requests sorted by arrival (as :func:`~lab.goodput.trace.load_trace` returns them).
+        Requests sorted by arrival (as :func:`~lab.models.goodput.trace.load_trace` returns them).
     model, gpu
         Catalog records for experiment 1's decode step.
     tp : int

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.arrays import ArrayLike, apply_mask, ceil_div, where
-from lab.decode import bytes_per_weight, kv_bytes_per_token
+from lab.models.decode_step import bytes_per_weight, kv_bytes_per_token
 
 DEFAULT_BUDGET_FRACTION = 0.90
 """Share of the GPU's capacity the engine may use (illustrative, not a vLLM default)."""

@@ -2,9 +2,10 @@
 
 Inputs are in the CLI's units (ms, tokens); every output is SI (seconds, bytes, FLOP). Each
 function range-checks its inputs (one-sentence :class:`~lab.errors.LabInputError`) and calls
-the same vectorised function the sweeps broadcast: :func:`~lab.prefill.prefill_metrics`,
-:func:`~lab.prefix.prefix_metrics`, :func:`~lab.context_growth.context_metrics` and the
-goodput model of :mod:`lab.goodput`. Decode times come from :func:`lab.calc.calc_decode`.
+the same vectorised function the sweeps broadcast: :func:`~lab.models.prefill.prefill_metrics`,
+:func:`~lab.models.prefix.prefix_metrics`, :func:`~lab.models.context_growth.context_metrics`
+and the goodput model of :mod:`lab.models.goodput`. Decode times come from
+:func:`lab.points.decode_family.calc_decode`.
 """
 
 from __future__ import annotations
@@ -13,11 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lab.calc import MAX_BATCH, MAX_CONTEXT, DecodeConfig, calc_decode, prepare, to_python
-from lab.context_growth import context_metrics
-from lab.decode import attention_flops_per_token, linear_params, peak_flops
 from lab.errors import LabInputError
-from lab.goodput import goodput_metrics, load_trace, per_request, simulate
 from lab.limits import (  # re-exported for the experiments and the grids
     MAX_MS,
     MAX_PREFIX_BLOCK,
@@ -25,13 +22,17 @@ from lab.limits import (  # re-exported for the experiments and the grids
     MAX_TOKENS_CONTEXT,
     MIN_PAIR_COST_MS,
 )
-from lab.memory import kv_free_bytes
-from lab.prefill import chunk_sweep, prefill_metrics
-from lab.prefix import prefix_metrics
+from lab.models.context_growth import context_metrics
+from lab.models.decode_step import attention_flops_per_token, linear_params, peak_flops
+from lab.models.goodput import goodput_metrics, load_trace, per_request, simulate
+from lab.models.memory import kv_free_bytes
+from lab.models.prefill import chunk_sweep, prefill_metrics
+from lab.models.prefix import prefix_metrics
+from lab.points.decode_family import MAX_BATCH, MAX_CONTEXT, DecodeConfig, calc_decode, prepare, to_python
+from lab.points.validity import check_range
 from lab.units import MS
-from lab.validity import check_range
 
-DEFAULT_TRACE = Path(__file__).resolve().parents[1] / "datasets" / "traces" / "default.csv"
+DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "datasets" / "traces" / "default.csv"
 """The shipped trace of experiment 7."""
 
 PREFILL_DEFAULTS = {"prompt": 16384, "chunk": 2048, "decode_ms": 10.0, "c0_ms": 2.0,
@@ -167,7 +168,7 @@ def calc_context(tokens: int = CONTEXT_DEFAULTS["tokens"], a_ms: float | None = 
 
 
 def simulation_options(decode: DecodeConfig, memory_check: bool) -> dict:
-    """:func:`~lab.goodput.simulate`'s memory keywords from a decode configuration."""
+    """:func:`~lab.models.goodput.simulate`'s memory keywords from a decode configuration."""
     options = decode.metric_options()
     return {"memory_check": memory_check, "budget_fraction": options["budget_fraction"],
             "reserve_bytes": options["reserve_bytes"], "page": options["page"]}

@@ -1,6 +1,6 @@
 """The decode family's grid (experiments 1–4): ``model × gpu × tp × precision × batch × context``.
 
-Each chunk calls :func:`lab.decode_family.decode_metrics` — the function behind ``calc
+Each chunk calls :func:`lab.models.decode_metrics.decode_metrics` — the function behind ``calc
 decode --json`` — with the catalog tables and axes shaped to broadcast, so every cell equals the
 CLI's number for the same inputs.
 """
@@ -13,13 +13,13 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from lab.calc import MAX_ALLREDUCE_LATENCY_US, MAX_BATCH, MAX_CONTEXT, metric_options
 from lab.catalog import gpu_table, model_table
-from lab.decode import PRECISIONS, TP_DEGREES
-from lab.decode_family import UNITS, decode_metrics
-from lab.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
-from lab.parallel import DEFAULT_ALLREDUCE_LATENCY_S
-from lab.validity import REASON_TEXT, Reason
+from lab.models.decode_metrics import UNITS, decode_metrics
+from lab.models.decode_step import PRECISIONS, TP_DEGREES
+from lab.models.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
+from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S
+from lab.points.decode_family import MAX_ALLREDUCE_LATENCY_US, MAX_BATCH, MAX_CONTEXT, metric_options
+from lab.points.validity import REASON_TEXT, Reason
 from sweeps.build import axis_view
 from sweeps.common_rules import (
     budget_rule,
@@ -30,7 +30,7 @@ from sweeps.common_rules import (
     reserve_rule,
     tp_rule,
 )
-from sweeps.schema import Rule, Schema
+from sweeps.grid_schema import Rule, Schema
 
 DIMS = ("model", "gpu", "tp", "precision", "batch", "context")
 """Dimensions of the decode grid, in order."""
@@ -102,7 +102,8 @@ def decode_block(coords: Mapping[str, np.ndarray], constants: Mapping) -> dict:
         1-D values of ``model``, ``gpu`` (ids), ``tp``, ``precision``, ``batch``, ``context``.
     constants : mapping
         ``budget``, ``reserve_gb`` (GB), ``page`` (tokens), ``allreduce``,
-        ``allreduce_latency_us`` (µs) — converted exactly as :func:`lab.calc.calc_decode` does.
+        ``allreduce_latency_us`` (µs) — converted exactly as
+        :func:`lab.points.decode_family.calc_decode` does.
     """
     ndim = len(DIMS)
     model = _table_view("model", tuple(str(m) for m in coords["model"]), 0, ndim)

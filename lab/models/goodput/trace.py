@@ -5,7 +5,7 @@ columns are ignored). Every problem is one :class:`~lab.errors.LabInputError` se
 the file, the row (counting the non-blank rows, header = row 1) and the column. Arrivals out
 of order are sorted (ties by request id) and :attr:`Trace.note` says so.
 
-Loading is vectorised (:mod:`lab.goodput.trace_csv` splits the file with pyarrow; the checks
+Loading is vectorised (:mod:`lab.models.goodput.trace_csv` splits the file with pyarrow; the checks
 run on whole columns) so a million-row trace loads in about a second; the first bad row is
 then checked cell by cell to word its message. Limits: arrivals up to
 :data:`~lab.limits.MAX_ARRIVAL_S` s, token counts up to :data:`~lab.limits.MAX_REQUEST_TOKENS`,
@@ -24,8 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lab.errors import LabInputError, shown
-from lab.goodput.trace_csv import COLUMNS, TraceCells, read_cells
 from lab.limits import MAX_ARRIVAL_S, MAX_REQUEST_TOKENS
+from lab.models.goodput.trace_csv import COLUMNS, TraceCells, read_cells
 
 __all__ = ["COLUMNS", "Trace", "load_trace", "make_trace"]
 

@@ -3,14 +3,14 @@
 =========  ===================================  =============================================
 name       dimensions                           lab function per chunk
 =========  ===================================  =============================================
-prefill    chunk × prompt                       :func:`lab.prefill.prefill_metrics`
-prefix     prefix × requests × block            :func:`lab.prefix.prefix_metrics`
-goodput    batch_cap × ttft_ms × tpot_ms        :func:`lab.goodput.simulate` once per cap,
-                                                :func:`lab.goodput.goodput_metrics` per cell
-context    tokens × window (0: dense)           :func:`lab.context_growth.context_metrics`
+prefill    chunk × prompt                       :func:`lab.models.prefill.prefill_metrics`
+prefix     prefix × requests × block            :func:`lab.models.prefix.prefix_metrics`
+goodput    batch_cap × ttft_ms × tpot_ms        :func:`lab.models.goodput.simulate` once per cap,
+                                                :func:`lab.models.goodput.goodput_metrics` per cell
+context    tokens × window (0: dense)           :func:`lab.models.context_growth.context_metrics`
 =========  ===================================  =============================================
 
-Constants are named as the ``calc`` flags and converted exactly as :mod:`lab.calc_serving`
+Constants are named as the ``calc`` flags and converted exactly as :mod:`lab.points.serving`
 converts them (ms × 10^-3), so a cell equals ``calc <experiment> --json`` for the same inputs.
 Every cell of these grids is valid: inputs that ``calc`` would reject are rejected when the
 spec is read, with the same sentence.
@@ -26,9 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
-from lab import context_growth, prefill, prefix
-from lab.calc import MAX_BATCH, MAX_CONTEXT, DecodeConfig, prepare
-from lab.calc_serving import (
+from lab.errors import LabInputError
+from lab.models import context_growth, prefill, prefix
+from lab.models.goodput import UNITS as GOODPUT_UNITS
+from lab.models.goodput import goodput_metrics, load_trace, simulate
+from lab.points.decode_family import MAX_BATCH, MAX_CONTEXT, DecodeConfig, prepare
+from lab.points.serving import (
     CONTEXT_DEFAULTS,
     DEFAULT_TRACE,
     GOODPUT_DEFAULTS,
@@ -40,9 +43,6 @@ from lab.calc_serving import (
     check_goodput_inputs,
     simulation_options,
 )
-from lab.errors import LabInputError
-from lab.goodput import UNITS as GOODPUT_UNITS
-from lab.goodput import goodput_metrics, load_trace, simulate
 from lab.units import MS
 from sweeps.build import axis_view
 from sweeps.common_rules import (
@@ -54,7 +54,7 @@ from sweeps.common_rules import (
     reserve_rule,
     tp_rule,
 )
-from sweeps.schema import ExperimentSpec, Rule, Schema
+from sweeps.grid_schema import ExperimentSpec, Rule, Schema
 
 DEFAULT = DecodeConfig()
 
@@ -65,7 +65,7 @@ def _ms_rule(name: str, long_name: str, default: float, low: float = 0.0) -> Rul
 
 # -- experiment 5: prefill deadline ---------------------------------------------------------
 def prefill_block(coords: Mapping[str, np.ndarray], constants: Mapping) -> dict:
-    """:func:`~lab.prefill.prefill_metrics` over one chunk of ``chunk × prompt``."""
+    """:func:`~lab.models.prefill.prefill_metrics` over one chunk of ``chunk × prompt``."""
     chunk = axis_view(np.asarray(coords["chunk"], dtype=np.int64), 0, 2)
     prompt = axis_view(np.asarray(coords["prompt"], dtype=np.int64), 1, 2)
     return prefill.prefill_metrics(
@@ -96,7 +96,7 @@ PREFILL_SCHEMA = Schema(
 
 # -- experiment 6: prefix ownership ---------------------------------------------------------
 def prefix_block(coords: Mapping[str, np.ndarray], constants: Mapping) -> dict:
-    """:func:`~lab.prefix.prefix_metrics` over one chunk of ``prefix × requests × block``."""
+    """:func:`~lab.models.prefix.prefix_metrics` over one chunk of ``prefix × requests × block``."""
     model, _ = prepare(DecodeConfig(model=constants["model"], tp=constants["tp"], context=1))
     return prefix.prefix_metrics(
         model, constants["tp"],
@@ -142,7 +142,7 @@ PREFIX_SCHEMA = Schema(
 
 # -- experiment 8: context growth ------------------------------------------------------------
 def context_block(coords: Mapping[str, np.ndarray], constants: Mapping) -> dict:
-    """:func:`~lab.context_growth.context_metrics` per window (0: dense) over ``tokens``."""
+    """:func:`~lab.models.context_growth.context_metrics` per window (0: dense) over ``tokens``."""
     tokens = np.asarray(coords["tokens"], dtype=np.int64)
     a_s, c_s = constants["a_ms"] * MS, constants["c_ms"] * MS
     columns = [context_growth.context_metrics(tokens, a_s, c_s, None if w == 0 else int(w))
@@ -199,7 +199,7 @@ def _goodput_config(constants: Mapping) -> DecodeConfig:
 
 
 def goodput_block(coords: Mapping[str, np.ndarray], constants: Mapping) -> dict:
-    """One simulation per batch cap; :func:`~lab.goodput.goodput_metrics` per contract cell."""
+    """One simulation per batch cap; :func:`~lab.models.goodput.goodput_metrics` per contract cell."""
     config = _goodput_config(constants)
     model, gpu = prepare(config)
     trace = load_trace(_trace_path(constants["trace"]))

@@ -12,8 +12,8 @@ from enum import IntEnum
 import numpy as np
 
 from lab.arrays import ArrayLike, where
-from lab.decode import PRECISIONS, TP_DEGREES
 from lab.errors import LabInputError, shown, shown_number
+from lab.models.decode_step import PRECISIONS, TP_DEGREES
 
 
 class Reason(IntEnum):

@@ -2,7 +2,7 @@
 
 Each ``calc_*`` function resolves the model and GPU (catalog id, a ``config.json`` path or a
 GPU TOML path), checks every input with a one-sentence :class:`~lab.errors.LabInputError`, and
-calls :func:`~lab.decode_family.decode_metrics` — the same function the sweeps broadcast over a
+calls :func:`~lab.models.decode_metrics.decode_metrics` — the same function the sweeps broadcast over a
 grid — so a cell and a point can never disagree.
 """
 
@@ -13,8 +13,6 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from lab.catalog import GPUSpec, ModelSpec, get_gpu, get_model
-from lab.decode import PRECISIONS, TP_DEGREES
-from lab.decode_family import decode_metrics
 from lab.errors import LabInputError
 from lab.limits import (  # the decode family's limits, re-exported for the flags and the grids
     BUDGET_RANGE,
@@ -25,14 +23,16 @@ from lab.limits import (  # the decode family's limits, re-exported for the flag
     MAX_RESERVE_GB,
     MAX_TP,
 )
-from lab.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
-from lab.parallel import DEFAULT_ALLREDUCE_LATENCY_S
-from lab.validity import Reason, check_decode_point, check_range, explain
+from lab.models.decode_metrics import decode_metrics
+from lab.models.decode_step import PRECISIONS, TP_DEGREES
+from lab.models.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
+from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S
+from lab.points.validity import Reason, check_decode_point, check_range, explain
 
 
 def metric_options(budget: float, reserve_gb: float, page: int, allreduce: bool,
                    allreduce_latency_us: float) -> dict:
-    """:func:`~lab.decode_family.decode_metrics` keyword arguments from the CLI's units
+    """:func:`~lab.models.decode_metrics.decode_metrics` keyword arguments from the CLI's units
     (reserve in GB, latency in µs): the one conversion the CLI, the apps and the grids share."""
     return {"budget_fraction": budget, "reserve_bytes": reserve_gb * 1e9, "page": page,
             "allreduce": allreduce, "allreduce_latency_s": allreduce_latency_us * 1e-6}

@@ -1,12 +1,13 @@
 """“Show the calculation” for experiments 5–8, with the actual numbers substituted.
 
-Each formatter takes a record from :mod:`lab.calc_serving` (full precision, SI units) and
-returns :class:`~lab.explain.Step` rows in the order of docs/model.md §5–§8; rounding happens only here.
+Each formatter takes a record from :mod:`lab.points.serving` (full precision, SI units) and
+returns :class:`~lab.derivations.decode_family.Step` rows in the order of docs/model.md §5–§8;
+rounding happens only here.
 """
 
 from __future__ import annotations
 
-from lab.explain import Step
+from lab.derivations.decode_family import Step
 from lab.units import fmt_gb, fmt_int, fmt_ms, fmt_number, fmt_rate
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.goodput.simulate import Simulation
+from lab.models.goodput.simulate import Simulation
 
 UNITS = {
     "requests": ("requests in the trace", "requests"),
@@ -45,7 +45,7 @@ def goodput_metrics(sim: Simulation, ttft_limit_s: float, tpot_limit_s: float) -
     Parameters
     ----------
     sim : Simulation
-        The result of :func:`~lab.goodput.simulate.simulate`.
+        The result of :func:`~lab.models.goodput.simulate.simulate`.
     ttft_limit_s, tpot_limit_s : float
         Contract limits ``T1`` and ``T2``, seconds.
 

@@ -1,6 +1,6 @@
 """“Show the calculation”: each derivation with the actual numbers substituted.
 
-The formatters take a record from :mod:`lab.calc` (full precision, SI units) and return
+The formatters take a record from :mod:`lab.points.decode_family` (full precision, SI units) and return
 :class:`Step` rows in docs/model.md's order; rounding happens here and only here. The CLI prints
 them as text (:func:`render_text`); the apps render the same rows.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lab.catalog import GPUSpec, ModelSpec
-from lab.decode import bytes_per_weight, kv_bytes_per_token, linear_params
+from lab.models.decode_step import bytes_per_weight, kv_bytes_per_token, linear_params
 from lab.units import fmt_gb, fmt_gflop, fmt_int, fmt_ms, fmt_number, fmt_rate
 
 
@@ -51,7 +51,8 @@ def memory_sentence(record: dict) -> str:
 
 
 def decode_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
-    """Experiment 1's derivation, in the lab page's order, from a :func:`~lab.calc.calc_decode` record."""
+    """Experiment 1's derivation, in the lab page's order, from a
+    :func:`~lab.points.decode_family.calc_decode` record."""
     inputs = record["inputs"]
     tp, batch, context, precision = (inputs["tp"], inputs["batch"], inputs["context"],
                                      inputs["precision"])

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.arrays import ArrayLike, ceil_div, where
-from lab.decode import kv_bytes_per_token
+from lab.models.decode_step import kv_bytes_per_token
 
 UNITS = {
     "shared_blocks": ("shared prefix blocks (stored once)", "blocks"),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from cli.common import add_decode_flags, add_json_flag, decode_config, print_json
+from cli.flags import add_decode_flags, add_json_flag, decode_config, print_json
+from lab.derivations.decode_family import render_text
 from lab.experiments.registry import record
-from lab.explain import render_text
 
 EXPERIMENTS = {
     "decode": "Experiment 1, batch and the bottleneck: the ideal decode step.",

@@ -3,22 +3,22 @@
 :func:`decode_metrics` is the single implementation behind the CLI's ``calc decode|memory|
 tp|precision``, the param classes the apps use, and the sweep grids: it broadcasts over any mix
 of numbers, numpy arrays and xarray objects and returns every variable under the name the CLI's
-JSON uses. Invalid cells are NaN with ``valid`` False and a :class:`~lab.validity.Reason` code.
+JSON uses. Invalid cells are NaN with ``valid`` False and a :class:`~lab.points.validity.Reason` code.
 """
 
 from __future__ import annotations
 
 from lab.arrays import ArrayLike, nan_mask
-from lab.decode import decode_step
-from lab.memory import (
+from lab.models.decode_step import decode_step
+from lab.models.memory import (
     DEFAULT_BUDGET_FRACTION,
     DEFAULT_PAGE_TOKENS,
     DEFAULT_RESERVE_BYTES,
     memory_fit,
     sequence_capacity,
 )
-from lab.parallel import DEFAULT_ALLREDUCE_LATENCY_S, allreduce_time
-from lab.validity import decode_reason
+from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S, allreduce_time
+from lab.points.validity import decode_reason
 
 UNITS = {
     "linear_weight_bytes": ("linear weight reads per GPU", "B"),

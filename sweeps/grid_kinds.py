@@ -16,9 +16,9 @@ import xarray as xr
 
 from lab.experiments.registry import experiments, resolve
 from sweeps.build import BlockFunction, build_dataset
+from sweeps.grid_schema import ExperimentSpec, Schema
 from sweeps.metadata import dataset_attrs
 from sweeps.paths import DATASET_NAMES
-from sweeps.schema import ExperimentSpec, Schema
 
 
 @dataclass(frozen=True)
