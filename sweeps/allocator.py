@@ -20,12 +20,14 @@ import ctypes.util
 import sys
 from functools import cache
 
+from lab.units import MIB
+
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
-MMAP_THRESHOLD_BYTES = 64 * 2**20
+MMAP_THRESHOLD_BYTES = 64 * MIB
 """Allocations below this come from the heap (glibc's upper limit for the setting is 32 MiB on
 32-bit and 64 MiB-ish in practice on 64-bit builds)."""
-TRIM_THRESHOLD_BYTES = 128 * 2**20
+TRIM_THRESHOLD_BYTES = 128 * MIB
 """Free heap memory above this is returned to the kernel."""
 
 

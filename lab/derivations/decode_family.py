@@ -10,8 +10,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lab.catalog import GPUSpec, ModelSpec
-from lab.models.decode_step import bytes_per_weight, kv_bytes_per_token, linear_params
-from lab.units import fmt_gb, fmt_gflop, fmt_int, fmt_ms, fmt_number, fmt_rate
+from lab.models.decode_step import bytes_per_weight, kv_bytes_per_token, linear_params, peak_flops
+from lab.models.memory import pages
+from lab.units import (
+    MIB,
+    MS_PER_S,
+    TB_PER_S,
+    TFLOPS,
+    fmt_gb,
+    fmt_gflop,
+    fmt_int,
+    fmt_ms,
+    fmt_number,
+    fmt_rate,
+)
 
 
 @dataclass(frozen=True)
@@ -35,11 +47,11 @@ def render_text(steps: list[Step]) -> str:
 
 
 def _tflops(flops: float) -> str:
-    return f"{fmt_number(flops / 1e12, 1)} TFLOPS"
+    return f"{fmt_number(flops / TFLOPS, 1)} TFLOPS"
 
 
 def _tbps(bw: float) -> str:
-    return f"{fmt_number(bw / 1e12, 3).rstrip('0').rstrip('.')} TB/s"
+    return f"{fmt_number(bw / TB_PER_S, 3).rstrip('0').rstrip('.')} TB/s"
 
 
 def memory_sentence(record: dict) -> str:
@@ -60,7 +72,7 @@ def decode_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
     nbytes = int(bytes_per_weight(precision))
     kv_tok = int(kv_bytes_per_token(model))
     peak_name = "FP8" if precision == "fp8" else "BF16"
-    peak = gpu.peak_fp8 if precision == "fp8" else gpu.peak_bf16
+    peak = peak_flops(gpu, precision)
     bottleneck = "HBM" if record["linear_bottleneck"] == "hbm" else "compute"
     steps = [
         Step("Linear weight reads", f"{fmt_int(n_lin)} params × {nbytes} B / {tp}",
@@ -84,14 +96,14 @@ def decode_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
              f"{fmt_ms(record['attention_compute_time_s'])})",
              fmt_ms(record["attention_time_s"])),
     ]
-    step_terms = (f"{fmt_number(record['linear_time_s'] * 1e3)} + "
-                  f"{fmt_number(record['attention_time_s'] * 1e3)}")
+    step_terms = (f"{fmt_number(record['linear_time_s'] * MS_PER_S)} + "
+                  f"{fmt_number(record['attention_time_s'] * MS_PER_S)}")
     if record.get("allreduce_time_s"):
         steps.append(Step("All-reduce (extension)",
                           f"2 × {model.layers} layers × ring all-reduce of {batch:,} × "
                           f"{model.hidden:,} × 2 B",
                           fmt_ms(record["allreduce_time_s"])))
-        step_terms += f" + {fmt_number(record['allreduce_time_s'] * 1e3)}"
+        step_terms += f" + {fmt_number(record['allreduce_time_s'] * MS_PER_S)}"
     steps += [
         Step("Step floor", step_terms, fmt_ms(record["step_time_s"])),
         Step("Aggregate ceiling", f"{batch:,} / {record['step_time_s']:.6f} s",
@@ -112,7 +124,7 @@ def memory_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
     inputs = record["inputs"]
     tp, context, page = inputs["tp"], inputs["context"], inputs["page"]
     kv_tok = int(kv_bytes_per_token(model))
-    n_pages = -(-(context + 1) // page)
+    n_pages = int(pages(context, page))
     steps = [
         Step("Budget", f"{inputs['budget']:.2f} × {fmt_gb(gpu.capacity_bytes)}",
              fmt_gb(record["memory_budget_bytes"])),
@@ -126,7 +138,7 @@ def memory_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
         Step("KV per sequence", f"{n_pages:,} × {page} × {kv_tok:,} B / {tp}",
              fmt_gb(record["kv_bytes_per_sequence"])),
         Step("Page-rounding waste", f"({n_pages * page:,} − {context + 1:,}) × {kv_tok:,} B / {tp}",
-             f"{fmt_number(record['page_waste_bytes_per_sequence'] / 2**20)} MiB per sequence"),
+             f"{fmt_number(record['page_waste_bytes_per_sequence'] / MIB)} MiB per sequence"),
     ]
     if record["weights_fit"]:
         steps.append(Step("Max sequences", f"floor({fmt_gb(record['free_for_kv_bytes'])} / "

@@ -8,12 +8,12 @@ rounding happens only here.
 from __future__ import annotations
 
 from lab.derivations.decode_family import Step
-from lab.units import fmt_gb, fmt_int, fmt_ms, fmt_number, fmt_rate
+from lab.units import MS_PER_S, NS_PER_S, fmt_gb, fmt_int, fmt_ms, fmt_number, fmt_rate
 
 
 def _ms(seconds: float) -> str:
     """Milliseconds with as many decimals as the value needs (``0.06``, ``2``, ``10.5``)."""
-    text = f"{seconds * 1e3:,.4f}".rstrip("0").rstrip(".")
+    text = f"{seconds * MS_PER_S:,.4f}".rstrip("0").rstrip(".")
     return text if text not in ("", "-0") else "0"
 
 
@@ -118,7 +118,7 @@ def context_steps(record: dict) -> list[Step]:
     return [
         Step("Pairs", pair_expr, f"{record['pairs']:,}"),
         Step("Linear part", f"a × n = {_ms(a)} ms × {n:,}", fmt_ms(record["linear_time_s"])),
-        Step("Attention part", f"c × pairs = {c * 1e9:,.4g} ns × {record['pairs']:,}",
+        Step("Attention part", f"c × pairs = {c * NS_PER_S:,.4g} ns × {record['pairs']:,}",
              fmt_ms(record["attention_time_s"])),
         Step("T(n)", f"{fmt_ms(record['linear_time_s'])} + {fmt_ms(record['attention_time_s'])}",
              fmt_ms(record["time_s"])),
@@ -127,6 +127,6 @@ def context_steps(record: dict) -> list[Step]:
              fmt_ms(record["time_doubled_s"])),
         Step("Doubling ratio", f"{fmt_ms(record['time_doubled_s'])} / {fmt_ms(record['time_s'])}",
              f"{record['doubling_ratio']:.3f}×"),
-        Step("Crossover n*", f"2a / c − 1 = 2 × {_ms(a)} ms / {c * 1e9:,.4g} ns − 1",
+        Step("Crossover n*", f"2a / c − 1 = 2 × {_ms(a)} ms / {c * NS_PER_S:,.4g} ns − 1",
              f"{fmt_int(record['crossover_tokens'])} tokens"),
     ]

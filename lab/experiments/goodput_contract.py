@@ -17,7 +17,7 @@ from lab.models.goodput.sweep import DEFAULT_CAPS, cap_sweep
 from lab.models.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
 from lab.points.decode_family import BUDGET_RANGE, MAX_BATCH, MAX_PAGE, DecodeConfig, prepare
 from lab.points.serving import DEFAULT_TRACE, GOODPUT_DEFAULTS, calc_goodput, simulation_options
-from lab.units import MS, fmt_ms, fmt_number, fmt_rate
+from lab.units import GB, MS, fmt_ms, fmt_number, fmt_rate
 
 D = GOODPUT_DEFAULTS
 
@@ -70,7 +70,7 @@ class GoodputContract(Experiment):
                                doc="Linear-layer precision.")
     budget = param.Number(default=DEFAULT_BUDGET_FRACTION, bounds=BUDGET_RANGE, step=0.01,
                           label="Memory budget (share of capacity)", doc="For the memory check.")
-    reserve_gb = param.Number(default=DEFAULT_RESERVE_BYTES / 1e9, bounds=(0, 1000),
+    reserve_gb = param.Number(default=DEFAULT_RESERVE_BYTES / GB, bounds=(0, 1000),
                               label="Reserve (GB)", doc="GB held back, for the memory check.")
     page = param.Integer(default=DEFAULT_PAGE_TOKENS, bounds=(1, MAX_PAGE), label="KV page (tokens)",
                          doc="Tokens per KV page, for the memory check.")

@@ -10,7 +10,7 @@ from lab.experiments.base import Card, Prediction
 from lab.experiments.decode_inputs import DecodeExperiment, context_axis, labelled, with_units
 from lab.models.decode_step import TP_DEGREES
 from lab.points.decode_family import calc_memory
-from lab.units import fmt_gb, fmt_number
+from lab.units import MIB, fmt_gb, fmt_number
 
 
 class SequencesFit(DecodeExperiment):
@@ -53,7 +53,7 @@ class SequencesFit(DecodeExperiment):
                  f"budget {fmt_gb(r['memory_budget_bytes'])} − weights − reserve"),
             Card("Max sequences", fits_text, "floor(free / KV per sequence)"),
             Card("Page-rounding waste",
-                 f"{fmt_number(r['page_waste_bytes_per_sequence'] / 2**20)} MiB",
+                 f"{fmt_number(r['page_waste_bytes_per_sequence'] / MIB)} MiB",
                  "padding in each sequence's last page"),
         ]
 

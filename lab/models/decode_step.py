@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.arrays import ArrayLike, apply_mask, where
+from lab.catalog.params_count import linear_params_per_layer
 
 PRECISIONS = ("bf16", "fp8")
 """Linear-layer precisions the lab models."""
@@ -46,14 +47,14 @@ def linear_params(model) -> ArrayLike:
     q, k, v, o and the gated MLP in every layer, plus the LM head; the input embedding lookup
     and the norms are excluded.
     """
-    d, h = model.hidden, model.head_dim
-    per_layer = (
-        d * model.heads * h
-        + 2 * d * model.kv_heads * h
-        + model.heads * h * d
-        + 3 * d * model.intermediate
-    )
-    return model.layers * per_layer + d * model.vocab
+    per_layer = linear_params_per_layer(model.hidden, model.heads, model.kv_heads,
+                                        model.head_dim, model.intermediate)
+    return model.layers * per_layer + model.hidden * model.vocab
+
+
+def linear_flops_per_token(model) -> ArrayLike:
+    """FLOP of the linear layers per token: ``2·N_lin`` (a multiply and an add per weight)."""
+    return 2.0 * linear_params(model)
 
 
 def kv_bytes_per_token(model) -> ArrayLike:
@@ -74,7 +75,7 @@ def linear_phase(model, gpu, tp: ArrayLike, precision: ArrayLike, batch: ArrayLi
     """
     n_lin = linear_params(model)
     weight_bytes = 1.0 * n_lin * bytes_per_weight(precision) / tp
-    flops = 2.0 * n_lin * batch / tp
+    flops = linear_flops_per_token(model) * batch / tp
     hbm_time = weight_bytes / gpu.hbm_bw
     compute_time = flops / peak_flops(gpu, precision)
     return {

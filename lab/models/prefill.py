@@ -30,6 +30,11 @@ UNITS = {
 """``(long_name, units)`` of every output of :func:`prefill_metrics`."""
 
 
+def prefill_step_cost(c0_s: ArrayLike, c1_s: ArrayLike, tokens: ArrayLike) -> ArrayLike:
+    """The prefill cost curve ``c(n) = c0 + c1·n``: seconds for a step that prefills ``tokens``."""
+    return c0_s + c1_s * tokens
+
+
 def prefill_metrics(
     prompt: ArrayLike,
     chunk: ArrayLike,

@@ -28,14 +28,15 @@ from lab.models.decode_step import PRECISIONS, TP_DEGREES
 from lab.models.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
 from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S
 from lab.points.validity import Reason, check_decode_point, check_range, explain
+from lab.units import GB, US, US_PER_S
 
 
 def metric_options(budget: float, reserve_gb: float, page: int, allreduce: bool,
                    allreduce_latency_us: float) -> dict:
     """:func:`~lab.models.decode_metrics.decode_metrics` keyword arguments from the CLI's units
     (reserve in GB, latency in µs): the one conversion the CLI, the apps and the grids share."""
-    return {"budget_fraction": budget, "reserve_bytes": reserve_gb * 1e9, "page": page,
-            "allreduce": allreduce, "allreduce_latency_s": allreduce_latency_us * 1e-6}
+    return {"budget_fraction": budget, "reserve_bytes": reserve_gb * GB, "page": page,
+            "allreduce": allreduce, "allreduce_latency_s": allreduce_latency_us * US}
 
 
 @dataclass(frozen=True)
@@ -49,10 +50,10 @@ class DecodeConfig:
     batch: int = 8
     context: int = 8192
     budget: float = DEFAULT_BUDGET_FRACTION
-    reserve_gb: float = DEFAULT_RESERVE_BYTES / 1e9
+    reserve_gb: float = DEFAULT_RESERVE_BYTES / GB
     page: int = DEFAULT_PAGE_TOKENS
     allreduce: bool = False
-    allreduce_latency_us: float = DEFAULT_ALLREDUCE_LATENCY_S * 1e6
+    allreduce_latency_us: float = DEFAULT_ALLREDUCE_LATENCY_S * US_PER_S
 
     def resolved(self) -> tuple[ModelSpec, GPUSpec]:
         """The model and GPU records, loading files where paths were given."""
@@ -111,7 +112,7 @@ def _metrics(config: DecodeConfig, model: ModelSpec, gpu: GPUSpec, *, tp: int,
 def _inputs(config: DecodeConfig, model: ModelSpec, gpu: GPUSpec) -> dict:
     inputs = asdict(config)
     inputs["model"], inputs["gpu"] = model.id, gpu.id
-    inputs["reserve_bytes"] = config.reserve_gb * 1e9
+    inputs["reserve_bytes"] = config.reserve_gb * GB
     return inputs
 
 

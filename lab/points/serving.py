@@ -23,14 +23,19 @@ from lab.limits import (  # re-exported for the experiments and the grids
     MIN_PAIR_COST_MS,
 )
 from lab.models.context_growth import context_metrics
-from lab.models.decode_step import attention_flops_per_token, linear_params, peak_flops
+from lab.models.decode_step import (
+    attention_flops_per_token,
+    linear_flops_per_token,
+    linear_params,
+    peak_flops,
+)
 from lab.models.goodput import goodput_metrics, load_trace, per_request, simulate
 from lab.models.memory import kv_free_bytes
 from lab.models.prefill import chunk_sweep, prefill_metrics
 from lab.models.prefix import prefix_metrics
 from lab.points.decode_family import MAX_BATCH, MAX_CONTEXT, DecodeConfig, calc_decode, prepare, to_python
 from lab.points.validity import check_range
-from lab.units import MS
+from lab.units import GB, MS
 
 DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "datasets" / "traces" / "default.csv"
 """The shipped trace of experiment 7."""
@@ -131,7 +136,7 @@ def model_coefficients(config: DecodeConfig) -> dict:
     n_lin = int(linear_params(model))
     return {"model": model.id, "gpu": gpu.id, "precision": config.precision,
             "linear_params": n_lin,
-            "a_s": float(2.0 * n_lin / peak_flops(gpu, config.precision)),
+            "a_s": float(linear_flops_per_token(model) / peak_flops(gpu, config.precision)),
             "c_s": float(attention_flops_per_token(model) / gpu.peak_bf16)}
 
 
@@ -221,7 +226,7 @@ def calc_goodput(trace: str | Path = DEFAULT_TRACE, batch_cap: int = GOODPUT_DEF
               "tpot_limit_s": tpot_ms * MS, "c0_s": c0_ms * MS, "c1_s": c1_ms * MS,
               "memory_check": memory_check, "model": model.id, "gpu": gpu.id, "tp": decode.tp,
               "precision": decode.precision, "budget": decode.budget,
-              "reserve_bytes": decode.reserve_gb * 1e9, "page": decode.page}
+              "reserve_bytes": decode.reserve_gb * GB, "page": decode.page}
     result = {"inputs": inputs, **record, "kv_free_bytes": sim.kv_free_bytes,
               "first_arrival_s": float(loaded.arrival_s[0]), "trace_note": loaded.note}
     if with_requests:

@@ -20,6 +20,7 @@ from lab.models.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFA
 from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S
 from lab.points.decode_family import MAX_ALLREDUCE_LATENCY_US, MAX_BATCH, MAX_CONTEXT, metric_options
 from lab.points.validity import REASON_TEXT, Reason
+from lab.units import GB, US_PER_S
 from sweeps.build import axis_view
 from sweeps.common_rules import (
     budget_rule,
@@ -69,12 +70,12 @@ SCHEMA = Schema(
     ),
     constants=(
         budget_rule(DEFAULT_BUDGET_FRACTION),
-        reserve_rule(DEFAULT_RESERVE_BYTES / 1e9),
+        reserve_rule(DEFAULT_RESERVE_BYTES / GB),
         page_rule(DEFAULT_PAGE_TOKENS),
         Rule("allreduce", "bool", "all-reduce extension on", "1", default=False),
         Rule("allreduce_latency_us", "float", "latency per collective", "µs", 0,
              MAX_ALLREDUCE_LATENCY_US,
-             default=DEFAULT_ALLREDUCE_LATENCY_S * 1e6),
+             default=DEFAULT_ALLREDUCE_LATENCY_S * US_PER_S),
     ),
     variables=_variables,
     description="Experiments 1–4: the ideal decode step, memory fit, tensor parallelism and "

@@ -47,6 +47,7 @@ from lab.models.memory import (
     kv_bytes_per_sequence,
     kv_free_bytes,
 )
+from lab.models.prefill import prefill_step_cost
 
 _FIRST_WINDOW = 64
 """Steps costed per vectorised call at first; doubled while a run continues."""
@@ -222,7 +223,7 @@ def simulate(
             kv_used += kv_list[head]
 
         if admitted:
-            cost = c0_s + c1_s * sum([prompt_list[i] for i in admitted])
+            cost = prefill_step_cost(c0_s, c1_s, sum([prompt_list[i] for i in admitted]))
             if batch:
                 cost += linear_list[batch] + attention_time(offset + batch * (steps + 1))
             now += cost
