@@ -6,14 +6,14 @@ import argparse
 
 from cli.flags import add_json_flag, print_json
 from lab.catalog import gpu_catalog, model_catalog
-from lab.units import fmt_int, fmt_number
+from lab.units import GB, GB_PER_S, TB_PER_S, fmt_int, fmt_number
 
 
 def _gpu_line(gpu) -> str:
     fp8 = f"{fmt_number(gpu.peak_fp8 / 1e12, 1)}" if gpu.has_fp8 else "none"
-    return (f"{gpu.id:<14} {gpu.capacity_bytes / 1e9:>6.0f} GB {gpu.hbm_bw / 1e12:>6.3f} TB/s "
+    return (f"{gpu.id:<14} {gpu.capacity_bytes / GB:>6.0f} GB {gpu.hbm_bw / TB_PER_S:>6.3f} TB/s "
             f"BF16 {fmt_number(gpu.peak_bf16 / 1e12, 1):>8} FP8 {fp8:>8} TFLOPS  "
-            f"link {fmt_number(gpu.interconnect_bw / 1e9, 0):>6} GB/s  checked {gpu.checked}\n"
+            f"link {fmt_number(gpu.interconnect_bw / GB_PER_S, 0):>6} GB/s  checked {gpu.checked}\n"
             f"{'':<14} source: {gpu.source}")
 
 

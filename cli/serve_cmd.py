@@ -15,13 +15,14 @@ import sys
 from pathlib import Path
 
 from lab.errors import LabInputError
+from lab.units import MIB
 
 APP_MODULE = "apps.inference_lab"
 """The app script's module; its file is what ``panel serve`` runs."""
 
 SETUP_MODULE = "apps.ui.serve_setup"
 """Script ``panel serve --setup`` runs before serving: it builds every page once."""
-WEBSOCKET_MAX_MESSAGE_BYTES = 4 * 2**20
+WEBSOCKET_MAX_MESSAGE_BYTES = 4 * MIB
 """Largest websocket message the server reads, bytes: uploads arrive in 1 MiB pieces, and a
 larger message closes that connection before it is held (Bokeh's default is 20 MiB)."""
 
