@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import warnings
 from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,14 @@ CONVENTIONS = "CF-1.10"
 """The CF conventions version the attributes follow."""
 NETCDF_COMPRESSION = {"zlib": True, "complevel": 1, "shuffle": True}
 """HDF5 encoding of every numeric NetCDF variable (lossless deflate)."""
+
+
+def package_version() -> str:
+    """The installed ``inference-lab`` version (``0.0.0`` from an uninstalled source tree)."""
+    try:
+        return version("inference-lab")
+    except PackageNotFoundError:
+        return "0.0.0"
 
 
 def now_iso() -> str:
@@ -38,8 +47,6 @@ def cf_attrs(action: str, history: str | None = None) -> dict:
     ``history`` is the earlier history (of the dataset an export was made from); the new line
     is appended to it.
     """
-    from sweeps.metadata import package_version
-
     stamp = now_iso()
     line = f"{stamp} inference-lab {package_version()}: {action}"
     return {"Conventions": CONVENTIONS,

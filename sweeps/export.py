@@ -28,7 +28,7 @@ from sweeps.conventions import (
     flags_as_text,
     netcdf_encoding,
 )
-from sweeps.schema import DEFAULT_CHUNK_CELLS
+from sweeps.grid_schema import DEFAULT_CHUNK_CELLS
 
 FORMATS = ("csv", "parquet", "netcdf", "zarr")
 """Export formats."""

@@ -62,7 +62,7 @@ def temporary_name(target: Path) -> Path:
 
 def lab_names() -> frozenset[str]:
     """Every coordinate and variable name a lab dataset can hold (all experiments)."""
-    from sweeps.registry import GRIDS
+    from sweeps.grid_kinds import GRIDS
 
     names: set[str] = set()
     for kind in GRIDS.values():
@@ -125,7 +125,7 @@ def _lab_csv(path: Path) -> bool:
 
 
 def _variable_names() -> frozenset[str]:
-    from sweeps.registry import GRIDS
+    from sweeps.grid_kinds import GRIDS
 
     return frozenset(name for kind in GRIDS.values() for name in kind.units)
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-DATASET_NAMES = ("decode", "prefill", "prefix", "goodput", "context")
-"""Every dataset name :func:`lab.open_dataset` knows."""
+from lab.experiments.registry import dataset_names
+
+DATASET_NAMES = dataset_names()
+"""Every dataset name :func:`lab.open_dataset` knows: the experiments whose record has a grid."""
 ENV_VAR = "INFERENCE_LAB_DATA"
 """Environment variable naming the directory of the grids (overrides the default)."""
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,7 @@ import shlex
 import tomllib
 from pathlib import Path
 
-from lab.cli.main import build_parser
+from cli.main import build_parser
 
 REPO = Path(__file__).resolve().parents[1]
 KNOWN = {"FROM", "ENV", "WORKDIR", "COPY", "RUN", "USER", "EXPOSE", "HEALTHCHECK", "ENTRYPOINT",

@@ -20,9 +20,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_lab_imports_and_locks_without_fcntl(tmp_path):
     code = ("import sys; sys.modules['fcntl'] = None\n"
-            "import lab, lab.datasets, sweeps.store\n"
+            "import lab, sweeps.datasets, sweeps.store\n"
             "from pathlib import Path\n"
-            f"with lab.datasets._lock(Path({str(tmp_path / 'x.zarr')!r})):\n"
+            f"with sweeps.datasets._lock(Path({str(tmp_path / 'x.zarr')!r})):\n"
             "    print('locked')\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                          check=True).stdout

@@ -21,10 +21,11 @@ import param
 from panel.viewable import Viewer
 
 from lab.experiments.base import Experiment
+from lab.units import MIB
 
-MAX_UPLOAD_BYTES = 20 * 2**20
+MAX_UPLOAD_BYTES = 20 * MIB
 """Largest trace accepted from the browser, bytes."""
-UPLOAD_CHUNK_BYTES = 2**20
+UPLOAD_CHUNK_BYTES = MIB
 """Size of each piece the browser sends an upload in, bytes (one websocket message each)."""
 MAX_SHOWN_NAME_CHARS = 80
 """Longest file name shown back on the page, characters."""
@@ -34,7 +35,7 @@ MAX_REASON_CHARS = 160
 
 def limit_sentence() -> str:
     """The upload limit as the end of a sentence."""
-    return f"traces up to {MAX_UPLOAD_BYTES // 2**20} MiB are accepted"
+    return f"traces up to {MAX_UPLOAD_BYTES // MIB} MiB are accepted"
 
 
 def shown_name(name: str | None) -> str:
@@ -102,7 +103,7 @@ class CappedFileInput(pmui.FileInput):
             return
         if declared > limit + self.chunk_size or self._received > limit:
             name = shown_name(str(msg.get("name", "")))
-            self._refuse(f"{name} is larger than {limit // 2**20} MiB; {limit_sentence()}.")
+            self._refuse(f"{name} is larger than {limit // MIB} MiB; {limit_sentence()}.")
             return
         self._process_chunk(msg)
 
@@ -139,7 +140,7 @@ class TraceUpload(Viewer):
             return
         name = shown_name(self._file.filename)
         if len(data) > MAX_UPLOAD_BYTES:
-            self._say(f"{name} is {len(data) / 2**20:.1f} MiB; {limit_sentence()}.")
+            self._say(f"{name} is {len(data) / MIB:.1f} MiB; {limit_sentence()}.")
             return
         path = self._folder() / stored_name(self._file.filename)
         path.write_bytes(data)

@@ -16,12 +16,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from lab.catalog.entries import SUPPORTED_ARCHITECTURES, GPUSpec, ModelSpec
 from lab.catalog.moe_spec import MOE_ARCHITECTURES
 from lab.catalog.params_count import total_parameters
-from lab.catalog.specs import SUPPORTED_ARCHITECTURES, GPUSpec, ModelSpec
 from lab.errors import CatalogError, shown, shown_number
 from lab.limits import GPU_FIELD_LIMITS, MAX_SPEC_BYTES, MAX_TOTAL_PARAMS, MODEL_FIELD_LIMITS
-from lab.units import GB_PER_S, TB_PER_S, TFLOPS
+from lab.units import GB, GB_PER_S, TB_PER_S, TFLOPS
 
 CATALOG_DIR = Path(__file__).parent
 GPU_FILE = CATALOG_DIR / "gpus.toml"
@@ -197,7 +197,7 @@ def gpu_from_entry(entry: dict, where: str, *, default_id: str) -> GPUSpec:
         id=gpu_id,
         name=_text(entry, "name", gpu_id) or gpu_id,
         vendor=_text(entry, "vendor"),
-        capacity_bytes=_gpu_figure(entry, "capacity_gb", where) * 1e9,
+        capacity_bytes=_gpu_figure(entry, "capacity_gb", where) * GB,
         hbm_bw=_gpu_figure(entry, "hbm_bandwidth_tbps", where) * TB_PER_S,
         peak_bf16=_gpu_figure(entry, "bf16_tflops", where) * TFLOPS,
         peak_fp8=_optional_positive(entry, "fp8_tflops", where) * TFLOPS,

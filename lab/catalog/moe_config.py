@@ -6,8 +6,8 @@ Anything missing, malformed or out of range raises :class:`~lab.errors.CatalogEr
 sentence naming the file and the ``config.json`` key.
 
 These models are read here, not by :func:`lab.catalog.get_model`: the decode experiments cost
-a dense decoder, and would cost every expert as dense until their step reads :mod:`lab.moe`
-and :mod:`lab.kv_shapes` (docs/model.md §0, "Mixture of experts, MLA and KV precision", says
+a dense decoder, and would cost every expert as dense until their step reads :mod:`lab.models.moe`
+and :mod:`lab.models.kv_shapes` (docs/model.md §0, "Mixture of experts, MLA and KV precision", says
 what remains).
 """
 
@@ -17,6 +17,7 @@ from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
+from lab.catalog.entries import SUPPORTED_ARCHITECTURES
 from lab.catalog.loader import (
     CATALOG_DIR,
     _positive_number,
@@ -26,7 +27,6 @@ from lab.catalog.loader import (
 )
 from lab.catalog.moe_params import total_params
 from lab.catalog.moe_spec import MLA_ARCHITECTURES, MOE_ARCHITECTURES, MoESpec
-from lab.catalog.specs import SUPPORTED_ARCHITECTURES
 from lab.errors import CatalogError, shown, shown_number
 from lab.limits import MAX_TOTAL_PARAMS, MODEL_FIELD_LIMITS, MOE_FIELD_LIMITS
 

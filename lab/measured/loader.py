@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from lab.decode import PRECISIONS
 from lab.errors import LabInputError, shown
 from lab.limits import (
     MAX_BATCH,
@@ -37,6 +36,7 @@ from lab.limits import (
     MAX_TP,
     MODEL_FIELD_LIMITS,
 )
+from lab.models.decode_step import PRECISIONS
 from lab.user_files import read_user_file
 
 KINDS = ("decode", "prefill", "gemm")

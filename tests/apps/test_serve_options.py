@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lab.cli.main import build_parser, main
-from lab.cli.serve_cmd import panel_command
+from cli.main import build_parser, main
+from cli.serve_cmd import panel_command
 from lab.errors import LabInputError
 
 

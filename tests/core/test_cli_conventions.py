@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import lab
-from lab.calc_serving import DEFAULT_TRACE
-from lab.cli.common import SCHEMA_VERSION
-from lab.cli.main import main
+from cli.flags import SCHEMA_VERSION
+from cli.main import main
+from lab.points.serving import DEFAULT_TRACE
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from distributed import Client, LocalCluster, get_task_stream
 
-from lab.cli.main import main
+from cli.main import main
 from sweeps.store import open_grid
 from tests.sweeps.conftest import SMALL_DECODE, write_small
 

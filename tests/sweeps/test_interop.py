@@ -17,14 +17,14 @@ import pyarrow.parquet as pq
 import pytest
 import xarray as xr
 
-from lab.cli.main import main
+from cli.main import main
 from lab.pint_units import pint_registry
 from sweeps import metadata as md
 from sweeps.conventions import CONVENTIONS
+from sweeps.grid_files import preset
+from sweeps.grid_kinds import grid_kind
 from sweeps.paths import DATASET_NAMES
-from sweeps.registry import grid_kind
 from sweeps.runner import Runner
-from sweeps.spec import preset
 from sweeps.store import open_grid
 
 

@@ -9,7 +9,7 @@ import sys
 import dask.array as da
 import pytest
 
-from lab.cli.main import main
+from cli.main import main
 from sweeps import progress
 from sweeps.progress import PlainProgressBar, PlainSteps, in_process_bar
 from sweeps.runner import _TextBar
