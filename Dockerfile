@@ -19,6 +19,7 @@ COPY pyproject.toml README.md ./
 COPY lab ./lab
 COPY sweeps ./sweeps
 COPY apps ./apps
+COPY cli ./cli
 RUN pip install . \
     && rm -rf /src \
     && useradd --create-home --uid 10001 lab \

@@ -29,9 +29,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.wheel_install
 
-SKIPPED_NAMES = (".git", "grids", "__pycache__", "*.egg-info", "build", "dist", ".pytest_cache",
+SKIPPED_NAMES = (".git", "__pycache__", "*.egg-info", "build", "dist", ".pytest_cache",
                  ".hypothesis", ".ruff_cache", "test-artifacts", ".venv", "cache")
-"""Names not copied from the checkout: generated data, caches and build output."""
+"""Names not copied from the checkout: caches and build output (and ``datasets/grids``, the
+generated data; ``sweeps/grids`` is code)."""
+
+
+def _skipped(folder: str, names: list[str]) -> set[str]:
+    skipped = set(shutil.ignore_patterns(*SKIPPED_NAMES)(folder, names))
+    return skipped | ({"grids"} & set(names) if Path(folder).name == "datasets" else set())
 
 
 def _free_port() -> int:
@@ -45,7 +51,7 @@ def wheel_env(tmp_path_factory):
     """``(python, bin dir, env, work dir)`` of a venv holding only the built wheel."""
     root = tmp_path_factory.mktemp("wheel")
     source = root / "source"
-    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(*SKIPPED_NAMES))
+    shutil.copytree(REPO, source, ignore=_skipped)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                     "--no-index", "-q", "-w", str(root / "dist"), str(source)],
                    check=True, capture_output=True, timeout=120)

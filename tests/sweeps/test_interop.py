@@ -25,7 +25,7 @@ from sweeps.grid_files import preset
 from sweeps.grid_kinds import grid_kind
 from sweeps.paths import DATASET_NAMES
 from sweeps.runner import Runner
-from sweeps.store import open_grid
+from sweeps.store import open_grid, write_experiment
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def default_grids(tmp_path_factory):
     """Every experiment's ``default`` grid, written by the sweep's writer."""
     folder = tmp_path_factory.mktemp("default-grids")
     grid = preset("default")
-    return {name: grid_kind(name).write(grid.resolve(name), grid.name, folder / f"{name}.zarr",
+    return {name: write_experiment(grid_kind(name), grid.resolve(name), grid.name, folder / f"{name}.zarr",
                                         Runner(None, "threads"))
             for name in DATASET_NAMES}
 
