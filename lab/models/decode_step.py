@@ -88,18 +88,37 @@ def linear_phase(model, gpu, tp: ArrayLike, precision: ArrayLike, batch: ArrayLi
     }
 
 
+def attention_terms(model, gpu, tp: ArrayLike):
+    """The attention phase's formula, as a function of the cached tokens.
+
+    Returns ``terms(kv_tokens) -> (kv_read_bytes, attention_flops, memory_time_s,
+    compute_time_s)`` (B, FLOP, s, s) for ``kv_tokens`` cached tokens in all; the phase floor is
+    the larger time. The per-model constants are computed once, so the goodput simulation
+    (experiment 7) calls the returned function for every step at the cost of plain float
+    arithmetic, and :func:`attention_phase` calls it on whole grids: one copy of the formula.
+    Attention stays BF16.
+    """
+    kv_per_token = kv_bytes_per_token(model)
+    flops_per_token = attention_flops_per_token(model)
+    hbm_bw, peak = gpu.hbm_bw, gpu.peak_bf16
+
+    def terms(kv_tokens: ArrayLike) -> tuple:
+        kv_bytes = 1.0 * kv_tokens * kv_per_token / tp
+        flops = 1.0 * kv_tokens * flops_per_token / tp
+        return kv_bytes, flops, kv_bytes / hbm_bw, flops / peak
+
+    return terms
+
+
 def attention_phase(model, gpu, tp: ArrayLike, kv_tokens: ArrayLike) -> dict:
     """KV reads, attention FLOPs and the phase floor for ``kv_tokens`` cached tokens in all.
 
     ``kv_tokens`` is the sum of the context lengths of the decoding sequences (``B·S`` when all
     share one context). Attention stays BF16. Returns ``kv_read_bytes`` (B),
     ``attention_flops`` (FLOP), ``attention_memory_time_s``, ``attention_compute_time_s`` and
-    ``attention_time_s`` (s).
+    ``attention_time_s`` (s), from :func:`attention_terms`.
     """
-    kv_bytes = 1.0 * kv_tokens * kv_bytes_per_token(model) / tp
-    flops = 1.0 * kv_tokens * attention_flops_per_token(model) / tp
-    memory_time = kv_bytes / gpu.hbm_bw
-    compute_time = flops / gpu.peak_bf16
+    kv_bytes, flops, memory_time, compute_time = attention_terms(model, gpu, tp)(kv_tokens)
     return {
         "kv_read_bytes": kv_bytes,
         "attention_flops": flops,

@@ -20,8 +20,9 @@ exceeds the free memory could never be admitted and would block the FCFS queue f
 
 Speed: between events (an admission, a finish, an arrival that could be admitted) every step
 has the same decoding set, so a run of such steps is costed as one vectorised call of
-:func:`lab.models.decode_step.attention_phase` and a cumulative sum; per-step work is O(1) amortised with a
-heap of finish steps and a running sum of lengths.
+:func:`lab.models.decode_step.attention_phase` and a cumulative sum (short runs step by step
+through :func:`lab.models.decode_step.attention_terms`, the same formula); per-step work is
+O(1) amortised with a heap of finish steps and a running sum of lengths.
 """
 
 from __future__ import annotations
@@ -33,12 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab.models.decode_step import (
-    attention_flops_per_token,
-    attention_phase,
-    kv_bytes_per_token,
-    linear_phase,
-)
+from lab.models.decode_step import attention_phase, attention_terms, linear_phase
 from lab.models.goodput.trace import Trace
 from lab.models.memory import (
     DEFAULT_BUDGET_FRACTION,
@@ -67,15 +63,12 @@ def _buffer(code: str, values) -> array:
 
 def scalar_attention_time(model, gpu, tp: int):
     """:func:`lab.models.decode_step.attention_phase`'s ``attention_time_s`` for one Python ``int`` of
-    cached tokens, as a plain function of floats: the same operations in the same order, so
-    the same result to the last bit, without building a dict of five numpy values per step."""
-    kv_per_token = kv_bytes_per_token(model)
-    flops_per_token = attention_flops_per_token(model)
-    hbm_bw, peak = gpu.hbm_bw, gpu.peak_bf16
+    cached tokens: :func:`lab.models.decode_step.attention_terms` (the one copy of the formula)
+    and the larger of its two times, without building a dict of five numpy values per step."""
+    terms = attention_terms(model, gpu, tp)
 
     def attention_time(kv_tokens: int) -> float:
-        memory_time = 1.0 * kv_tokens * kv_per_token / tp / hbm_bw
-        compute_time = 1.0 * kv_tokens * flops_per_token / tp / peak
+        _, _, memory_time, compute_time = terms(kv_tokens)
         return memory_time if memory_time >= compute_time else compute_time
 
     return attention_time
@@ -174,9 +167,7 @@ def simulate(
         linear_phase(model, gpu, tp, precision, np.arange(cap + 1))["linear_time_s"], float)
     linear_list = linear.tolist()
     attention_time = scalar_attention_time(model, gpu, tp)
-    kv_per_token = kv_bytes_per_token(model)
-    flops_per_token = attention_flops_per_token(model)
-    hbm_bw, peak = gpu.hbm_bw, gpu.peak_bf16
+    terms = attention_terms(model, gpu, tp)  # the decode step's attention formula
 
     kv_need = kv_bytes_per_sequence(model, tp, prompt + output, page)
     free = None
@@ -240,9 +231,8 @@ def simulate(
                 due = arrival_list[next_arrival] if watch else _NEVER
                 start, total = now, 0.0
                 for k in range(1, run + 1):
-                    kv_tokens = offset + batch * (steps + k)  # attention_time, inlined
-                    memory_time = 1.0 * kv_tokens * kv_per_token / tp / hbm_bw
-                    compute_time = 1.0 * kv_tokens * flops_per_token / tp / peak
+                    # attention_time with its max inlined (a call fewer per step)
+                    _, _, memory_time, compute_time = terms(offset + batch * (steps + k))
                     total += lin + (memory_time if memory_time >= compute_time
                                     else compute_time)
                     if start + total >= due:
