@@ -14,8 +14,13 @@ MAX_BATCH = 1024
 """Largest batch the experiments accept, sequences."""
 MAX_CONTEXT = 1_048_576
 """Largest context the experiments accept, tokens (a model's own maximum also applies)."""
-MAX_TP = 64
-"""Largest tensor-parallel degree accepted, GPUs (the model's heads must also divide)."""
+TP_DEGREES = (1, 2, 4, 8)
+"""Tensor-parallel degrees the lab models, GPUs: the one list the flags, the experiment
+parameters, the grid rules and the validity rules read."""
+MAX_TP = max(TP_DEGREES)
+"""Largest tensor-parallel degree accepted, GPUs: the range check stops at the largest modelled
+degree, so no value passes it and then fails validity for its size (a degree inside the range
+that is not modelled, or that the model's heads do not divide, gets the validity sentence)."""
 BUDGET_RANGE = (0.01, 1.0)
 """Accepted memory budget, share of capacity."""
 MAX_RESERVE_GB = 100_000
@@ -24,6 +29,12 @@ MAX_PAGE = 4096
 """Largest KV page accepted, tokens."""
 MAX_ALLREDUCE_LATENCY_US = 1e6
 """Largest all-reduce latency per collective accepted, µs."""
+
+# -- experiment 9 (measured kernel times) -------------------------------------------------------
+MAX_MEASURED_TP = 64
+"""Largest ``tp`` of a measured decode-attention kernel, GPUs: a measurement of one GPU's share
+of the heads, not a modelled configuration, so it is not limited to :data:`TP_DEGREES` (the
+heads must still divide)."""
 
 # -- serving experiments ------------------------------------------------------------------------
 MAX_TOKENS_CONTEXT = 1_000_000_000

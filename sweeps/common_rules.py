@@ -28,7 +28,7 @@ def gpu_rule(default: str) -> Rule:
 
 
 def tp_rule(default: Any) -> Rule:
-    """The tensor-parallel degree ``tp``, GPUs (1 to 64, as ``calc``)."""
+    """The tensor-parallel degree ``tp``, GPUs (1 to :data:`lab.limits.MAX_TP`, as ``calc``)."""
     return Rule("tp", "int", "tensor-parallel degree", "GPUs", 1, MAX_TP, default=default)
 
 

@@ -8,8 +8,9 @@ import xarray as xr
 
 from lab.catalog import gpu_catalog, model_catalog
 from lab.experiments.base import Experiment
+from lab.limits import TP_DEGREES
 from lab.models.decode_metrics import UNITS, decode_metrics
-from lab.models.decode_step import PRECISIONS, TP_DEGREES
+from lab.models.decode_step import PRECISIONS
 from lab.points.decode_family import BUDGET_RANGE, MAX_BATCH, MAX_CONTEXT, MAX_PAGE, DecodeConfig, prepare
 
 DEFAULTS = DecodeConfig()

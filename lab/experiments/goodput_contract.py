@@ -10,7 +10,8 @@ from lab.catalog import gpu_catalog, model_catalog
 from lab.derivations.serving import goodput_steps
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.experiments.serving_common import dataset
-from lab.models.decode_step import PRECISIONS, TP_DEGREES
+from lab.limits import TP_DEGREES
+from lab.models.decode_step import PRECISIONS
 from lab.models.goodput import UNITS, load_trace, simulate
 from lab.models.goodput.metrics import good_mask
 from lab.models.goodput.sweep import DEFAULT_CAPS, cap_sweep

@@ -9,7 +9,7 @@ from lab.catalog import model_catalog
 from lab.derivations.serving import prefix_steps
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.experiments.serving_common import dataset
-from lab.models.decode_step import TP_DEGREES
+from lab.limits import TP_DEGREES
 from lab.models.prefix import UNITS, prefix_metrics
 from lab.points.decode_family import MAX_CONTEXT, DecodeConfig, prepare
 from lab.points.serving import PREFIX_DEFAULTS, calc_prefix

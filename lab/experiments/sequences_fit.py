@@ -8,7 +8,7 @@ import xarray as xr
 from lab.derivations.decode_family import memory_steps
 from lab.experiments.base import Card, Prediction
 from lab.experiments.decode_inputs import DecodeExperiment, context_axis, labelled, with_units
-from lab.models.decode_step import TP_DEGREES
+from lab.limits import TP_DEGREES
 from lab.points.decode_family import calc_memory
 from lab.units import MIB, fmt_gb, fmt_number
 

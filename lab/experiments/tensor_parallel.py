@@ -9,7 +9,7 @@ import xarray as xr
 from lab.derivations.decode_family import tp_steps
 from lab.experiments.base import Card, Prediction
 from lab.experiments.decode_inputs import DecodeExperiment, labelled, with_units
-from lab.models.decode_step import TP_DEGREES
+from lab.limits import TP_DEGREES
 from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S
 from lab.points.decode_family import calc_tp
 from lab.units import US_PER_S, fmt_gb, fmt_ms, fmt_rate

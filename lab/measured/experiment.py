@@ -13,7 +13,7 @@ import xarray as xr
 from lab.catalog import get_gpu, gpu_catalog
 from lab.errors import LabInputError
 from lab.experiments.base import Card, Experiment, Prediction
-from lab.limits import MAX_BATCH, MAX_TOKENS_CONTEXT, MAX_TP
+from lab.limits import MAX_BATCH, MAX_MEASURED_TP, MAX_TOKENS_CONTEXT
 from lab.measured.calc import (
     DEFAULT_POINT,
     Selection,
@@ -67,7 +67,7 @@ class FloorsAgainstMeasurements(Experiment):
     shape = param.Selector(default=DEFAULT_POINT["shape"], objects=[DEFAULT_POINT["shape"]],
                            check_on_set=False, label="Shape (Q-KV-D or k×n)",
                            doc="Head shape Q-KV-D, or k×n of a GEMM.")
-    tp = param.Integer(default=DEFAULT_POINT["tp"], bounds=(1, MAX_TP), label="tp (GPUs)",
+    tp = param.Integer(default=DEFAULT_POINT["tp"], bounds=(1, MAX_MEASURED_TP), label="tp (GPUs)",
                        doc="GPUs the heads are split over (decode).")
     batch = param.Integer(default=DEFAULT_POINT["batch"], bounds=(1, MAX_BATCH),
                           label="Batch (sequences)", doc="Decode batch.")

@@ -30,10 +30,10 @@ from lab.errors import LabInputError, shown
 from lab.limits import (
     MAX_BATCH,
     MAX_CONTEXT,
+    MAX_MEASURED_TP,
     MAX_MS,
     MAX_SPEC_BYTES,
     MAX_TOKENS_CONTEXT,
-    MAX_TP,
     MODEL_FIELD_LIMITS,
 )
 from lab.models.decode_step import PRECISIONS
@@ -64,7 +64,7 @@ COUNT_LIMITS = {
     "heads": MODEL_FIELD_LIMITS["num_attention_heads"],
     "kv_heads": MODEL_FIELD_LIMITS["num_key_value_heads"],
     "head_dim": MODEL_FIELD_LIMITS["head_dim"],
-    "tp": MAX_TP,
+    "tp": MAX_MEASURED_TP,
     "batch_size": MAX_BATCH,
     "kv_len": MAX_CONTEXT,
     "seq_len": MAX_TOKENS_CONTEXT,

@@ -22,11 +22,10 @@ import numpy as np
 
 from lab.arrays import ArrayLike, apply_mask, where
 from lab.catalog.params_count import linear_params_per_layer
+from lab.limits import TP_DEGREES  # noqa: F401  (re-exported: the degrees are a stated limit)
 
 PRECISIONS = ("bf16", "fp8")
 """Linear-layer precisions the lab models."""
-TP_DEGREES = (1, 2, 4, 8)
-"""Tensor-parallel degrees the lab models."""
 KV_BYTES_PER_ELEMENT = 2
 """KV cache and attention stay BF16: 2 bytes per element."""
 

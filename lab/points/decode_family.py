@@ -22,9 +22,10 @@ from lab.limits import (  # the decode family's limits, re-exported for the flag
     MAX_PAGE,
     MAX_RESERVE_GB,
     MAX_TP,
+    TP_DEGREES,
 )
 from lab.models.decode_metrics import decode_metrics
-from lab.models.decode_step import PRECISIONS, TP_DEGREES
+from lab.models.decode_step import PRECISIONS
 from lab.models.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
 from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S
 from lab.points.validity import Reason, check_decode_point, check_range, explain

@@ -13,7 +13,8 @@ import numpy as np
 
 from lab.arrays import ArrayLike, where
 from lab.errors import LabInputError, shown, shown_number
-from lab.models.decode_step import PRECISIONS, TP_DEGREES
+from lab.limits import TP_DEGREES
+from lab.models.decode_step import PRECISIONS
 
 
 class Reason(IntEnum):

@@ -14,8 +14,9 @@ from types import SimpleNamespace
 import numpy as np
 
 from lab.catalog import gpu_table, model_table
+from lab.limits import TP_DEGREES
 from lab.models.decode_metrics import UNITS, decode_metrics
-from lab.models.decode_step import PRECISIONS, TP_DEGREES
+from lab.models.decode_step import PRECISIONS
 from lab.models.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
 from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S
 from lab.points.decode_family import MAX_ALLREDUCE_LATENCY_US, MAX_BATCH, MAX_CONTEXT, metric_options
