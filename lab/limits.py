@@ -41,6 +41,10 @@ MAX_TOKENS_CONTEXT = 1_000_000_000
 """Largest prompt experiment 8 accepts, tokens (pair counts stay exact far beyond)."""
 MAX_MS = 1e9
 """Largest time input, ms."""
+MIN_LIMIT_MS = 1e-9
+"""Smallest deadline or latency limit accepted (experiment 5's deadline and ITL limit,
+experiment 7's TTFT and TPOT limits), ms: above 0, as the CLI, the grid rules and the pages
+check alike."""
 MIN_PAIR_COST_MS = 1e-200
 """Smallest attention cost per pair ``c`` experiment 8 accepts, ms (the crossover ``2a/c``
 divides by it: with ``a`` up to :data:`MAX_MS` it stays a finite float)."""

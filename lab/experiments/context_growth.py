@@ -9,6 +9,7 @@ from lab.catalog import gpu_catalog, model_catalog
 from lab.derivations.serving import context_steps
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.experiments.serving_common import dataset
+from lab.limits import MAX_MS, MIN_PAIR_COST_MS
 from lab.models.context_growth import UNITS, context_metrics
 from lab.models.decode_step import PRECISIONS
 from lab.points.decode_family import DecodeConfig
@@ -44,9 +45,9 @@ class ContextGrowth(Experiment):
 
     tokens = param.Integer(default=D["tokens"], bounds=(1, MAX_TOKENS_CONTEXT),
                            label="Prompt (tokens)", doc="Prompt tokens n.")
-    a_ms = param.Number(default=D["a_ms"], bounds=(0, 1000), label="a (ms per token)",
+    a_ms = param.Number(default=D["a_ms"], bounds=(0, MAX_MS), label="a (ms per token)",
                         doc="Linear time per token over all layers, ms (synthetic).")
-    c_ms = param.Number(default=D["c_ms"], bounds=(1e-12, 1000), label="c (ms per pair)",
+    c_ms = param.Number(default=D["c_ms"], bounds=(MIN_PAIR_COST_MS, MAX_MS), label="c (ms per pair)",
                         doc="Attention time per (query, key) pair over all layers and heads, ms.")
     window = param.Integer(default=0, bounds=(0, MAX_TOKENS_CONTEXT),
                            label="Sliding window (tokens, 0 = dense; extension)",

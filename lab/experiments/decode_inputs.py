@@ -8,7 +8,7 @@ import xarray as xr
 
 from lab.catalog import gpu_catalog, model_catalog
 from lab.experiments.base import Experiment
-from lab.limits import TP_DEGREES
+from lab.limits import MAX_RESERVE_GB, TP_DEGREES
 from lab.models.decode_metrics import UNITS, decode_metrics
 from lab.models.decode_step import PRECISIONS
 from lab.points.decode_family import BUDGET_RANGE, MAX_BATCH, MAX_CONTEXT, MAX_PAGE, DecodeConfig, prepare
@@ -58,7 +58,7 @@ class DecodeExperiment(Experiment):
     budget = param.Number(default=DEFAULTS.budget, bounds=BUDGET_RANGE, step=0.01,
                           label="Memory budget (share of capacity)",
                           doc="Share of the GPU's memory the engine may use.")
-    reserve_gb = param.Number(default=DEFAULTS.reserve_gb, bounds=(0, 1000), step=0.5,
+    reserve_gb = param.Number(default=DEFAULTS.reserve_gb, bounds=(0, MAX_RESERVE_GB), step=0.5,
                               label="Reserve (GB)",
                               doc="GB (10^9 B) held back for activations and the runtime.")
     page = param.Integer(default=DEFAULTS.page, bounds=(1, MAX_PAGE), label="KV page (tokens)",

@@ -10,7 +10,7 @@ from lab.catalog import gpu_catalog, model_catalog
 from lab.derivations.serving import goodput_steps
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.experiments.serving_common import dataset
-from lab.limits import TP_DEGREES
+from lab.limits import MAX_MS, MAX_RESERVE_GB, MIN_LIMIT_MS, TP_DEGREES
 from lab.models.decode_step import PRECISIONS
 from lab.models.goodput import UNITS, load_trace, simulate
 from lab.models.goodput.metrics import good_mask
@@ -51,13 +51,13 @@ class GoodputContract(Experiment):
                          doc="Path to a CSV with request_id,arrival_s,prompt_tokens,output_tokens.")
     batch_cap = param.Integer(default=D["batch_cap"], bounds=(1, MAX_BATCH),
                               label="Batch cap M (requests)", doc="Most requests running at once.")
-    ttft_ms = param.Number(default=D["ttft_ms"], bounds=(1, 1e7), label="TTFT limit (ms)",
+    ttft_ms = param.Number(default=D["ttft_ms"], bounds=(MIN_LIMIT_MS, MAX_MS), label="TTFT limit (ms)",
                            doc="Contract: time to first token T1.")
-    tpot_ms = param.Number(default=D["tpot_ms"], bounds=(0.1, 1e5), label="TPOT limit (ms)",
+    tpot_ms = param.Number(default=D["tpot_ms"], bounds=(MIN_LIMIT_MS, MAX_MS), label="TPOT limit (ms)",
                            doc="Contract: time per output token T2.")
-    c0_ms = param.Number(default=D["c0_ms"], bounds=(0, 1000), label="c0 (ms per step)",
+    c0_ms = param.Number(default=D["c0_ms"], bounds=(0, MAX_MS), label="c0 (ms per step)",
                          doc="Fixed prefill cost of a step that admits requests.")
-    c1_ms = param.Number(default=D["c1_ms"], bounds=(0, 10), step=0.005,
+    c1_ms = param.Number(default=D["c1_ms"], bounds=(0, MAX_MS), step=0.005,
                          label="c1 (ms per token)", doc="Prefill cost per admitted prompt token.")
     memory_check = param.Boolean(default=False, label="Memory check",
                                  doc="Admit only while every running request's final KV fits.")
@@ -71,7 +71,7 @@ class GoodputContract(Experiment):
                                doc="Linear-layer precision.")
     budget = param.Number(default=DEFAULT_BUDGET_FRACTION, bounds=BUDGET_RANGE, step=0.01,
                           label="Memory budget (share of capacity)", doc="For the memory check.")
-    reserve_gb = param.Number(default=DEFAULT_RESERVE_BYTES / GB, bounds=(0, 1000),
+    reserve_gb = param.Number(default=DEFAULT_RESERVE_BYTES / GB, bounds=(0, MAX_RESERVE_GB),
                               label="Reserve (GB)", doc="GB held back, for the memory check.")
     page = param.Integer(default=DEFAULT_PAGE_TOKENS, bounds=(1, MAX_PAGE), label="KV page (tokens)",
                          doc="Tokens per KV page, for the memory check.")

@@ -8,6 +8,7 @@ import param
 from lab.derivations.serving import prefill_steps
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.experiments.serving_common import dataset
+from lab.limits import MAX_MS, MIN_LIMIT_MS
 from lab.models.prefill import UNITS, prefill_metrics
 from lab.points.decode_family import MAX_CONTEXT
 from lab.points.serving import PREFILL_DEFAULTS, calc_prefill
@@ -46,15 +47,15 @@ class PrefillDeadline(Experiment):
                            doc="Prompt tokens P to prefill.")
     chunk = param.Integer(default=D["chunk"], bounds=(1, MAX_CONTEXT), label="Chunk (tokens)",
                           doc="Chunk size C: prompt tokens carried per step.")
-    decode_ms = param.Number(default=D["decode_ms"], bounds=(0, 10_000), label="Decode step d (ms)",
+    decode_ms = param.Number(default=D["decode_ms"], bounds=(0, MAX_MS), label="Decode step d (ms)",
                              doc="Cost of the running decode batch per step, ms.")
-    c0_ms = param.Number(default=D["c0_ms"], bounds=(0, 1000), label="c0 (ms per step)",
+    c0_ms = param.Number(default=D["c0_ms"], bounds=(0, MAX_MS), label="c0 (ms per step)",
                          doc="Fixed prefill cost per step, ms.")
-    c1_ms = param.Number(default=D["c1_ms"], bounds=(0, 10), step=0.01,
+    c1_ms = param.Number(default=D["c1_ms"], bounds=(0, MAX_MS), step=0.01,
                          label="c1 (ms per token)", doc="Prefill cost per prompt token, ms.")
-    deadline_ms = param.Number(default=D["deadline_ms"], bounds=(1, 1e6),
+    deadline_ms = param.Number(default=D["deadline_ms"], bounds=(MIN_LIMIT_MS, MAX_MS),
                                label="TTFT deadline (ms)", doc="Deadline D for the first token.")
-    itl_ms = param.Number(default=D["itl_ms"], bounds=(1, 1e5), label="ITL limit (ms)",
+    itl_ms = param.Number(default=D["itl_ms"], bounds=(MIN_LIMIT_MS, MAX_MS), label="ITL limit (ms)",
                           doc="Inter-token latency limit for the users decoding meanwhile.")
 
     def compute(self) -> dict:

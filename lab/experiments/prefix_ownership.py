@@ -9,7 +9,7 @@ from lab.catalog import model_catalog
 from lab.derivations.serving import prefix_steps
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.experiments.serving_common import dataset
-from lab.limits import TP_DEGREES
+from lab.limits import MAX_PREFIX_BLOCK, MAX_PREFIX_REQUESTS, TP_DEGREES
 from lab.models.prefix import UNITS, prefix_metrics
 from lab.points.decode_family import MAX_CONTEXT, DecodeConfig, prepare
 from lab.points.serving import PREFIX_DEFAULTS, calc_prefix
@@ -51,9 +51,9 @@ class PrefixOwnership(Experiment):
                            label="Shared prefix (tokens)", doc="Tokens every request shares, P.")
     own = param.Integer(default=D["own"], bounds=(0, MAX_CONTEXT), label="Own tokens",
                         doc="Tokens each request adds after the prefix, U.")
-    requests = param.Integer(default=D["requests"], bounds=(1, 100_000), label="Requests N",
+    requests = param.Integer(default=D["requests"], bounds=(1, MAX_PREFIX_REQUESTS), label="Requests N",
                              doc="Requests sharing the prefix.")
-    block = param.Integer(default=D["block"], bounds=(1, 4096), label="Block (tokens)",
+    block = param.Integer(default=D["block"], bounds=(1, MAX_PREFIX_BLOCK), label="Block (tokens)",
                           doc="KV block (page) size b.")
 
     def compute(self) -> dict:

@@ -9,7 +9,7 @@ import xarray as xr
 from lab.derivations.decode_family import tp_steps
 from lab.experiments.base import Card, Prediction
 from lab.experiments.decode_inputs import DecodeExperiment, labelled, with_units
-from lab.limits import TP_DEGREES
+from lab.limits import MAX_ALLREDUCE_LATENCY_US, TP_DEGREES
 from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S
 from lab.points.decode_family import calc_tp
 from lab.units import US_PER_S, fmt_gb, fmt_ms, fmt_rate
@@ -43,7 +43,8 @@ class TensorParallel(DecodeExperiment):
     allreduce = param.Boolean(default=False, label="All-reduce estimate (extension)",
                               doc="Add two ring all-reduces per layer to each step.")
     allreduce_latency_us = param.Number(default=DEFAULT_ALLREDUCE_LATENCY_S * US_PER_S,
-                                        bounds=(0, 1000), label="Latency per collective (µs)",
+                                        bounds=(0, MAX_ALLREDUCE_LATENCY_US),
+                                        label="Latency per collective (µs)",
                                         doc="Fixed cost of each all-reduce, microseconds.")
 
     def compute(self) -> dict:

@@ -20,6 +20,7 @@ from lab.limits import (  # re-exported for the experiments and the grids
     MAX_PREFIX_BLOCK,
     MAX_PREFIX_REQUESTS,
     MAX_TOKENS_CONTEXT,
+    MIN_LIMIT_MS,
     MIN_PAIR_COST_MS,
 )
 from lab.models.context_growth import context_metrics
@@ -91,8 +92,8 @@ def calc_prefill(prompt: int = PREFILL_DEFAULTS["prompt"], chunk: int = PREFILL_
     check_range("chunk", chunk, 1, MAX_CONTEXT, unit="tokens")
     _check_ms("c0", c0_ms)
     _check_ms("c1", c1_ms)
-    _check_ms("deadline", deadline_ms, positive=True)
-    _check_ms("ITL limit", itl_ms, positive=True)
+    _check_ms("deadline", deadline_ms, positive=True, smallest=MIN_LIMIT_MS)
+    _check_ms("ITL limit", itl_ms, positive=True, smallest=MIN_LIMIT_MS)
     decode = None
     if decode_from is not None:
         if decode_ms is not None:
@@ -213,8 +214,8 @@ def calc_goodput(trace: str | Path = DEFAULT_TRACE, batch_cap: int = GOODPUT_DEF
     """
     decode = decode or DecodeConfig()
     check_range("batch cap", batch_cap, 1, MAX_BATCH, unit="requests")
-    _check_ms("TTFT limit", ttft_ms, positive=True)
-    _check_ms("TPOT limit", tpot_ms, positive=True)
+    _check_ms("TTFT limit", ttft_ms, positive=True, smallest=MIN_LIMIT_MS)
+    _check_ms("TPOT limit", tpot_ms, positive=True, smallest=MIN_LIMIT_MS)
     _check_ms("c0", c0_ms)
     _check_ms("c1", c1_ms)
     model, gpu = prepare(decode.with_(context=1))

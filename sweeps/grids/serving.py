@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from lab.errors import LabInputError
+from lab.limits import MAX_PREFIX_BLOCK, MAX_PREFIX_REQUESTS, MIN_LIMIT_MS
 from lab.models import context_growth, prefill, prefix
 from lab.models.goodput import UNITS as GOODPUT_UNITS
 from lab.models.goodput import goodput_metrics, load_trace, simulate
@@ -85,8 +86,10 @@ PREFILL_SCHEMA = Schema(
         _ms_rule("decode_ms", "running decode batch's step cost d", PREFILL_DEFAULTS["decode_ms"]),
         _ms_rule("c0_ms", "prefill cost per step c0", PREFILL_DEFAULTS["c0_ms"]),
         _ms_rule("c1_ms", "prefill cost per token c1", PREFILL_DEFAULTS["c1_ms"]),
-        _ms_rule("deadline_ms", "TTFT deadline", PREFILL_DEFAULTS["deadline_ms"], 1e-9),
-        _ms_rule("itl_ms", "ITL limit of the decoding users", PREFILL_DEFAULTS["itl_ms"], 1e-9),
+        _ms_rule("deadline_ms", "TTFT deadline", PREFILL_DEFAULTS["deadline_ms"],
+                 MIN_LIMIT_MS),
+        _ms_rule("itl_ms", "ITL limit of the decoding users", PREFILL_DEFAULTS["itl_ms"],
+                 MIN_LIMIT_MS),
     ),
     variables=lambda: tuple(prefill.UNITS),
     description="Experiment 5: TTFT of a chunked prompt and the decoders' inter-token latency "
@@ -122,9 +125,9 @@ PREFIX_SCHEMA = Schema(
     axes=(
         Rule("prefix", "int", "shared prefix", "tokens", 0, MAX_CONTEXT,
              default={"range": [0, 4096]}),
-        Rule("requests", "int", "requests sharing the prefix", "requests", 1, 10_000_000,
+        Rule("requests", "int", "requests sharing the prefix", "requests", 1, MAX_PREFIX_REQUESTS,
              default={"pow2": [1, 1024]}),
-        Rule("block", "int", "KV block size", "tokens", 1, 4096,
+        Rule("block", "int", "KV block size", "tokens", 1, MAX_PREFIX_BLOCK,
              default=[8, 16, 32, 64, 128]),
     ),
     constants=(
@@ -236,9 +239,9 @@ GOODPUT_SCHEMA = Schema(
     axes=(
         Rule("batch_cap", "int", "batch cap M", "requests", 1, MAX_BATCH,
              default={"pow2": [1, 256]}),
-        Rule("ttft_ms", "float", "TTFT limit of the contract T1", "ms", 1e-9, MAX_MS,
+        Rule("ttft_ms", "float", "TTFT limit of the contract T1", "ms", MIN_LIMIT_MS, MAX_MS,
              default=[250.0, 500.0, 1000.0, 2000.0, 4000.0, 8000.0]),
-        Rule("tpot_ms", "float", "TPOT limit of the contract T2", "ms", 1e-9, MAX_MS,
+        Rule("tpot_ms", "float", "TPOT limit of the contract T2", "ms", MIN_LIMIT_MS, MAX_MS,
              default=[6.0, 8.0, 10.0, 12.0, 15.0, 20.0, 30.0, 50.0]),
     ),
     constants=(
