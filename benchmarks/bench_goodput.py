@@ -11,6 +11,7 @@ import numpy as np
 
 from lab.catalog import get_gpu, get_model
 from lab.models.goodput import goodput_metrics, make_trace, simulate
+from lab.models.inputs import DecodeInputs
 
 REQUESTS = 10_000
 
@@ -24,7 +25,7 @@ def main() -> None:
     for cap in (1, 16, 64, 256):
         for memory_check in (False, True):
             start = time.perf_counter()
-            sim = simulate(trace, model, gpu, 1, "bf16", cap, 0.002, 2e-5,
+            sim = simulate(trace, DecodeInputs(model, gpu, 1, "bf16"), cap, 0.002, 2e-5,
                            memory_check=memory_check)
             elapsed = time.perf_counter() - start
             m = goodput_metrics(sim, 1.0, 0.012)

@@ -75,13 +75,8 @@ class DecodeExperiment(Experiment):
         """:func:`decode_metrics` over labelled axes (e.g. ``batch=labelled(...)``)."""
         config = self.config()
         model, gpu = prepare(config)
-        values = {
-            "tp": config.tp, "precision": config.precision, "batch": config.batch,
-            "context": config.context,
-        }
-        values.update(axes)
-        return decode_metrics(model, gpu, values["tp"], values["precision"], values["batch"],
-                              values["context"], **config.metric_options())
+        return decode_metrics(config.decode_inputs(model, gpu, **axes),
+                              **config.allreduce_options())
 
     def model_spec(self):
         """The current model's record."""

@@ -15,9 +15,10 @@ from lab.models.decode_step import PRECISIONS
 from lab.models.goodput import UNITS, load_trace, simulate
 from lab.models.goodput.metrics import good_mask
 from lab.models.goodput.sweep import DEFAULT_CAPS, cap_sweep
+from lab.models.inputs import DecodeInputs
 from lab.models.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
 from lab.points.decode_family import BUDGET_RANGE, MAX_BATCH, MAX_PAGE, DecodeConfig, prepare
-from lab.points.serving import DEFAULT_TRACE, GOODPUT_DEFAULTS, calc_goodput, simulation_options
+from lab.points.serving import DEFAULT_TRACE, GOODPUT_DEFAULTS, calc_goodput, simulation_inputs
 from lab.units import GB, MS, fmt_ms, fmt_number, fmt_rate
 
 D = GOODPUT_DEFAULTS
@@ -88,9 +89,10 @@ class GoodputContract(Experiment):
                             tpot_ms=self.tpot_ms, c0_ms=self.c0_ms, c1_ms=self.c1_ms,
                             memory_check=self.memory_check, decode=self.decode_config())
 
-    def _memory(self) -> dict:
-        """The simulation's memory keywords, converted as the CLI and the grid convert them."""
-        return simulation_options(self.decode_config(), self.memory_check)
+    def _inputs(self) -> DecodeInputs:
+        """The simulation's decode and memory inputs, converted as the CLI and the grid do."""
+        config = self.decode_config().with_(context=1)
+        return simulation_inputs(config, *prepare(config))
 
     def cards(self) -> list[Card]:
         r = self.result
@@ -112,11 +114,10 @@ class GoodputContract(Experiment):
 
     def sweep(self, caps=DEFAULT_CAPS) -> dict:
         """Goodput, throughput and the rest against the batch cap (one simulation per cap)."""
-        model, gpu = prepare(self.decode_config().with_(context=1))
+        inputs = self._inputs()
         caps = np.unique(np.append(np.asarray(caps), self.batch_cap))
-        return cap_sweep(load_trace(self.trace), caps, model, gpu, self.tp, self.precision,
-                         self.c0_ms * MS, self.c1_ms * MS, self.ttft_ms * MS, self.tpot_ms * MS,
-                         **self._memory())
+        return cap_sweep(load_trace(self.trace), caps, inputs, self.c0_ms * MS, self.c1_ms * MS,
+                         self.ttft_ms * MS, self.tpot_ms * MS, memory_check=self.memory_check)
 
     def explanation(self) -> str:
         s = self.sweep()
@@ -141,10 +142,9 @@ class GoodputContract(Experiment):
 
     def scatter_data(self) -> xr.Dataset:
         """Per-request TTFT and TPOT (and whether each is good) for the contract-box scatter."""
-        model, gpu = prepare(self.decode_config().with_(context=1))
         trace = load_trace(self.trace)
-        sim = simulate(trace, model, gpu, self.tp, self.precision, self.batch_cap,
-                       self.c0_ms * MS, self.c1_ms * MS, **self._memory())
+        sim = simulate(trace, self._inputs(), self.batch_cap, self.c0_ms * MS, self.c1_ms * MS,
+                       memory_check=self.memory_check)
         good = good_mask(sim, self.ttft_ms * MS, self.tpot_ms * MS)
         ds = xr.Dataset(
             {"ttft_s": ("request", sim.ttft_s, {"long_name": "time to first token",

@@ -10,13 +10,8 @@ from __future__ import annotations
 
 from lab.arrays import ArrayLike, nan_mask
 from lab.models.decode_step import decode_step
-from lab.models.memory import (
-    DEFAULT_BUDGET_FRACTION,
-    DEFAULT_PAGE_TOKENS,
-    DEFAULT_RESERVE_BYTES,
-    memory_fit,
-    sequence_capacity,
-)
+from lab.models.inputs import DecodeInputs
+from lab.models.memory import memory_fit, sequence_capacity
 from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S, allreduce_time
 from lab.points.validity import decode_reason
 
@@ -56,39 +51,17 @@ UNITS = {
 
 
 def decode_metrics(
-    model,
-    gpu,
-    tp: ArrayLike,
-    precision: ArrayLike,
-    batch: ArrayLike,
-    context: ArrayLike,
-    budget_fraction: ArrayLike = DEFAULT_BUDGET_FRACTION,
-    reserve_bytes: ArrayLike = DEFAULT_RESERVE_BYTES,
-    page: ArrayLike = DEFAULT_PAGE_TOKENS,
+    inputs: DecodeInputs,
     allreduce: bool = False,
     allreduce_latency_s: ArrayLike = DEFAULT_ALLREDUCE_LATENCY_S,
 ) -> dict:
-    """Every decode-family output for the given inputs (all broadcast against each other).
+    """Every decode-family output for ``inputs`` (all its fields broadcast against each other).
 
     Parameters
     ----------
-    model, gpu
-        A :class:`~lab.catalog.ModelSpec` / :class:`~lab.catalog.GPUSpec`, or tables of them
-        (``model_table``/``gpu_table``) along their own dimensions.
-    tp : int
-        Tensor-parallel degree.
-    precision : {"bf16", "fp8"}
-        Precision of the linear layers' weights and arithmetic.
-    batch : int
-        Sequences decoding together.
-    context : int
-        Tokens already in each sequence's KV cache.
-    budget_fraction : float
-        Share of GPU capacity the engine may use (default 0.90).
-    reserve_bytes : float
-        Bytes held back from the budget (default 4e9).
-    page : int
-        KV page size, tokens (default 16).
+    inputs : DecodeInputs
+        Model, GPU, tp, precision, batch, context and the memory inputs (units in
+        :class:`~lab.models.inputs.DecodeInputs`).
     allreduce : bool
         Add experiment 3's all-reduce extension to the step (default off).
     allreduce_latency_s : float
@@ -99,20 +72,19 @@ def decode_metrics(
     dict
         Keys as in :data:`UNITS` plus ``valid`` (bool) and ``reason`` (int code).
     """
-    reason = decode_reason(model, gpu, tp, precision, context)
+    model, gpu, tp = inputs.model, inputs.gpu, inputs.tp
+    reason = decode_reason(model, gpu, tp, inputs.precision, inputs.context)
     valid = reason == 0
     # Invalid cells are NaN: one low-dimensional mask (1 or NaN) multiplies the base terms, and
     # every quantity derived from them (step, rates, remaining memory) inherits it.
     mask = nan_mask(valid)
-    extra = (allreduce_time(model, gpu, tp, batch, allreduce_latency_s) * mask if allreduce
-             else 0.0)
-    out = decode_step(model, gpu, tp, precision, batch, context, extra_time_s=extra, mask=mask)
+    extra = (allreduce_time(model, gpu, tp, inputs.batch, allreduce_latency_s) * mask
+             if allreduce else 0.0)
+    out = decode_step(inputs, extra_time_s=extra, mask=mask)
     out["allreduce_time_s"] = extra if allreduce else 0.0 * mask
     out["aggregate_tokens_per_s_per_gpu"] = out["aggregate_tokens_per_s"] / tp
-    out.update(memory_fit(model, gpu, tp, precision, batch, context,
-                          budget_fraction, reserve_bytes, page, mask=mask))
-    out.update(sequence_capacity(model, gpu, tp, precision, context,
-                                 budget_fraction, reserve_bytes, page, mask=mask))
+    out.update(memory_fit(inputs, mask=mask))
+    out.update(sequence_capacity(inputs, mask=mask))
     out["valid"] = valid
     out["reason"] = reason
     return out

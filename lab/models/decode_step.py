@@ -23,6 +23,7 @@ import numpy as np
 from lab.arrays import ArrayLike, apply_mask, where
 from lab.catalog.params_count import linear_params_per_layer
 from lab.limits import TP_DEGREES  # noqa: F401  (re-exported: the degrees are a stated limit)
+from lab.models.inputs import DecodeInputs
 
 PRECISIONS = ("bf16", "fp8")
 """Linear-layer precisions the lab models."""
@@ -133,16 +134,12 @@ def ridge_batch(gpu, precision: ArrayLike) -> ArrayLike:
 
 
 def decode_step(
-    model,
-    gpu,
-    tp: ArrayLike,
-    precision: ArrayLike,
-    batch: ArrayLike,
-    context: ArrayLike,
+    inputs: DecodeInputs,
     extra_time_s: ArrayLike = 0.0,
     mask: ArrayLike | None = None,
 ) -> dict:
-    """Every term of one ideal decode step for ``batch`` sequences at ``context`` tokens.
+    """Every term of one ideal decode step for ``inputs.batch`` sequences at ``inputs.context``
+    tokens (the memory fields of ``inputs`` are not used).
 
     ``extra_time_s`` is added to the step (the all-reduce extension of experiment 3; 0 in the
     ideal model). ``mask`` (1 or NaN per cell, :func:`lab.arrays.nan_mask`) is applied to the
@@ -150,8 +147,9 @@ def decode_step(
     attention terms plus ``step_time_s``, ``aggregate_tokens_per_s``,
     ``per_sequence_tokens_per_s`` and ``ridge_batch``.
     """
-    out = linear_phase(model, gpu, tp, precision, batch)
-    out.update(attention_phase(model, gpu, tp, batch * context))
+    model, gpu, tp, batch = inputs.model, inputs.gpu, inputs.tp, inputs.batch
+    out = linear_phase(model, gpu, tp, inputs.precision, batch)
+    out.update(attention_phase(model, gpu, tp, batch * inputs.context))
     out = apply_mask(out, mask)
     step = out["linear_time_s"] + out["attention_time_s"]
     if np.ndim(extra_time_s) or extra_time_s:  # adding a scalar 0 would only cost a pass
@@ -159,5 +157,5 @@ def decode_step(
     out["step_time_s"] = step
     out["per_sequence_tokens_per_s"] = 1.0 / step
     out["aggregate_tokens_per_s"] = batch * out["per_sequence_tokens_per_s"]  # B / t_step
-    out["ridge_batch"] = ridge_batch(gpu, precision) * (1.0 if mask is None else mask)
+    out["ridge_batch"] = ridge_batch(gpu, inputs.precision) * (1.0 if mask is None else mask)
     return out

@@ -17,13 +17,12 @@ import numpy as np
 
 from lab.arrays import ArrayLike, apply_mask, ceil_div, where
 from lab.models.decode_step import bytes_per_weight, kv_bytes_per_token
-
-DEFAULT_BUDGET_FRACTION = 0.90
-"""Share of the GPU's capacity the engine may use (illustrative, not a vLLM default)."""
-DEFAULT_RESERVE_BYTES = 4e9
-"""Bytes held back for activations and runtime (illustrative)."""
-DEFAULT_PAGE_TOKENS = 16
-"""KV cache page (block) size, tokens."""
+from lab.models.inputs import (  # noqa: F401  (the defaults, re-exported where they are used)
+    DEFAULT_BUDGET_FRACTION,
+    DEFAULT_PAGE_TOKENS,
+    DEFAULT_RESERVE_BYTES,
+    DecodeInputs,
+)
 
 
 def pages(context: ArrayLike, page: ArrayLike) -> ArrayLike:
@@ -59,19 +58,8 @@ def kv_free_bytes(model, gpu, tp: ArrayLike, precision: ArrayLike,
                        reserve_bytes)
 
 
-def memory_fit(
-    model,
-    gpu,
-    tp: ArrayLike,
-    precision: ArrayLike,
-    batch: ArrayLike,
-    context: ArrayLike,
-    budget_fraction: ArrayLike = DEFAULT_BUDGET_FRACTION,
-    reserve_bytes: ArrayLike = DEFAULT_RESERVE_BYTES,
-    page: ArrayLike = DEFAULT_PAGE_TOKENS,
-    mask: ArrayLike | None = None,
-) -> dict:
-    """Memory per GPU for ``batch`` sequences at ``context``: the experiment-1 card.
+def memory_fit(inputs: DecodeInputs, mask: ArrayLike | None = None) -> dict:
+    """Memory per GPU for ``inputs.batch`` sequences at ``inputs.context``: the experiment-1 card.
 
     ``remaining = (budget − weights − reserve) − KV``: the small terms first, so a grid makes
     one full-size pass. ``mask`` (1 or NaN per cell) is applied to the terms, and so to what is
@@ -79,11 +67,12 @@ def memory_fit(
     ``memory_budget_bytes``, ``memory_reserve_bytes``, ``memory_remaining_bytes`` (B) and
     ``fits`` (bool).
     """
+    model, tp, page = inputs.model, inputs.tp, inputs.page
     out = apply_mask({
-        "memory_params_bytes": params_bytes(model, tp, precision),
-        "memory_kv_bytes": batch * kv_bytes_per_sequence(model, tp, context, page),
-        "memory_budget_bytes": memory_budget(gpu, budget_fraction),
-        "memory_reserve_bytes": reserve_bytes * 1.0,
+        "memory_params_bytes": params_bytes(model, tp, inputs.precision),
+        "memory_kv_bytes": inputs.batch * kv_bytes_per_sequence(model, tp, inputs.context, page),
+        "memory_budget_bytes": memory_budget(inputs.gpu, inputs.budget_fraction),
+        "memory_reserve_bytes": inputs.reserve_bytes * 1.0,
     }, mask)
     free = free_memory(out["memory_budget_bytes"], out["memory_params_bytes"],
                        out["memory_reserve_bytes"])
@@ -92,29 +81,21 @@ def memory_fit(
     return out
 
 
-def sequence_capacity(
-    model,
-    gpu,
-    tp: ArrayLike,
-    precision: ArrayLike,
-    context: ArrayLike,
-    budget_fraction: ArrayLike = DEFAULT_BUDGET_FRACTION,
-    reserve_bytes: ArrayLike = DEFAULT_RESERVE_BYTES,
-    page: ArrayLike = DEFAULT_PAGE_TOKENS,
-    mask: ArrayLike | None = None,
-) -> dict:
-    """How many sequences of ``context`` tokens fit beside the weights: experiment 2.
+def sequence_capacity(inputs: DecodeInputs, mask: ArrayLike | None = None) -> dict:
+    """How many sequences of ``inputs.context`` tokens fit beside the weights: experiment 2.
 
+    ``inputs.batch`` is not used.
     ``mask`` (1 or NaN per cell) is applied to every number. Returns
     ``kv_bytes_per_sequence``, ``free_for_kv_bytes``, ``page_waste_bytes_per_sequence`` (bytes
     of padding in the last page, B), ``max_sequences`` (count; 0 when the weights alone do not
     fit) and ``weights_fit`` (bool).
     """
+    model, tp, context, page = inputs.model, inputs.tp, inputs.context, inputs.page
     held_tokens = pages(context, page) * page
     out = apply_mask({
         "kv_bytes_per_sequence": kv_bytes_per_sequence(model, tp, context, page),
-        "free_for_kv_bytes": kv_free_bytes(model, gpu, tp, precision, budget_fraction,
-                                           reserve_bytes),
+        "free_for_kv_bytes": kv_free_bytes(model, inputs.gpu, tp, inputs.precision,
+                                           inputs.budget_fraction, inputs.reserve_bytes),
         "page_waste_bytes_per_sequence":
             1.0 * (held_tokens - (context + 1)) * kv_bytes_per_token(model) / tp,
     }, mask)

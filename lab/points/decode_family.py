@@ -26,18 +26,23 @@ from lab.limits import (  # the decode family's limits, re-exported for the flag
 )
 from lab.models.decode_metrics import decode_metrics
 from lab.models.decode_step import PRECISIONS
+from lab.models.inputs import DecodeInputs
 from lab.models.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
 from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S
 from lab.points.validity import Reason, check_decode_point, check_range, explain
 from lab.units import GB, US, US_PER_S
 
 
-def metric_options(budget: float, reserve_gb: float, page: int, allreduce: bool,
-                   allreduce_latency_us: float) -> dict:
-    """:func:`~lab.models.decode_metrics.decode_metrics` keyword arguments from the CLI's units
-    (reserve in GB, latency in µs): the one conversion the CLI, the apps and the grids share."""
-    return {"budget_fraction": budget, "reserve_bytes": reserve_gb * GB, "page": page,
-            "allreduce": allreduce, "allreduce_latency_s": allreduce_latency_us * US}
+def memory_options(budget: float, reserve_gb: float, page: int) -> dict:
+    """The memory fields of :class:`~lab.models.inputs.DecodeInputs` from the CLI's units
+    (reserve in GB): the one conversion the CLI, the apps and the grids share."""
+    return {"budget_fraction": budget, "reserve_bytes": reserve_gb * GB, "page": page}
+
+
+def allreduce_options(allreduce: bool, allreduce_latency_us: float) -> dict:
+    """:func:`~lab.models.decode_metrics.decode_metrics`'s all-reduce keywords from the CLI's
+    units (latency in µs)."""
+    return {"allreduce": allreduce, "allreduce_latency_s": allreduce_latency_us * US}
 
 
 @dataclass(frozen=True)
@@ -75,10 +80,17 @@ class DecodeConfig:
                 f"Precision '{self.precision}' is not one of {', '.join(PRECISIONS)}."
             )
 
-    def metric_options(self) -> dict:
-        """This configuration's memory and all-reduce inputs as ``decode_metrics`` keywords."""
-        return metric_options(self.budget, self.reserve_gb, self.page, self.allreduce,
-                              self.allreduce_latency_us)
+    def decode_inputs(self, model, gpu, **fields) -> DecodeInputs:
+        """This configuration as :class:`~lab.models.inputs.DecodeInputs` (SI units) for the
+        resolved ``model`` and ``gpu``; ``fields`` replace any of its fields (e.g. grid axes)."""
+        values = {"tp": self.tp, "precision": self.precision, "batch": self.batch,
+                  "context": self.context, **memory_options(self.budget, self.reserve_gb, self.page)}
+        values.update(fields)
+        return DecodeInputs(model, gpu, **values)
+
+    def allreduce_options(self) -> dict:
+        """This configuration's all-reduce inputs as ``decode_metrics`` keywords."""
+        return allreduce_options(self.allreduce, self.allreduce_latency_us)
 
     def with_(self, **changes) -> DecodeConfig:
         """A copy with ``changes`` applied."""
@@ -100,8 +112,8 @@ def to_python(value):
 
 def _metrics(config: DecodeConfig, model: ModelSpec, gpu: GPUSpec, *, tp: int,
              precision: str) -> dict:
-    raw = decode_metrics(model, gpu, tp, precision, config.batch, config.context,
-                         **config.metric_options())
+    raw = decode_metrics(config.decode_inputs(model, gpu, tp=tp, precision=precision),
+                         **config.allreduce_options())
     record = {key: to_python(value) for key, value in raw.items()}
     if record["valid"]:
         record["linear_bottleneck"] = "compute" if record["linear_compute_bound"] else "hbm"

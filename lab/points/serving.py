@@ -31,6 +31,7 @@ from lab.models.decode_step import (
     peak_flops,
 )
 from lab.models.goodput import goodput_metrics, load_trace, per_request, simulate
+from lab.models.inputs import DecodeInputs
 from lab.models.memory import kv_free_bytes
 from lab.models.prefill import chunk_sweep, prefill_metrics
 from lab.models.prefix import prefix_metrics
@@ -174,11 +175,10 @@ def calc_context(tokens: int = CONTEXT_DEFAULTS["tokens"], a_ms: float | None = 
     return {"inputs": inputs, **record, "coefficients": coefficients}
 
 
-def simulation_options(decode: DecodeConfig, memory_check: bool) -> dict:
-    """:func:`~lab.models.goodput.simulate`'s memory keywords from a decode configuration."""
-    options = decode.metric_options()
-    return {"memory_check": memory_check, "budget_fraction": options["budget_fraction"],
-            "reserve_bytes": options["reserve_bytes"], "page": options["page"]}
+def simulation_inputs(decode: DecodeConfig, model, gpu) -> DecodeInputs:
+    """:func:`~lab.models.goodput.simulate`'s decode and memory inputs from a decode
+    configuration and its resolved model and GPU, converted as the CLI converts them."""
+    return decode.decode_inputs(model, gpu)
 
 
 def check_goodput_inputs(trace, model, gpu, decode: DecodeConfig, c0_ms: float, c1_ms: float,
@@ -193,9 +193,9 @@ def check_goodput_inputs(trace, model, gpu, decode: DecodeConfig, c0_ms: float, 
     if final > model.max_context:
         raise LabInputError(f"Request {trace.request_id(longest)} reaches {final:,} tokens, beyond "
                             f"{model.name}'s maximum context of {model.max_context:,}.")
-    options = simulation_options(decode, memory_check)
+    inputs = simulation_inputs(decode, model, gpu)
     if memory_check and kv_free_bytes(model, gpu, decode.tp, decode.precision,
-                                      options["budget_fraction"], options["reserve_bytes"]) <= 0:
+                                      inputs.budget_fraction, inputs.reserve_bytes) <= 0:
         raise LabInputError(f"The weights of {model.name} alone do not fit the memory budget "
                             f"at tp {decode.tp}, so the memory check admits nothing.")
 
@@ -221,8 +221,8 @@ def calc_goodput(trace: str | Path = DEFAULT_TRACE, batch_cap: int = GOODPUT_DEF
     model, gpu = prepare(decode.with_(context=1))
     loaded = load_trace(trace)
     check_goodput_inputs(loaded, model, gpu, decode, c0_ms, c1_ms, memory_check)
-    sim = simulate(loaded, model, gpu, decode.tp, decode.precision, batch_cap,
-                   c0_ms * MS, c1_ms * MS, **simulation_options(decode, memory_check))
+    sim = simulate(loaded, simulation_inputs(decode, model, gpu), batch_cap,
+                   c0_ms * MS, c1_ms * MS, memory_check=memory_check)
     record = goodput_metrics(sim, ttft_ms * MS, tpot_ms * MS)
     inputs = {"trace": str(trace), "batch_cap": batch_cap, "ttft_limit_s": ttft_ms * MS,
               "tpot_limit_s": tpot_ms * MS, "c0_s": c0_ms * MS, "c1_s": c1_ms * MS,

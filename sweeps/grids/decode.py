@@ -17,9 +17,16 @@ from lab.catalog import gpu_table, model_table
 from lab.limits import TP_DEGREES
 from lab.models.decode_metrics import UNITS, decode_metrics
 from lab.models.decode_step import PRECISIONS
+from lab.models.inputs import DecodeInputs
 from lab.models.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
 from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S
-from lab.points.decode_family import MAX_ALLREDUCE_LATENCY_US, MAX_BATCH, MAX_CONTEXT, metric_options
+from lab.points.decode_family import (
+    MAX_ALLREDUCE_LATENCY_US,
+    MAX_BATCH,
+    MAX_CONTEXT,
+    allreduce_options,
+    memory_options,
+)
 from lab.points.validity import REASON_TEXT, Reason
 from lab.units import GB, US_PER_S
 from sweeps.build import axis_view
@@ -114,8 +121,10 @@ def decode_block(coords: Mapping[str, np.ndarray], constants: Mapping) -> dict:
     precision = axis_view(np.asarray(coords["precision"], dtype=str), 3, ndim)
     batch = axis_view(np.asarray(coords["batch"], dtype=np.int64), 4, ndim)
     context = axis_view(np.asarray(coords["context"], dtype=np.int64), 5, ndim)
-    return decode_metrics(model, gpu, tp, precision, batch, context,
-                          **metric_options(**constants))
+    memory = memory_options(constants["budget"], constants["reserve_gb"], constants["page"])
+    inputs = DecodeInputs(model, gpu, tp, precision, batch, context, **memory)
+    return decode_metrics(inputs, **allreduce_options(constants["allreduce"],
+                                                      constants["allreduce_latency_us"]))
 
 
 DECODE_GRID = (SCHEMA, decode_block, VARIABLE_UNITS, lambda: {"reason": reason_attrs()})

@@ -42,7 +42,7 @@ from lab.points.serving import (
     PREFILL_DEFAULTS,
     PREFIX_DEFAULTS,
     check_goodput_inputs,
-    simulation_options,
+    simulation_inputs,
 )
 from lab.units import MS
 from sweeps.build import axis_view
@@ -210,9 +210,9 @@ def goodput_block(coords: Mapping[str, np.ndarray], constants: Mapping) -> dict:
     shape = (len(coords["batch_cap"]), len(ttft), len(tpot))
     out: dict[str, np.ndarray] = {}
     for i, cap in enumerate(coords["batch_cap"]):
-        sim = simulate(trace, model, gpu, config.tp, config.precision, int(cap),
+        sim = simulate(trace, simulation_inputs(config, model, gpu), int(cap),
                        constants["c0_ms"] * MS, constants["c1_ms"] * MS,
-                       **simulation_options(config, constants["memory_check"]))
+                       memory_check=constants["memory_check"])
         for j, t1 in enumerate(ttft):
             for k, t2 in enumerate(tpot):
                 for key, value in goodput_metrics(sim, t1 * MS, t2 * MS).items():

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from lab.catalog import get_gpu, get_model, gpu_table, model_table
 from lab.errors import LabInputError
 from lab.models.decode_metrics import decode_metrics
+from lab.models.inputs import DecodeInputs
 from lab.points.decode_family import DecodeConfig, calc_decode
 
 MODELS = ["llama-3.2-1b", "llama-3.1-8b", "llama-3.1-70b", "qwen2.5-14b", "mistral-7b-v0.3"]
@@ -23,7 +24,7 @@ contexts = st.integers(1, 32_768)
 
 
 def step(model, gpu, batch, context, tp=1, precision="bf16"):
-    return decode_metrics(get_model(model), get_gpu(gpu), tp, precision, batch, context)
+    return decode_metrics(DecodeInputs(get_model(model), get_gpu(gpu), tp, precision, batch, context))
 
 
 @settings(max_examples=200, deadline=None)
@@ -77,19 +78,20 @@ def test_array_results_equal_point_results(batch_values, context_values):
     """A labelled grid over model × gpu × tp × precision × batch × context equals point calls."""
     model_ids, gpu_ids = ["llama-3.1-8b", "qwen2.5-7b"], ["h100-sxm", "a100-sxm-80gb"]
     tps, precisions = [1, 8], ["bf16", "fp8"]
-    grid = decode_metrics(
+    grid = decode_metrics(DecodeInputs(
         model_table(model_ids), gpu_table(gpu_ids),
         xr.DataArray(np.array(tps), dims="tp", coords={"tp": tps}),
         xr.DataArray(np.array(precisions, dtype=object), dims="precision",
                      coords={"precision": precisions}),
         xr.DataArray(np.array(batch_values), dims="batch"),
         xr.DataArray(np.array(context_values), dims="context"),
-    )
+    ))
     dims = ("model", "gpu", "tp", "precision", "batch", "context")
     full = xr.broadcast(*(grid[k] for k in [*KEYS, "valid"]))
     arrays = {k: a.transpose(*dims).values for k, a in zip([*KEYS, "valid"], full, strict=True)}
-    numpy_grid = decode_metrics(get_model("llama-3.1-8b"), get_gpu("h100-sxm"), 1, "bf16",
-                                np.array(batch_values)[:, None], np.array(context_values)[None, :])
+    numpy_grid = decode_metrics(DecodeInputs(get_model("llama-3.1-8b"), get_gpu("h100-sxm"), 1,
+                                             "bf16", np.array(batch_values)[:, None],
+                                             np.array(context_values)[None, :]))
     for index in np.ndindex(arrays["valid"].shape):
         m, g, t, p, i, j = index
         config = DecodeConfig(model=model_ids[m], gpu=gpu_ids[g], tp=tps[t], precision=precisions[p],

@@ -9,13 +9,14 @@ import numpy as np
 
 from lab.models.goodput import load_trace
 from lab.models.goodput.sweep import DEFAULT_CAPS, cap_sweep
+from lab.models.inputs import DecodeInputs
 from lab.points.serving import DEFAULT_TRACE, GOODPUT_DEFAULTS
 from lab.units import MS
 
 
 def test_goodput_rises_then_falls_while_throughput_rises(llama8b, h100):
     d = GOODPUT_DEFAULTS
-    s = cap_sweep(load_trace(DEFAULT_TRACE), DEFAULT_CAPS, llama8b, h100, 1, "bf16",
+    s = cap_sweep(load_trace(DEFAULT_TRACE), DEFAULT_CAPS, DecodeInputs(llama8b, h100, 1, "bf16"),
                   d["c0_ms"] * MS, d["c1_ms"] * MS, d["ttft_ms"] * MS, d["tpot_ms"] * MS)
     goodput, throughput = s["goodput_rps"], s["throughput_tokens_per_s"]
     assert np.all(np.diff(throughput) > 0)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from lab.catalog import get_gpu, get_model
 from lab.models.goodput import goodput_metrics, load_trace, make_trace, per_request, simulate
+from lab.models.inputs import DecodeInputs
 
 MODEL, GPU = get_model("llama-3.1-8b"), get_gpu("h100-sxm")
 
@@ -34,7 +35,7 @@ def test_matches_naive_reference(rows, cap, c0, c1):
     if c0 == 0 and c1 == 0:
         c0 = 0.001
     trace = _trace(rows)
-    sim = simulate(trace, MODEL, GPU, 1, "bf16", cap, c0, c1)
+    sim = simulate(trace, DecodeInputs(MODEL, GPU, 1, "bf16"), cap, c0, c1)
     want = reference(trace, MODEL, GPU, 1, "bf16", cap, c0, c1)
     for i, rid in enumerate(trace.ids):
         assert sim.first_token_s[i] == pytest.approx(want[rid][0], rel=1e-9, abs=1e-12)
@@ -46,7 +47,8 @@ def test_matches_naive_reference(rows, cap, c0, c1):
 def test_memory_check_matches_naive_reference(rows, cap, reserve_gb):
     memory = {"budget_fraction": 0.9, "reserve_bytes": reserve_gb * 1e9, "page": 16}
     trace = _trace(rows)
-    sim = simulate(trace, MODEL, GPU, 1, "bf16", cap, 0.002, 2e-5, memory_check=True, **memory)
+    sim = simulate(trace, DecodeInputs(MODEL, GPU, 1, "bf16", **memory), cap, 0.002, 2e-5,
+                   memory_check=True)
     want = reference(trace, MODEL, GPU, 1, "bf16", cap, 0.002, 2e-5, memory=memory)
     for i, rid in enumerate(trace.ids):
         if want[rid] is None:
@@ -60,7 +62,7 @@ def test_memory_check_matches_naive_reference(rows, cap, reserve_gb):
 @given(rows=requests, cap=st.integers(1, 40), t1=st.floats(0.001, 5), t2=st.floats(1e-4, 0.1))
 def test_invariants(rows, cap, t1, t2):
     trace = _trace(rows)
-    sim = simulate(trace, MODEL, GPU, 1, "bf16", cap, 0.002, 2e-5)
+    sim = simulate(trace, DecodeInputs(MODEL, GPU, 1, "bf16"), cap, 0.002, 2e-5)
     assert np.all(np.isfinite(sim.finish_s))                      # every request finishes
     assert np.all(sim.first_token_s >= trace.arrival_s)           # first token ≥ arrival
     assert np.all(sim.finish_s >= sim.first_token_s)
@@ -86,7 +88,7 @@ def test_independent_of_csv_row_order(rows, seed, tmp_path):
             writer = csv.writer(handle)
             writer.writerow(header)
             writer.writerows(lines[k] for k in order)
-        sim = simulate(load_trace(path), MODEL, GPU, 1, "bf16", 4, 0.002, 2e-5)
+        sim = simulate(load_trace(path), DecodeInputs(MODEL, GPU, 1, "bf16"), 4, 0.002, 2e-5)
         results.append({r["request_id"]: (r["ttft_s"], r["tpot_s"], r["good"])
                         for r in per_request(sim, 1.0, 0.02)})
     assert results[0] == results[1]
@@ -97,5 +99,5 @@ def test_ten_thousand_requests_finish():
     n = 10_000
     trace = make_trace(range(n), np.cumsum(rng.exponential(0.02, n)),
                        rng.integers(50, 2000, n), rng.integers(1, 400, n))
-    sim = simulate(trace, MODEL, GPU, 1, "bf16", 64, 0.002, 2e-5)
+    sim = simulate(trace, DecodeInputs(MODEL, GPU, 1, "bf16"), 64, 0.002, 2e-5)
     assert np.all(np.isfinite(sim.finish_s))

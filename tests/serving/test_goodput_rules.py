@@ -11,6 +11,7 @@ import pytest
 
 from lab.models.decode_step import attention_phase, linear_phase
 from lab.models.goodput import goodput_metrics, make_trace, per_request, simulate
+from lab.models.inputs import DecodeInputs
 from lab.models.memory import kv_bytes_per_sequence, memory_budget, params_bytes
 
 C0, C1 = 0.002, 0.00001   # 2 ms per step, 0.01 ms per prompt token
@@ -20,7 +21,9 @@ C0, C1 = 0.002, 0.00001   # 2 ms per step, 0.01 ms per prompt token
 def run(llama8b, h100):
     def _run(rows, cap, **memory):
         trace = make_trace(*zip(*rows, strict=True))
-        sim = simulate(trace, llama8b, h100, 1, "bf16", cap, C0, C1, **memory)
+        check = memory.pop("memory_check", False)
+        inputs = DecodeInputs(llama8b, h100, 1, "bf16", **memory)
+        sim = simulate(trace, inputs, cap, C0, C1, memory_check=check)
         return {rid: (sim.first_token_s[i], sim.finish_s[i]) for i, rid in enumerate(trace.ids)
                 }, sim
     return _run

@@ -36,13 +36,8 @@ import numpy as np
 
 from lab.models.decode_step import attention_phase, attention_terms, linear_phase
 from lab.models.goodput.trace import Trace
-from lab.models.memory import (
-    DEFAULT_BUDGET_FRACTION,
-    DEFAULT_PAGE_TOKENS,
-    DEFAULT_RESERVE_BYTES,
-    kv_bytes_per_sequence,
-    kv_free_bytes,
-)
+from lab.models.inputs import DecodeInputs
+from lab.models.memory import kv_bytes_per_sequence, kv_free_bytes
 from lab.models.prefill import prefill_step_cost
 
 _FIRST_WINDOW = 64
@@ -120,18 +115,12 @@ class Simulation:
 
 def simulate(
     trace: Trace,
-    model,
-    gpu,
-    tp: int,
-    precision: str,
+    inputs: DecodeInputs,
     batch_cap: int,
     c0_s: float,
     c1_s: float,
     *,
     memory_check: bool = False,
-    budget_fraction: float = DEFAULT_BUDGET_FRACTION,
-    reserve_bytes: float = DEFAULT_RESERVE_BYTES,
-    page: int = DEFAULT_PAGE_TOKENS,
 ) -> Simulation:
     """Serve ``trace`` with at most ``batch_cap`` running requests.
 
@@ -139,25 +128,22 @@ def simulate(
     ----------
     trace : Trace
         Requests sorted by arrival (as :func:`~lab.models.goodput.trace.load_trace` returns them).
-    model, gpu
-        Catalog records for experiment 1's decode step.
-    tp : int
-        Tensor-parallel degree.
-    precision : {"bf16", "fp8"}
-        Linear-layer precision.
+    inputs : DecodeInputs
+        Experiment 1's decode step (model, GPU, tp, precision; one configuration) and
+        experiment 2's memory inputs (share of capacity, bytes, tokens per page); its batch
+        and context are not used (the trace sets them step by step).
     batch_cap : int
         Largest number of running requests ``M`` (≥ 1).
     c0_s, c1_s : float
         Prefill curve ``c(n) = c0 + c1·n``, seconds and seconds per prompt token.
     memory_check : bool
         Also admit only while every running request's final-length KV fits the free memory.
-    budget_fraction, reserve_bytes, page
-        Experiment 2's memory inputs (share of capacity, bytes, tokens per page).
 
     Returns
     -------
     Simulation
     """
+    model, gpu, tp, precision = inputs.model, inputs.gpu, inputs.tp, inputs.precision
     n = len(trace)
     arrival = trace.arrival_s
     prompt = trace.prompt_tokens
@@ -169,11 +155,12 @@ def simulate(
     attention_time = scalar_attention_time(model, gpu, tp)
     terms = attention_terms(model, gpu, tp)  # the decode step's attention formula
 
-    kv_need = kv_bytes_per_sequence(model, tp, prompt + output, page)
+    kv_need = kv_bytes_per_sequence(model, tp, prompt + output, inputs.page)
     free = None
     rejected = np.zeros(n, dtype=bool)
     if memory_check:
-        free = float(kv_free_bytes(model, gpu, tp, precision, budget_fraction, reserve_bytes))
+        free = float(kv_free_bytes(model, gpu, tp, precision, inputs.budget_fraction,
+                                   inputs.reserve_bytes))
         rejected = kv_need > free
 
     # Per-request state as compact typed buffers (8 bytes an entry, not a Python object):
