@@ -118,7 +118,7 @@ def test_over_budget_configuration_draws_hollow_markers(lab_url, lab_page):
     set_number(lab_page, "batch", 16)
     lab_page.wait_for_function(f"() => {{ const one = ({CDS_WITH_FILL})()"
                                ".filter(s => s.batch.length === 1);"
-                               " return one.length === 2 && one.every(s => s.batch[0] === 16); }}")
+                               " return one.length === 2 && one.every(s => s.batch[0] === 16); }")
     current = [s for s in lab_page.evaluate(CDS_WITH_FILL) if len(s["batch"]) == 1]
     assert len(current) == 2 and all(s == {"batch": [16], "fill": [1]} for s in current)
 
