@@ -11,6 +11,7 @@ upload their own measurements (:mod:`apps.ui.measured_upload`).
 from __future__ import annotations
 
 from html import escape
+from urllib.parse import parse_qsl, urlencode
 
 import holoviews as hv
 import numpy as np
@@ -26,10 +27,12 @@ from apps.ui.inputs import InputMessage, input_panel
 from apps.ui.measured_upload import MeasurementsUpload
 from apps.ui.prediction import PredictionView
 from apps.ui.theme import CARD_CSS, PROSE_CSS
+from apps.ui.url_values import strict_selectors, url_problems
 from lab.measured.experiment import FloorsAgainstMeasurements
 
 INPUTS = ("kind", "shape", "tp", "batch", "context", "m", "gpu")
-"""The inputs offered as widgets (the data set comes from the upload)."""
+"""The inputs offered as widgets and kept in the URL, ``kind`` first: the shapes on offer
+depend on it (the data set comes from the upload and is never in the URL)."""
 
 CHART_NOTE = ("Measured kernel times (not the lab's ideal) divided by the lab's floor for the "
               "same work; 1× is the floor. Hover for the measured time, the floor and the "
@@ -72,8 +75,14 @@ class MeasuredPage(Viewer):
         params.setdefault("experiment", FloorsAgainstMeasurements())
         super().__init__(**params)
         exp = self.experiment
+        self._last_plot = None
         self.message = InputMessage()
+        # ``shape`` stays lenient on set: a new kind moves it to that kind's shapes before the
+        # list on offer follows; a link's shape is checked against its kind's list below.
+        strict_selectors(exp, [n for n in INPUTS if n != "shape"])
+        problems = self._sync_url(list(INPUTS))
         self.inputs = input_panel(exp, list(INPUTS), report=self.message.say)
+        self.message.say(" ".join(problems))
         self.upload = MeasurementsUpload(experiment=exp)
         self.prediction = PredictionView(experiment=exp)
         self.cards = CardsView(experiment=exp)
@@ -86,7 +95,37 @@ class MeasuredPage(Viewer):
                                     css_classes=["lab-measured-regions"])
         self.chart = pn.pane.HoloViews(pn.bind(self._plot, exp.param.result),
                                        sizing_mode="stretch_width", min_height=440)
-        self._last_plot = None
+
+    def _sync_url(self, names: list[str]) -> list[str]:
+        """Keep ``names`` in the URL; return a sentence per URL value the page refused.
+
+        The link's kind is applied first, so its shape is judged against that kind's measured
+        shapes (a shape of another kind is refused, not drawn as an error). Refused values are
+        dropped from the query before syncing, so the URL then shows the value in force; later
+        URL changes that the inputs refuse are reported too.
+        """
+        location = pn.state.location
+        if location is None:
+            return []
+        exp = self.experiment
+        accepted, problems = url_problems(exp, ["kind"], location.search)
+        if accepted:
+            exp.kind = accepted["kind"]
+        exp.param.shape.objects = exp.shapes() or [exp.shape]
+        rest, more = url_problems(exp, [n for n in names if n != "kind"], location.search)
+        accepted.update(rest)
+        problems += more
+        exp.param.update(rest)
+        if problems:
+            kept = [(k, v) for k, v in parse_qsl(location.search[1:], keep_blank_values=True)
+                    if k not in names or k in accepted]
+            location.search = "?" + urlencode(kept) if kept else ""
+        location.sync(exp, names, on_error=self._url_refused)
+        return problems
+
+    def _url_refused(self, values: dict) -> None:
+        _accepted, problems = url_problems(self.experiment, list(values), "?" + urlencode(values))
+        self.message.say(" ".join(problems) or "The link's values were not applied.")
 
     def _flag_html(self, _result) -> str:
         r = self.experiment.result
