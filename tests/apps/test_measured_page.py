@@ -164,3 +164,43 @@ def test_a_link_to_an_unmeasured_point_says_what_was_measured(document):
         "There is no decode attention measurement of 32-8-128 at batch 17 (given the rest of "
         "the selection); measured: 1, 16, 32, 64, 128, 256, 512.")
     assert "Not available:</b> There is no decode attention" in page.cards._pane.object
+
+
+# -- experiment 1's chart with the measured attention -----------------------------------------
+def test_experiment_1_chart_draws_measured_attention_only_when_on():
+    from apps.ui.batch_chart import MEASURED_LABEL
+    from apps.ui.chart_view import ChartView
+    from apps.ui.measured_overlay import MeasuredOverlay
+    from lab.experiments.batch_bottleneck import BatchBottleneck
+
+    exp = BatchBottleneck(batch=16)
+    chart = ChartView(experiment=exp)
+    step = chart._batch[0]
+    before = len(step.figure.renderers), len(step.figure.tools)
+    overlay = MeasuredOverlay(experiment=exp, chart=chart)
+    exp.batch = 32  # off: nothing is added to the figure
+    assert step.measured is None and (len(step.figure.renderers), len(step.figure.tools)) == before
+    overlay.show = True
+    marks = step.measured
+    assert all(r.visible for r in marks.renderers) and marks.legend.visible
+    assert marks.legend.items[0].label.value == MEASURED_LABEL
+    measured, ideal = marks.measured.data, marks.ideal.data
+    # 32-8-128 at tp 1 and 8,192 tokens is measured at batch 1, 16, 32, ..., 512.
+    assert list(measured["batch"]) == [1, 16, 32, 64, 128, 256, 512] == list(ideal["batch"])
+    # Batch 16: 182.171 µs per layer × 32 layers = 5.8295 ms; ideal 5.1283 ms (the sentence's).
+    at16 = list(measured["batch"]).index(16)
+    assert measured["attention_ms"][at16] == pytest.approx(0.182171 * 32)
+    assert ideal["attention_ms"][at16] == pytest.approx(5.12832, rel=1e-5)
+    assert set(measured["unit"]) == {"ms"} and "Apache License 2.0" in measured["source"][0]
+    assert "not a measurement" in ideal["source"][0]
+    hover = step.figure.tools[-1]
+    assert [name for name, _ in hover.tooltips] == ["Attention phase", "Batch (sequences)",
+                                                    "Value", "Source"]
+    # A context with no measurement for this shape: the markers go, the sentence says why.
+    exp.context = 8000
+    assert not any(r.visible for r in marks.renderers) and len(marks.measured.data["batch"]) == 0
+    assert "no real kernel was measured" in overlay.sentence()
+    exp.context = 8192
+    assert all(r.visible for r in marks.renderers)
+    overlay.show = False
+    assert not any(r.visible for r in marks.renderers) and not marks.legend.visible
