@@ -10,8 +10,9 @@ upload their own measurements (:mod:`apps.ui.measured_upload`).
 
 from __future__ import annotations
 
+import json
 from html import escape
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import urlencode
 
 import holoviews as hv
 import numpy as np
@@ -99,33 +100,54 @@ class MeasuredPage(Viewer):
     def _sync_url(self, names: list[str]) -> list[str]:
         """Keep ``names`` in the URL; return a sentence per URL value the page refused.
 
-        The link's kind is applied first, so its shape is judged against that kind's measured
-        shapes (a shape of another kind is refused, not drawn as an error). Refused values are
-        dropped from the query before syncing, so the URL then shows the value in force; later
-        URL changes that the inputs refuse are reported too.
+        Not ``Location.sync``: that sets a link's values in one go, so a shape would be judged
+        before its kind. Here the link's kind is applied first and its shape is judged against
+        that kind's measured shapes (a shape of another kind is refused, not drawn as an
+        error). The URL then shows the values in force; later URL changes are judged the
+        same way and a refused value is reported in the same sentence.
         """
         location = pn.state.location
         if location is None:
             return []
+        self._url_names, self._written = names, None
+        problems = self._apply_query(location.search)
+        self.experiment.param.watch(self._to_url, names)
+        location.param.watch(self._from_url, "search")
+        self._to_url()
+        return problems
+
+    def _apply_query(self, search: str) -> list[str]:
+        """Apply the accepted values of the query ``search``, kind first; the refusals."""
         exp = self.experiment
-        accepted, problems = url_problems(exp, ["kind"], location.search)
+        accepted, problems = url_problems(exp, ["kind"], search)
         if accepted:
             exp.kind = accepted["kind"]
         exp.param.shape.objects = exp.shapes() or [exp.shape]
-        rest, more = url_problems(exp, [n for n in names if n != "kind"], location.search)
-        accepted.update(rest)
-        problems += more
+        rest, more = url_problems(exp, [n for n in self._url_names if n != "kind"], search)
         exp.param.update(rest)
-        if problems:
-            kept = [(k, v) for k, v in parse_qsl(location.search[1:], keep_blank_values=True)
-                    if k not in names or k in accepted]
-            location.search = "?" + urlencode(kept) if kept else ""
-        location.sync(exp, names, on_error=self._url_refused)
-        return problems
+        return problems + more
 
-    def _url_refused(self, values: dict) -> None:
-        _accepted, problems = url_problems(self.experiment, list(values), "?" + urlencode(values))
-        self.message.say(" ".join(problems) or "The link's values were not applied.")
+    def _to_url(self, *_events) -> None:
+        """Write every input in force into the URL's query (other query keys are kept)."""
+        exp = self.experiment
+        values = {}
+        for name in self._url_names:
+            value = exp.param[name].serialize(getattr(exp, name))
+            values[name] = value if isinstance(value, str) else json.dumps(value)
+        location = pn.state.location
+        query = location.query_params
+        query.update(values)
+        self._written = "?" + urlencode(query)
+        location.search = self._written
+
+    def _from_url(self, event) -> None:
+        """A URL changed from the browser: apply what the page accepts, report the rest."""
+        if event.new == self._written:  # the page's own write, maybe seen late in a batch
+            return
+        problems = self._apply_query(event.new)
+        if problems:
+            self.message.say(" ".join(problems))
+            self._to_url()
 
     def _flag_html(self, _result) -> str:
         r = self.experiment.result
