@@ -48,7 +48,7 @@ def test_measured_page_link_and_upload(lab_url, lab_page, console_errors, tmp_pa
 
 
 def test_experiment_1_measured_attention_switch(lab_url, lab_page, console_errors):
-    open_page(lab_page, f"{lab_url}/inference_lab?view=batch")
+    open_page(lab_page, f"{lab_url}/inference_lab?view=batch&batch=16")
     assert lab_page.evaluate(ATTENTION_MARKERS) is None  # off by default: nothing drawn
     lab_page.get_by_text("Show measured attention (H100 SXM data)").click()
     lab_page.wait_for_function(f"() => ({ATTENTION_MARKERS})() !== null")
