@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from lab_browser import open_page
+from lab_browser import open_page, screenshot
 from playwright.sync_api import expect
 
 CARD_VALUES = ".lab-card .value"
@@ -55,4 +55,5 @@ def test_experiment_1_measured_attention_switch(lab_url, lab_page, console_error
     assert lab_page.evaluate(ATTENTION_MARKERS) == [1, 16, 32, 64, 128, 256, 512]
     expect(lab_page.locator(".lab-measured-attention")).to_contain_text(
         "Source: inference-sim/inference-sim")
+    screenshot(lab_page, "batch-measured-attention")
     assert console_errors == []
