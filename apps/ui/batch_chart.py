@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
-from bokeh.models import ColumnDataSource, FixedTicker, GlyphRenderer, HoverTool, Legend, Span
+from bokeh.models import ColumnDataSource, FixedTicker, GlyphRenderer, HoverTool, Span
 from bokeh.plotting import figure
 
 from apps.ui.charts import (
@@ -51,10 +51,11 @@ MEASURED_COLOR = OKABE_ITO[4]
 """Colour of the measured attention markers (filled diamonds)."""
 IDEAL_ATTENTION_COLOR = OKABE_ITO[7]
 """Colour of the ideal attention phase markers beside them (hollow circles)."""
-MEASURED_LABEL = "Measured attention (real H100 SXM kernels × layers)"
-"""Legend label of the measured markers."""
-IDEAL_ATTENTION_LABEL = "Ideal attention phase (the lab's model)"
-"""Legend label of the ideal attention markers."""
+MEASURED_LABEL = "◆ measured attention (real H100 SXM kernels × layers)"
+"""Key of the measured markers (shown by the switch: a Bokeh legend added to a figure already
+on screen is drawn empty)."""
+IDEAL_ATTENTION_LABEL = "○ ideal attention phase (the lab's model)"
+"""Key of the ideal attention markers."""
 IDEAL_ATTENTION_SOURCE = "the lab's model: ideal phase cost, not a measurement"
 """What the hover gives as the source of an ideal attention marker."""
 MS = 1e-3
@@ -83,16 +84,15 @@ def attention_columns(batch: np.ndarray, seconds: np.ndarray, what: str,
 
 @dataclass
 class MeasuredMarkers:
-    """The measured and ideal attention markers on the step-time figure, and their legend."""
+    """The measured and ideal attention markers on the step-time figure."""
 
     measured: ColumnDataSource
     ideal: ColumnDataSource
     renderers: list[GlyphRenderer]
-    legend: Legend
 
     def show(self, series: dict | None) -> None:
         """Draw ``series`` (:func:`lab.measured.overlay.measured_attention_series`); hide the
-        markers and their legend when it is None or holds no measured batch."""
+        markers when it is None or holds no measured batch."""
         on = series is not None and len(series["batch"]) > 0
         if on:
             self.measured.data = attention_columns(series["batch"], series["measured_s"],
@@ -104,29 +104,23 @@ class MeasuredMarkers:
             self.measured.data, self.ideal.data = dict(empty), dict(empty)
         for renderer in self.renderers:
             renderer.visible = on
-        self.legend.visible = on
 
 
 def measured_markers(fig: figure) -> MeasuredMarkers:
-    """Add the (empty, hidden) attention markers, their hover and legend to ``fig``."""
+    """Add the (empty) attention markers and their hover to ``fig``."""
     empty = attention_columns(np.array([]), np.array([]), "", "")
     measured, ideal = ColumnDataSource(dict(empty)), ColumnDataSource(dict(empty))
     ideal_marks = fig.scatter("batch", "attention_ms", source=ideal, marker="circle", size=11,
-                              line_color=IDEAL_ATTENTION_COLOR, fill_alpha=0, line_width=2,
-                              visible=False)
+                              line_color=IDEAL_ATTENTION_COLOR, fill_alpha=0, line_width=2)
     measured_marks = fig.scatter("batch", "attention_ms", source=measured, marker="diamond",
                                  size=13, color=MEASURED_COLOR, line_color="black",
-                                 line_width=1, visible=False)
-    legend = Legend(items=[(MEASURED_LABEL, [measured_marks]),
-                           (IDEAL_ATTENTION_LABEL, [ideal_marks])],
-                    location="top_left", visible=False)
-    fig.add_layout(legend)
+                                 line_width=1)
     fig.add_tools(HoverTool(renderers=[measured_marks, ideal_marks], tooltips=[
         ("Attention phase", "@what"),
         ("Batch (sequences)", "@batch{0,0}"),
         ("Value", f"@attention_ms{HOVER_NUMBER} @unit"),
         ("Source", "@source")]))
-    return MeasuredMarkers(measured, ideal, [measured_marks, ideal_marks], legend)
+    return MeasuredMarkers(measured, ideal, [measured_marks, ideal_marks])
 
 
 @dataclass

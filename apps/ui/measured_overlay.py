@@ -14,6 +14,7 @@ import panel_material_ui as pmui
 import param
 from panel.viewable import Viewer
 
+from apps.ui.batch_chart import IDEAL_ATTENTION_LABEL, MEASURED_LABEL
 from apps.ui.chart_view import ChartView
 from lab.experiments.decode_inputs import DecodeExperiment, batch_axis, labelled
 from lab.measured.overlay import measured_attention, measured_attention_series
@@ -63,9 +64,22 @@ class MeasuredOverlay(Viewer):
         return measured_attention(model, gpu, exp.tp, exp.batch, exp.context,
                                   exp.result["attention_time_s"])["sentence"]
 
+    def key(self) -> str:
+        """What the markers on the step-time chart are, or '' when none are drawn."""
+        series = self.series() if self.chart is not None else None
+        if series is None or not len(series["batch"]):
+            return ""
+        batches = ", ".join(f"{b:,}" for b in series["batch"])
+        return (f"On the step-time chart, at batch {batches}: {MEASURED_LABEL}; "
+                f"{IDEAL_ATTENTION_LABEL}. Hover a marker for its value and source.")
+
     def _html(self, _show, _result) -> str:
         text = self.sentence()
-        return f'<p class="lab-measured-attention">{escape(text)}</p>' if text else ""
+        if not text:
+            return ""
+        key = self.key()
+        shown = f'<p class="lab-measured-key">{escape(key)}</p>' if key else ""
+        return f'<p class="lab-measured-attention">{escape(text)}</p>{shown}'
 
     def __panel__(self):
         return pn.Column(self._switch, self._pane, sizing_mode="stretch_width")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from lab_browser import open_page, screenshot
+from lab_browser import open_page, screenshot, wait_idle
 from playwright.sync_api import expect
 
 CARD_VALUES = ".lab-card .value"
@@ -55,5 +55,8 @@ def test_experiment_1_measured_attention_switch(lab_url, lab_page, console_error
     assert lab_page.evaluate(ATTENTION_MARKERS) == [1, 16, 32, 64, 128, 256, 512]
     expect(lab_page.locator(".lab-measured-attention")).to_contain_text(
         "Source: inference-sim/inference-sim")
+    expect(lab_page.locator(".lab-measured-key")).to_contain_text(
+        "◆ measured attention (real H100 SXM kernels × layers)")
+    wait_idle(lab_page)
     screenshot(lab_page, "batch-measured-attention")
     assert console_errors == []

@@ -174,7 +174,7 @@ def test_a_link_to_an_unmeasured_point_says_what_was_measured(document):
 
 # -- experiment 1's chart with the measured attention -----------------------------------------
 def test_experiment_1_chart_draws_measured_attention_only_when_on():
-    from apps.ui.batch_chart import MEASURED_LABEL
+    from apps.ui.batch_chart import IDEAL_ATTENTION_LABEL, MEASURED_LABEL
     from apps.ui.chart_view import ChartView
     from apps.ui.measured_overlay import MeasuredOverlay
     from lab.experiments.batch_bottleneck import BatchBottleneck
@@ -188,8 +188,11 @@ def test_experiment_1_chart_draws_measured_attention_only_when_on():
     assert step.measured is None and (len(step.figure.renderers), len(step.figure.tools)) == before
     overlay.show = True
     marks = step.measured
-    assert all(r.visible for r in marks.renderers) and marks.legend.visible
-    assert marks.legend.items[0].label.value == MEASURED_LABEL
+    assert all(r.visible for r in marks.renderers)
+    assert overlay.key() == (f"On the step-time chart, at batch 1, 16, 32, 64, 128, 256, 512: "
+                             f"{MEASURED_LABEL}; {IDEAL_ATTENTION_LABEL}. Hover a marker for "
+                             "its value and source.")
+    assert "lab-measured-key" in overlay._html(True, None)
     measured, ideal = marks.measured.data, marks.ideal.data
     # 32-8-128 at tp 1 and 8,192 tokens is measured at batch 1, 16, 32, ..., 512.
     assert list(measured["batch"]) == [1, 16, 32, 64, 128, 256, 512] == list(ideal["batch"])
@@ -205,8 +208,8 @@ def test_experiment_1_chart_draws_measured_attention_only_when_on():
     # A context with no measurement for this shape: the markers go, the sentence says why.
     exp.context = 8000
     assert not any(r.visible for r in marks.renderers) and len(marks.measured.data["batch"]) == 0
-    assert "no real kernel was measured" in overlay.sentence()
+    assert "no real kernel was measured" in overlay.sentence() and overlay.key() == ""
     exp.context = 8192
     assert all(r.visible for r in marks.renderers)
     overlay.show = False
-    assert not any(r.visible for r in marks.renderers) and not marks.legend.visible
+    assert not any(r.visible for r in marks.renderers) and overlay.key() == ""
