@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from lab.catalog import get_gpu, get_model
-from lab.goodput import goodput_metrics, make_trace, simulate
+from lab.models.goodput import goodput_metrics, make_trace, simulate
 
 REQUESTS = 10_000
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import psutil
 
-from sweeps.spec import load_grid
+from sweeps.grid_files import load_grid
 from sweeps.store import open_grid
 
 

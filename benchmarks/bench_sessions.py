@@ -1,7 +1,7 @@
 """Sessions of the served lab: memory kept per closed session, and many pages opened at once.
 
 Two measurements against ``inference-lab serve``'s own ``panel serve`` command line
-(:func:`lab.cli.serve_cmd.panel_command`, warm-up included) on a free loopback port, driven by
+(:func:`cli.serve_cmd.panel_command`, warm-up included) on a free loopback port, driven by
 Debian's headless Chromium (one fresh browser context per session, as a new reader would be):
 
 * ``leak``: ``--rounds`` rounds of ``--sessions`` sessions (pages cycled through
@@ -51,8 +51,8 @@ from concurrent.futures import ThreadPoolExecutor
 import psutil
 from playwright.async_api import async_playwright
 
-from lab.cli.main import build_parser
-from lab.cli.serve_cmd import panel_command
+from cli.main import build_parser
+from cli.serve_cmd import panel_command
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -8,7 +8,7 @@ Run ``python benchmarks/bench_sweep.py`` (add ``--cluster`` to also time the job
    plain Zarr writes of arrays with the same shapes, dtypes, chunks and values (computed
    beforehand, so only the writing is timed; through xarray and through zarr itself): the
    limit the job can approach.
-2. **Compute alone**: the grid's block function (``lab.decode_family.decode_metrics`` over
+2. **Compute alone**: the grid's block function (``lab.models.decode_metrics.decode_metrics`` over
    broadcast axes) per chunk, against a lean per-point loop in plain Python floats over the same
    formulas (every output of the record, the validity checks first, nothing cached across
    points), on the same cells.
@@ -34,10 +34,11 @@ from lab.catalog import gpu_catalog, model_catalog
 from sweeps.allocator import tune_allocator
 from sweeps.axes import choose_chunks
 from sweeps.build import block_slices, coordinate_array
-from sweeps.decode_grid import decode_block
-from sweeps.registry import grid_kind
+from sweeps.grid_files import PRESETS, from_mapping, preset
+from sweeps.grid_kinds import grid_kind
+from sweeps.grids.decode import decode_block
 from sweeps.runner import Runner, runner
-from sweeps.spec import PRESETS, from_mapping, preset
+from sweeps.store import write_experiment
 
 
 def best_of(repeat: int, func) -> float:
@@ -65,7 +66,7 @@ def end_to_end(repeat: int, run: Runner, workdir: Path, grid) -> tuple[float, in
     spec = grid.resolve("decode")
 
     def once():
-        grid_kind("decode").write(spec, grid.name, workdir / "job.zarr", run)
+        write_experiment(grid_kind("decode"), spec, grid.name, workdir / "job.zarr", run)
 
     return best_of(repeat, once), spec.cells
 
@@ -195,7 +196,7 @@ def python_loop(repeat: int, models: int) -> tuple[float, int]:
 
 def check_loop_matches() -> None:
     """The loop's figures equal the grid's (same formulas), or the comparison is void."""
-    from lab.calc import DecodeConfig, calc_decode
+    from lab.points.decode_family import DecodeConfig, calc_decode
 
     m, g = model_catalog()["llama-3.1-8b"], gpu_catalog()["h100-sxm"]
     got = point(m, g, 1, False, 8, 8192, 0.9, 4e9, 16)

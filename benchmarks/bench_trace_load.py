@@ -31,7 +31,7 @@ ROWS = 1_000_000
 LOAD_ONLY = """
 import json, resource, sys, time
 start = time.perf_counter()
-from lab.goodput import load_trace
+from lab.models.goodput import load_trace
 imported = time.perf_counter()
 trace = load_trace(sys.argv[1])
 done = time.perf_counter()
@@ -44,9 +44,9 @@ print(json.dumps({"import_s": imported - start, "load_s": done - imported, "rows
 END_TO_END = """
 import contextlib, io, json, os, resource, sys, time
 start = time.perf_counter()
-import lab.goodput.simulate as simulate_module
-import lab.calc_serving as calc_serving
-from lab.cli.main import main
+import lab.models.goodput.simulate as simulate_module
+import lab.points.serving as calc_serving
+from cli.main import main
 timings = {"load_s": 0.0, "simulate_s": 0.0}
 def timed(name, function):
     def wrapper(*args, **kwargs):

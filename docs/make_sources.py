@@ -22,9 +22,9 @@ from lab.catalog import GPUSpec, ModelSpec, gpu_catalog, model_catalog
 from lab.catalog.moe_config import moe_model_catalog
 from lab.catalog.moe_params import active_params, active_params_without_input_embedding
 from lab.catalog.moe_spec import MoESpec
-from lab.decode import kv_bytes_per_token, linear_params
-from lab.kv_shapes import kv_bytes_per_token as moe_kv_bytes_per_token
 from lab.measured.sources import measured_section
+from lab.models.decode_step import kv_bytes_per_token, linear_params
+from lab.models.kv_shapes import kv_bytes_per_token as moe_kv_bytes_per_token
 from lab.units import GB, GB_PER_S, TB_PER_S, TFLOPS
 
 OUTPUT = Path(__file__).resolve().parent / "sources.md"

@@ -25,6 +25,17 @@ GFLOP = 1e9
 MS = 1e-3
 """Seconds in a millisecond."""
 
+MIB = 2**20
+"""Bytes in a mebibyte (MiB)."""
+MS_PER_S = 1e3
+"""Milliseconds in a second (seconds × this = ms)."""
+US = 1e-6
+"""Seconds in a microsecond."""
+US_PER_S = 1e6
+"""Microseconds in a second (seconds × this = µs)."""
+NS_PER_S = 1e9
+"""Nanoseconds in a second (seconds × this = ns)."""
+
 
 def fmt_number(value: float, digits: int = 2) -> str:
     """Format with thousands separators and a fixed number of decimals (``1,136`` or ``4.48``)."""

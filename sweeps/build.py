@@ -20,9 +20,9 @@ import numpy as np
 import xarray as xr
 import zarr
 
-from sweeps.allocator import tune_allocator
+from sweeps.allocator import tune_in_dask_worker
 from sweeps.axes import choose_chunks
-from sweeps.schema import ExperimentSpec, Schema
+from sweeps.grid_schema import ExperimentSpec, Schema
 
 BlockFunction = Callable[[Mapping[str, np.ndarray], Mapping], dict]
 """``block(coords, constants) -> {variable: array broadcastable to the block's shape}``."""
@@ -71,7 +71,7 @@ def run_block(block: BlockFunction, spec: ExperimentSpec, coords: Mapping[str, n
 
     Outputs that vary along fewer dimensions come back as read-only broadcast views (no copy).
     """
-    tune_allocator()
+    tune_in_dask_worker()
     shape = tuple(len(v) for v in coords.values())
     raw = block(coords, spec.constants)
     return {name: np.broadcast_to(np.asarray(raw[name]), shape).astype(dtypes[name], copy=False)

@@ -1,19 +1,19 @@
 """Schema rules shared by the grids: the decode inputs that several experiments take.
 
-Each factory builds one :class:`~sweeps.schema.Rule` with the name, type, labels and bounds
+Each factory builds one :class:`~sweeps.grid_schema.Rule` with the name, type, labels and bounds
 every grid uses for that input; only the default differs between grids (an axis entry in the
 decode grid, a constant in the serving grids), so it is the argument. The bounds are those
-:meth:`lab.calc.DecodeConfig.check_ranges` checks, so a spec accepts what ``calc`` accepts.
+:meth:`lab.points.decode_family.DecodeConfig.check_ranges` checks, so a spec accepts what ``calc`` accepts.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from lab.calc import BUDGET_RANGE, MAX_PAGE, MAX_RESERVE_GB, MAX_TP
 from lab.catalog import gpu_catalog, model_catalog
-from lab.decode import PRECISIONS
-from sweeps.schema import Rule
+from lab.models.decode_step import PRECISIONS
+from lab.points.decode_family import BUDGET_RANGE, MAX_PAGE, MAX_RESERVE_GB, MAX_TP
+from sweeps.grid_schema import Rule
 
 
 def model_rule(default: str) -> Rule:
@@ -33,7 +33,7 @@ def tp_rule(default: Any) -> Rule:
 
 
 def precision_rule(default: Any) -> Rule:
-    """The linear-layer ``precision`` (one of :data:`lab.decode.PRECISIONS`)."""
+    """The linear-layer ``precision`` (one of :data:`lab.models.decode_step.PRECISIONS`)."""
     return Rule("precision", "str", "linear-layer precision", "1", choices=lambda: PRECISIONS,
                 default=default)
 

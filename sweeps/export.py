@@ -21,7 +21,14 @@ from lab.errors import LabInputError
 from sweeps import files
 from sweeps import metadata as md
 from sweeps.axes import choose_chunks
-from sweeps.schema import DEFAULT_CHUNK_CELLS
+from sweeps.conventions import (
+    arrow_field_metadata,
+    cf_attrs,
+    consolidate,
+    flags_as_text,
+    netcdf_encoding,
+)
+from sweeps.grid_schema import DEFAULT_CHUNK_CELLS
 
 FORMATS = ("csv", "parquet", "netcdf", "zarr")
 """Export formats."""
@@ -183,24 +190,26 @@ def check_output(path: str | Path) -> Path:
 def _write_file(ds: xr.Dataset, path: Path, fmt: str) -> None:
     """Write ``ds`` (made portable) as ``fmt`` to the new path ``path``."""
     if fmt == "csv":
-        _frame(ds).to_csv(path, index=False)
+        _frame(flags_as_text(ds)).to_csv(path, index=False)
     elif fmt == "parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        table = pa.Table.from_pandas(_frame(ds), preserve_index=False)
+        flat = flags_as_text(ds)
+        table = pa.Table.from_pandas(_frame(flat), preserve_index=False)
         meta = {"attrs": {k: v for k, v in ds.attrs.items() if isinstance(v, str)},
-                "columns": column_attrs(ds)}
+                "columns": column_attrs(flat)}
         table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                                b"inference_lab": json.dumps(meta).encode()})
-        pq.write_table(table, path)
+        pq.write_table(arrow_field_metadata(table, column_attrs(flat)), path)
     elif fmt == "netcdf":
         ds = ds.load()
         for item in (ds, *ds.variables.values()):
             item.attrs = {k: int(v) if isinstance(v, bool) else v for k, v in item.attrs.items()}
         # Built in memory, written by Python: HDF5 never meets a failing write (a full disk or
         # a file size limit once crashed it); the OS error comes back as an exception.
-        path.write_bytes(bytes(ds.to_netcdf(engine=netcdf_engine())))
+        path.write_bytes(bytes(ds.to_netcdf(engine=netcdf_engine(),
+                                            encoding=netcdf_encoding(ds))))
     else:
         for name in ds.variables:
             ds[name].encoding = {}
@@ -209,6 +218,7 @@ def _write_file(ds: xr.Dataset, path: Path, fmt: str) -> None:
             ds = ds.chunk(dict(zip(ds.sizes, choose_chunks(sizes, DEFAULT_CHUNK_CELLS),
                                    strict=True)))
         ds.to_zarr(path, mode="w-", consolidated=False, zarr_format=3)
+        consolidate(path)
 
 
 def _missing_parents(path: Path) -> list[Path]:
@@ -235,7 +245,9 @@ def write(ds: xr.Dataset, path: str | Path, fmt: str) -> Path:
         raise LabInputError(f"Format '{fmt}' is not one of {', '.join(FORMATS)}.")
     path = check_output(path)
     ds = portable(ds)
-    ds.attrs.pop(md.ATTR_DIGESTS, None)
+    ds.attrs = {**{k: v for k, v in ds.attrs.items() if k != md.ATTR_DIGESTS},
+                **cf_attrs(f"export as {fmt}, selection: "
+                           f"{ds.attrs.get('selection', 'all')}", ds.attrs.get("history"))}
     created = _missing_parents(path)
     tmp = files.temporary_name(path)
     try:

@@ -62,12 +62,15 @@ def temporary_name(target: Path) -> Path:
 
 def lab_names() -> frozenset[str]:
     """Every coordinate and variable name a lab dataset can hold (all experiments)."""
-    from sweeps.registry import GRIDS
+    from sweeps.grid_kinds import GRIDS
 
     names: set[str] = set()
     for kind in GRIDS.values():
         names.update(rule.name for rule in (*kind.schema.axes, *kind.schema.constants))
         names.update(kind.units)
+    from sweeps.conventions import FLAG_VARIABLES, TEXT_SUFFIX
+
+    names.update(f"{name}{TEXT_SUFFIX}" for name in FLAG_VARIABLES)  # reason_text in CSV/Parquet
     return frozenset(names)
 
 
@@ -122,7 +125,7 @@ def _lab_csv(path: Path) -> bool:
 
 
 def _variable_names() -> frozenset[str]:
-    from sweeps.registry import GRIDS
+    from sweeps.grid_kinds import GRIDS
 
     return frozenset(name for kind in GRIDS.values() for name in kind.units)
 

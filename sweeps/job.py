@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab.errors import LabInputError
+from sweeps.grid_files import GridSpec
+from sweeps.grid_kinds import grid_kind
+from sweeps.grid_schema import ExperimentSpec
 from sweeps.paths import dataset_path
-from sweeps.registry import grid_kind
 from sweeps.runner import Runner
-from sweeps.schema import ExperimentSpec
-from sweeps.spec import GridSpec
+from sweeps.store import write_experiment
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ def run_sweep(plan: SweepPlan, run: Runner,
             shape = " × ".join(f"{d} {n}" for d, n in zip(spec.axes, spec.shape, strict=True))
             report(f"{name}: {spec.cells:,} cells ({shape}) → {path}")
         start = time.perf_counter()
-        grid_kind(name).write(spec, plan.grid_name, path, run)
+        write_experiment(grid_kind(name), spec, plan.grid_name, path, run)
         results.append(SweepResult(name, path, spec.cells, time.perf_counter() - start))
         if report:
             r = results[-1]

@@ -11,10 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from importlib.metadata import PackageNotFoundError, version
 
 from lab.catalog import get_gpu, get_model
-from sweeps.schema import ExperimentSpec
+from sweeps.conventions import cf_attrs, package_version
+from sweeps.grid_schema import ExperimentSpec
 
 ATTR_SPEC = "grid_spec"
 ATTR_NAME = "grid_name"
@@ -30,14 +30,6 @@ when the sweep completes; checked on open (every file present) and on every read
 REQUIRED_ATTRS = (ATTR_EXPERIMENT, ATTR_NAME, ATTR_SPEC, ATTR_CATALOG, ATTR_VERSION, ATTR_HASH,
                   ATTR_COMPLETE)
 """Attributes every finished dataset carries."""
-
-
-def package_version() -> str:
-    """The installed ``inference-lab`` version (``0.0.0`` from an uninstalled source tree)."""
-    try:
-        return version("inference-lab")
-    except PackageNotFoundError:
-        return "0.0.0"
 
 
 def _ids(spec: ExperimentSpec, key: str) -> list[str]:
@@ -79,6 +71,7 @@ def dataset_attrs(spec: ExperimentSpec, grid_name: str, description: str) -> dic
         ATTR_CATALOG: json.dumps(catalog),
         ATTR_VERSION: package_version(),
         ATTR_HASH: grid_hash(spec, catalog, package_version()),
+        **cf_attrs(f"sweep: experiment {spec.experiment}, grid '{grid_name}'"),
     }
 
 

@@ -46,19 +46,27 @@ class _TextBar:
     """A one-line progress bar on standard error: ``[####    ] | 50% Completed | 1.2s``."""
 
     def __init__(self, total: int):
+        from sweeps.progress import PlainSteps, is_terminal
+
         self.total = max(total, 1)
         self.start = time.monotonic()
+        self.plain = None if is_terminal() else PlainSteps()  # no \r into a file or a pipe
 
     def show(self, done: int) -> None:
         share = done / self.total
         filled = "#" * round(share * BAR_WIDTH)
-        sys.stderr.write(f"\r[{filled:<{BAR_WIDTH}}] | {share:4.0%} Completed | "
-                         f"{time.monotonic() - self.start:.1f}s")
+        line = (f"[{filled:<{BAR_WIDTH}}] | {share:4.0%} Completed | "
+                f"{time.monotonic() - self.start:.1f}s")
+        if self.plain is None:
+            sys.stderr.write(f"\r{line}")
+        elif self.plain.due(round(share * 100)):
+            sys.stderr.write(f"{line}\n")
         sys.stderr.flush()
 
     def close(self, done: int) -> None:
         self.show(done)
-        sys.stderr.write("\n")
+        if self.plain is None:
+            sys.stderr.write("\n")
 
 
 @dataclass
@@ -83,9 +91,9 @@ class Runner:
     def compute(self, *collections) -> tuple:
         """Compute ``collections`` and return their results."""
         if self.client is None:
-            from dask.diagnostics import ProgressBar
+            from sweeps.progress import in_process_bar
 
-            bar = ProgressBar(out=sys.stderr) if self.progress else nullcontext()
+            bar = in_process_bar() if self.progress else nullcontext()
             with bar:
                 return dask.compute(*collections, scheduler=self.scheduler)
         futures = self.client.compute(list(collections))
@@ -136,6 +144,11 @@ class Runner:
                     f"{WORKER_LOSS_TIMEOUT_S:g} s; the work was stopped.")
         if bar:
             bar.close(sum(f.status == "finished" for f in futures))
+
+    @property
+    def dashboard_link(self) -> str | None:
+        """URL of the cluster's Dask dashboard, or None (in process, or no dashboard)."""
+        return None if self.client is None else self.client.dashboard_link
 
     @property
     def description(self) -> str:

@@ -32,10 +32,11 @@ from zarr.storage import LocalStore, WrapperStore
 from lab.errors import LabInputError
 from sweeps import files
 from sweeps import metadata as md
-from sweeps.build import coordinate_array, file_digest
-from sweeps.registry import grid_kind
+from sweeps.build import coordinate_array, file_digest, output_dtypes, region_tasks
+from sweeps.conventions import consolidate
+from sweeps.grid_kinds import GridKind, grid_kind
+from sweeps.grid_schema import OPTION_KEYS, ExperimentSpec, expand_section
 from sweeps.runner import Runner, WorkersLostError
-from sweeps.schema import OPTION_KEYS, ExperimentSpec, expand_section
 
 TMP_MARK = ".tmp-"
 OLD_MARK = ".old-"
@@ -128,13 +129,15 @@ def check_replaceable(target: Path) -> None:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` is running (psutil: the same answer on every platform)."""
+    import psutil
+
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    except PermissionError:
+    except psutil.AccessDenied:
         return True
-    return True
 
 
 def _leftovers(target: Path, mark: str) -> list[tuple[Path, int]]:
@@ -194,6 +197,7 @@ def _finish(store: Path, digests: dict[str, str]) -> None:
                                               md.ATTR_COMPLETE: 1})
     (store / files.ZARR_META).write_text(json.dumps(meta, indent=2), encoding="utf-8")
     hidden.unlink()
+    consolidate(store)  # for plain xr.open_zarr; the lab reads the checksummed array metadata
 
 
 def write_grid(ds: xr.Dataset, target: str | Path, run: Runner,
@@ -203,7 +207,7 @@ def write_grid(ds: xr.Dataset, target: str | Path, run: Runner,
     Parameters
     ----------
     ds : xarray.Dataset
-        A dask-backed grid from :meth:`sweeps.registry.GridKind.build`; its template
+        A dask-backed grid from :meth:`sweeps.grid_kinds.GridKind.build`; its template
         (metadata, coordinates, attributes) is written first.
     target : path
         The ``.zarr`` directory to create or replace (only a store this lab wrote is replaced).
@@ -249,6 +253,15 @@ def write_grid(ds: xr.Dataset, target: str | Path, run: Runner,
             raise WorkersLostError(f"{str(exc).rstrip('.')} ({target}: {kept}).") from None
         raise
     return target
+
+
+def write_experiment(kind: GridKind, spec: ExperimentSpec, grid_name: str, path: str | Path,
+                     run: Runner) -> Path:
+    """Compute ``spec`` of the grid ``kind`` and write it to the Zarr store ``path`` (safely:
+    see :func:`write_grid`) on ``run``."""
+    dtypes = output_dtypes(spec, kind.schema, kind.block)  # one probe for both
+    return write_grid(kind.build(spec, grid_name, dtypes), path, run,
+                      lambda tmp: region_tasks(spec, kind.schema, kind.block, tmp, dtypes))
 
 
 def _stale_detail(ds: xr.Dataset, stored_spec: ExperimentSpec, spec: ExperimentSpec) -> str:

@@ -11,10 +11,10 @@ from pathlib import Path
 import param
 import pytest
 
-from lab.calc import DecodeConfig, calc_decode
 from lab.catalog import get_gpu, get_model, gpu_catalog, model_catalog
+from lab.derivations.decode_family import decode_steps, render_text
 from lab.experiments import all_experiments
-from lab.explain import decode_steps, render_text
+from lab.points.decode_family import DecodeConfig, calc_decode
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

@@ -11,13 +11,12 @@ from html import escape
 
 import panel as pn
 import panel_material_ui as pmui
-from panel.util import edit_readonly
 
 from apps.ui.derivation import DerivationView
 from apps.ui.experiment_view import ExperimentView
 from apps.ui.grid import GridExplorer
 from apps.ui.landing import landing_page
-from apps.ui.registry import (
+from apps.ui.pages import (
     DERIVATION,
     GRID,
     HOME,
@@ -26,7 +25,9 @@ from apps.ui.registry import (
     all_pages,
     experiment_class,
     href,
+    page_slug,
 )
+from apps.ui.panel_compat import detach_busy
 from apps.ui.sources import sources_page
 from apps.ui.url_values import quoted
 
@@ -85,7 +86,7 @@ def navigation(current: str) -> pn.pane.Markdown:
 
 def build_page(slug: str | None = None) -> pmui.Page:
     """The template holding the navigation and the requested page."""
-    slug = requested_page() if slug is None else slug
+    slug = page_slug(requested_page() if slug is None else slug)
     title = next((p.title for p in all_pages() if p.slug == slug), HOME.title)
     page = pmui.Page(
         title="Inference Lab" if slug == HOME.slug else f"Inference Lab · {title}",
@@ -94,19 +95,5 @@ def build_page(slug: str | None = None) -> pmui.Page:
     # The page's busy flag follows ``pn.state.busy``; every toggle re-walks the page's whole
     # Bokeh model (~30 ms each, twice per widget change). Updates here take a few ms, so the
     # indicator is dropped and the flag unlinked (setting it replaces the reference).
-    with edit_readonly(page):
-        page.busy = False
-    unwatch_state(page)
+    detach_busy(page)
     return page
-
-
-def unwatch_state(page: pmui.Page) -> None:
-    """Remove the watcher that links ``page.busy`` to the process-wide ``pn.state``.
-
-    Setting the flag drops the link but not its watcher on ``pn.state``, which then holds
-    every page ever served (about 3 MB each) and re-sets each one on every busy toggle.
-    """
-    for watchers in pn.state.param.watchers.get("busy", {}).values():
-        for watcher in list(watchers):
-            if getattr(getattr(watcher.fn, "__self__", None), "self", None) is page:
-                pn.state.param.unwatch(watcher)

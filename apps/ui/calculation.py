@@ -1,4 +1,4 @@
-"""“Show the calculation”: the experiment's :class:`~lab.explain.Step` rows, collapsed."""
+"""“Show the calculation”: the experiment's :class:`~lab.derivations.decode_family.Step` rows, collapsed."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from panel.viewable import Viewer
 from apps.ui.cards import error_html
 from apps.ui.plain_text import shown_error
 from apps.ui.theme import CARD_CSS, STEPS_CSS
+from lab.derivations.decode_family import Step
 from lab.experiments.base import Experiment
-from lab.explain import Step
 
 
 def steps_html(steps: list[Step]) -> str:

@@ -11,6 +11,7 @@ from apps.ui.charts import NOTE
 from apps.ui.downloads import csv_button
 from apps.ui.series_chart import SeriesChart, experiment_charts, update_charts
 from lab.experiments.base import Experiment
+from lab.experiments.registry import record
 
 CHART_HEIGHT = 340
 """Height of each chart pane in px (the plots are 320 px tall plus their margins)."""
@@ -42,7 +43,7 @@ class ChartView(Viewer):
         self._pending = False
         exp.param.watch(self._refresh, "result")
         ds, inputs, result = self.data
-        if exp.slug == "batch":
+        if record(exp.slug).chart == "batch":
             self._lines = (power_of_two_rows(ds), result["ridge_batch"])
             self._batch: list[BatchChart] = batch_charts(ds, inputs["batch"],
                                                          result["ridge_batch"])
@@ -76,7 +77,7 @@ class ChartView(Viewer):
         if self.experiment.error is None:
             self.data = (self.experiment.chart_data(), self.experiment.inputs(),
                          self.experiment.result)
-            if self.experiment.slug == "batch":
+            if record(self.experiment.slug).chart == "batch":
                 self._show_batch()
             else:
                 self._show_series()

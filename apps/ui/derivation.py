@@ -11,8 +11,8 @@ from panel.viewable import Viewer
 from apps.ui.cards import error_html
 from apps.ui.inputs import input_panel
 from apps.ui.theme import CARD_CSS, FONT_STACK
+from lab.derivations.decode_family import Step
 from lab.experiments.batch_bottleneck import BatchBottleneck
-from lab.explain import Step
 
 WHY = {
     "Linear weight reads": "Every decode step multiplies the new token of each sequence by every "
@@ -39,7 +39,7 @@ WHY = {
     "Memory remaining": "Independently of speed, everything must fit: the budget minus all "
     "parameters, the paged KV cache and the reserve.",
 }
-"""Why each step of the derivation is what it is (the numbers come from ``lab.explain``)."""
+"""Why each step of the derivation is what it is (the numbers come from ``lab.derivations.decode_family``)."""
 
 DERIVATION_CSS = """
 .lab-derive { font-family: FONT; max-width: 880px; line-height: 1.55; }

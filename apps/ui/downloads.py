@@ -23,7 +23,9 @@ import xarray as xr
 from panel.viewable import Viewer
 
 from lab.errors import LabInputError
+from sweeps.conventions import cf_attrs
 from sweeps.export import netcdf_engine, portable, write
+from sweeps.metadata import ATTR_DIGESTS
 
 NETCDF_COMPRESSION = {"zlib": True, "complevel": 1, "shuffle": True}
 """HDF5 encoding of every numeric variable of a whole-dataset NetCDF (lossless)."""
@@ -60,6 +62,9 @@ def compressed_netcdf(ds: xr.Dataset) -> bytes:
     a failing disk write.
     """
     out = portable(ds)
+    out.attrs = {**{k: v for k, v in out.attrs.items() if k != ATTR_DIGESTS},  # as the CLI export
+                 **cf_attrs("serve: whole-dataset NetCDF download",
+                            out.attrs.get("history"))}
     for item in (out, *out.variables.values()):
         item.attrs = {k: int(v) if isinstance(v, bool) else v for k, v in item.attrs.items()}
     encoding = {name: dict(NETCDF_COMPRESSION) for name, var in out.data_vars.items()

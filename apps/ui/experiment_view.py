@@ -18,6 +18,7 @@ from apps.ui.theme import PROSE_CSS
 from apps.ui.trace_upload import TraceUpload
 from apps.ui.url_values import strict_selectors, url_problems
 from lab.experiments.base import Experiment
+from lab.experiments.registry import record
 
 
 def url_inputs(experiment: Experiment) -> list[str]:
@@ -87,7 +88,7 @@ class ExperimentView(Viewer):
                    if exp.slug == "batch" else [])
         results = pn.Column(self.cards, *overlay, self.chart, self.calculation, limits,
                             sizing_mode="stretch_width", styles={"flex": "1 1 0", "min-width": "0"})
-        extra = [TraceUpload(experiment=exp)] if "trace" in exp.param else []
+        extra = [TraceUpload(experiment=exp)] if record(exp.slug).uploads_trace else []
         inputs = pn.Column(pn.pane.Markdown("### Inputs"), self.message, self.inputs, *extra,
                            width=300,
                            styles={"flex": "0 0 300px"})

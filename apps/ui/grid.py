@@ -23,8 +23,8 @@ from apps.ui.charts import heatmap
 from apps.ui.downloads import WholeDatasetDownload, csv_button
 from apps.ui.inputs import InputMessage
 from apps.ui.url_values import strict_selectors, url_problems
-from lab.calc import DecodeConfig
 from lab.errors import LabInputError
+from lab.points.decode_family import DecodeConfig
 
 DEFAULTS = DecodeConfig()
 """The lab's default configuration (Llama 3.1 8B on H100 SXM, tp 1, BF16), shown first."""
@@ -40,7 +40,7 @@ def decode_grid() -> xr.Dataset:
     ``lab.open_dataset``, imported from its module: a stale editable install can leave the
     ``lab`` package itself resolved as a namespace (no ``__init__``) under ``panel serve``.
     """
-    from lab.datasets import open_dataset
+    from sweeps.datasets import open_dataset
 
     return open_dataset("decode")
 

@@ -10,6 +10,7 @@ import panel as pn
 import panel_material_ui as pmui
 import param
 
+from apps.ui.panel_compat import PRIORITY_CHANGES
 from apps.ui.url_values import page_value_problem
 
 SLIDER_MAX_SPAN = 4096
@@ -53,7 +54,7 @@ class IntSlider(CheckedInput, pmui.EditableIntSlider):
     slider is one change, so it is processed on the next tick (``_priority_changes``).
     """
 
-    _priority_changes: ClassVar[list[str]] = ["value", "value_throttled"]
+    _priority_changes: ClassVar[list[str]] = PRIORITY_CHANGES
 
 
 class Switch(CheckedInput, pmui.Switch):

@@ -6,8 +6,9 @@ from html import escape
 
 import panel as pn
 
-from apps.ui.registry import DERIVATION, GRID, MEASURED, SOURCES, experiment_classes, href
+from apps.ui.pages import DERIVATION, GRID, MEASURED, SOURCES, experiment_classes, href
 from apps.ui.theme import FONT_STACK, PROSE_CSS
+from lab.experiments.registry import count_words
 
 LANDING_CSS = """
 .lab-grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(250px, 1fr));
@@ -24,7 +25,7 @@ LANDING_CSS = """
 INTRO = """
 # Change the inputs. Understand the tradeoff.
 
-Eight interactive experiments in inference engineering. Each one works the same way:
+{count} interactive experiments in inference engineering. Each one works the same way:
 
 1. **Predict.** Answer the question before you look.
 2. **Move a constraint.** Change batch, context, GPU, precision or tensor parallelism and watch
@@ -55,7 +56,8 @@ def landing_page() -> pn.Column:
         f"- [{page.title}]({href(page.slug)}): {page.summary}"
         for page in (MEASURED, DERIVATION, SOURCES, GRID))
     return pn.Column(
-        pn.pane.Markdown(INTRO, stylesheets=[PROSE_CSS], sizing_mode="stretch_width"),
+        pn.pane.Markdown(INTRO.replace("{count}", count_words().capitalize()),
+                         stylesheets=[PROSE_CSS], sizing_mode="stretch_width"),
         pn.pane.HTML(experiment_cards_html(), stylesheets=[LANDING_CSS],
                      sizing_mode="stretch_width"),
         pn.pane.Markdown(more, sizing_mode="stretch_width"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import panel as pn
 
-from apps.ui.registry import experiment_classes
+from apps.ui.pages import experiment_classes
 from apps.ui.theme import PROSE_CSS
 from lab.catalog import gpu_catalog, model_catalog
 from lab.units import GB, TB_PER_S, TFLOPS

@@ -21,10 +21,11 @@ import param
 from panel.viewable import Viewer
 
 from lab.experiments.base import Experiment
+from lab.units import MIB
 
-MAX_UPLOAD_BYTES = 20 * 2**20
+MAX_UPLOAD_BYTES = 20 * MIB
 """Largest trace accepted from the browser, bytes."""
-UPLOAD_CHUNK_BYTES = 2**20
+UPLOAD_CHUNK_BYTES = MIB
 """Size of each piece the browser sends an upload in, bytes (one websocket message each)."""
 MAX_SHOWN_NAME_CHARS = 80
 """Longest file name shown back on the page, characters."""
@@ -34,7 +35,7 @@ MAX_REASON_CHARS = 160
 
 def limit_sentence() -> str:
     """The upload limit as the end of a sentence."""
-    return f"traces up to {MAX_UPLOAD_BYTES // 2**20} MiB are accepted"
+    return f"traces up to {MAX_UPLOAD_BYTES // MIB} MiB are accepted"
 
 
 def shown_name(name: str | None) -> str:
@@ -65,7 +66,7 @@ class CappedFileInput(pmui.FileInput):
 
     def size_text(self) -> str:
         """The limit as a size ('20 MiB')."""
-        return f"{(self.max_file_size or MAX_UPLOAD_BYTES) // 2**20} MiB"
+        return f"{(self.max_file_size or MAX_UPLOAD_BYTES) // MIB} MiB"
 
     def __init__(self, **params):
         params.setdefault("max_file_size", MAX_UPLOAD_BYTES)
@@ -148,7 +149,7 @@ class TraceUpload(Viewer):
             return
         name = shown_name(self._file.filename)
         if len(data) > MAX_UPLOAD_BYTES:
-            self._say(f"{name} is {len(data) / 2**20:.1f} MiB; {limit_sentence()}.")
+            self._say(f"{name} is {len(data) / MIB:.1f} MiB; {limit_sentence()}.")
             return
         path = self._folder() / stored_name(self._file.filename)
         path.write_bytes(data)

@@ -13,18 +13,17 @@ a page build.
 
 from __future__ import annotations
 
-import gc
 import time
 
 from bokeh.document import Document
-from panel.io.document import _cleanup_doc
 from panel.io.state import set_curdoc
 
-from apps.ui.registry import GRID
+from apps.ui.pages import GRID
+from apps.ui.panel_compat import cleanup_doc, freeze_gc
 
-WARM_PAGES = ("batch", "memory", GRID.slug)
+WARM_PAGES = ("decode", "memory", GRID.slug)
 """Pages built at start-up: experiment 1 (the page most readers open first), one HoloViews
-experiment (its first build imports and caches what the other six share) and the grid
+experiment (its first build imports and caches what the others share) and the grid
 explorer (its dataset). Building all twelve takes about 6 s; these three about 1.5 s."""
 
 _warmed = False
@@ -41,18 +40,13 @@ def warm_up(build_page) -> float:
         return 0.0
     _warmed = True
     start = time.perf_counter()
-    _freeze()  # Bokeh runs a full collection per destroyed document: keep those short
+    freeze_gc()  # Bokeh runs a full collection per destroyed document: keep those short
     for slug in WARM_PAGES:
         doc = Document()
         with set_curdoc(doc):
             build_page(slug).server_doc(doc)
             doc.to_json()
-            _cleanup_doc(doc)
-    _freeze()
+            cleanup_doc(doc)
+    freeze_gc()
     return time.perf_counter() - start
 
-
-def _freeze() -> None:
-    """Collect, then exempt every object alive now from later collections."""
-    gc.collect()
-    gc.freeze()

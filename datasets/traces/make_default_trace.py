@@ -44,6 +44,8 @@ def rows(seed: int = SEED, requests: int = REQUESTS, rate: float = RATE_PER_S) -
 
 DEFAULT_PATH = Path(__file__).with_name("default.csv")
 """Where the shipped trace lives."""
+PACKAGED_PATH = Path(__file__).resolve().parents[2] / "lab" / "data" / "default_trace.csv"
+"""Its copy inside the ``lab`` package, which a wheel install reads."""
 
 
 def main(path: Path = DEFAULT_PATH) -> None:
@@ -53,6 +55,9 @@ def main(path: Path = DEFAULT_PATH) -> None:
         writer.writerow(HEADER)
         writer.writerows(rows())
     print(f"wrote {path} ({REQUESTS} requests)", file=sys.stderr)
+    if path == DEFAULT_PATH:
+        PACKAGED_PATH.write_bytes(path.read_bytes())
+        print(f"wrote {PACKAGED_PATH} (the packaged copy)", file=sys.stderr)
 
 
 if __name__ == "__main__":

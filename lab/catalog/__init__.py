@@ -1,5 +1,6 @@
 """GPU and model catalogs (data files with sources) and bring-your-own loaders."""
 
+from lab.catalog.entries import SUPPORTED_ARCHITECTURES, GPUSpec, ModelSpec
 from lab.catalog.loader import (
     get_gpu,
     get_model,
@@ -9,7 +10,6 @@ from lab.catalog.loader import (
     model_catalog,
 )
 from lab.catalog.params_count import total_parameters
-from lab.catalog.specs import SUPPORTED_ARCHITECTURES, GPUSpec, ModelSpec
 from lab.catalog.tables import gpu_table, model_table
 
 __all__ = [

@@ -16,12 +16,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from lab.catalog.entries import SUPPORTED_ARCHITECTURES, GPUSpec, ModelSpec
 from lab.catalog.moe_spec import MOE_ARCHITECTURES
 from lab.catalog.params_count import total_parameters
-from lab.catalog.specs import SUPPORTED_ARCHITECTURES, GPUSpec, ModelSpec
 from lab.errors import CatalogError, shown, shown_number
 from lab.limits import GPU_FIELD_LIMITS, MAX_SPEC_BYTES, MAX_TOTAL_PARAMS, MODEL_FIELD_LIMITS
-from lab.units import GB_PER_S, TB_PER_S, TFLOPS
+from lab.units import GB, GB_PER_S, TB_PER_S, TFLOPS
 
 CATALOG_DIR = Path(__file__).parent
 GPU_FILE = CATALOG_DIR / "gpus.toml"
@@ -197,7 +197,7 @@ def gpu_from_entry(entry: dict, where: str, *, default_id: str) -> GPUSpec:
         id=gpu_id,
         name=_text(entry, "name", gpu_id) or gpu_id,
         vendor=_text(entry, "vendor"),
-        capacity_bytes=_gpu_figure(entry, "capacity_gb", where) * 1e9,
+        capacity_bytes=_gpu_figure(entry, "capacity_gb", where) * GB,
         hbm_bw=_gpu_figure(entry, "hbm_bandwidth_tbps", where) * TB_PER_S,
         peak_bf16=_gpu_figure(entry, "bf16_tflops", where) * TFLOPS,
         peak_fp8=_optional_positive(entry, "fp8_tflops", where) * TFLOPS,
@@ -278,8 +278,9 @@ def _looks_like_path(value: str) -> bool:
     return "/" in value or "\\" in value or value.endswith((".json", ".toml"))
 
 
-def load_model_config(path: str | Path) -> ModelSpec:
-    """A model from a Hugging Face ``config.json`` on disk (id = its folder's name)."""
+def read_config_json(path: str | Path) -> tuple[object, str, str]:
+    """A Hugging Face ``config.json`` on disk as ``(parsed JSON, model id, name)``: the id is
+    its folder's name (or the file's stem), the name its ``_name_or_path`` or the id."""
     path = Path(path)
     text = _read_text(path)
     try:
@@ -293,7 +294,13 @@ def load_model_config(path: str | Path) -> ModelSpec:
     stem = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
     model_id = stem or "custom-model"
     name = _text(entry, "_name_or_path") if isinstance(entry, dict) else ""
-    return model_from_config(entry, str(path), model_id=model_id, name=name or model_id)
+    return entry, model_id, name or model_id
+
+
+def load_model_config(path: str | Path) -> ModelSpec:
+    """A model from a Hugging Face ``config.json`` on disk (id = its folder's name)."""
+    entry, model_id, name = read_config_json(path)
+    return model_from_config(entry, str(Path(path)), model_id=model_id, name=name)
 
 
 def load_gpu_file(path: str | Path) -> GPUSpec:

@@ -6,22 +6,27 @@ Anything missing, malformed or out of range raises :class:`~lab.errors.CatalogEr
 sentence naming the file and the ``config.json`` key.
 
 These models are read here, not by :func:`lab.catalog.get_model`: the decode experiments cost
-a dense decoder, and would cost every expert as dense until their step reads :mod:`lab.moe`
-and :mod:`lab.kv_shapes` (docs/model.md §0, "Mixture of experts, MLA and KV precision", says
+a dense decoder, and would cost every expert as dense until their step reads :mod:`lab.models.moe`
+and :mod:`lab.models.kv_shapes` (docs/model.md §0, "Mixture of experts, MLA and KV precision", says
 what remains).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
-from lab.catalog.loader import CATALOG_DIR, _positive_number, _read_text, _read_toml, _text
+from lab.catalog.entries import SUPPORTED_ARCHITECTURES
+from lab.catalog.loader import (
+    CATALOG_DIR,
+    _positive_number,
+    _read_toml,
+    _text,
+    read_config_json,
+)
 from lab.catalog.moe_params import total_params
 from lab.catalog.moe_spec import MLA_ARCHITECTURES, MOE_ARCHITECTURES, MoESpec
-from lab.catalog.specs import SUPPORTED_ARCHITECTURES
 from lab.errors import CatalogError, shown, shown_number
 from lab.limits import MAX_TOTAL_PARAMS, MODEL_FIELD_LIMITS, MOE_FIELD_LIMITS
 
@@ -237,20 +242,8 @@ def moe_model_from_config(entry: dict, where: str, *, model_id: str, name: str) 
 def load_moe_config(path: str | Path) -> MoESpec:
     """A mixture-of-experts model from a Hugging Face ``config.json`` on disk (id = its
     folder's name)."""
-    path = Path(path)
-    text = _read_text(path)
-    try:
-        entry = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CatalogError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}).") from None
-    except RecursionError:
-        raise CatalogError(f"{path} nests arrays or objects too deeply to be read.") from None
-    except ValueError:  # an integer of more digits than Python converts
-        raise CatalogError(f"{path} holds a number too long to read.") from None
-    stem = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
-    model_id = stem or "custom-model"
-    name = _text(entry, "_name_or_path") if isinstance(entry, dict) else ""
-    return moe_model_from_config(entry, str(path), model_id=model_id, name=name or model_id)
+    entry, model_id, name = read_config_json(path)
+    return moe_model_from_config(entry, str(Path(path)), model_id=model_id, name=name)
 
 
 @cache

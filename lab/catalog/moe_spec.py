@@ -1,6 +1,6 @@
 """The shape of a mixture-of-experts (MoE) decoder, optionally with multi-head latent attention.
 
-:class:`MoESpec` extends :class:`~lab.catalog.specs.ModelSpec` with the expert and MLA fields a
+:class:`MoESpec` extends :class:`~lab.catalog.entries.ModelSpec` with the expert and MLA fields a
 Hugging Face ``config.json`` gives. Every new field defaults to the value that means "dense,
 grouped-query attention" (no experts, no latent), so a dense model's record is unchanged; the
 catalog's dense records stay plain :class:`ModelSpec` objects.
@@ -9,14 +9,14 @@ The inherited fields keep their meaning: ``intermediate`` is the width of the *d
 the dense layers (DeepSeek's first layers, Llama 4's ``intermediate_size_mlp``), ``kv_heads``
 and ``head_dim`` are the config's values (for MLA the query/key head is
 ``qk_nope_head_dim + qk_rope_head_dim`` wide and no per-head K/V is cached: see
-:mod:`lab.moe`), and ``total_params`` counts every expert.
+:mod:`lab.models.moe`), and ``total_params`` counts every expert.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lab.catalog.specs import ModelSpec
+from lab.catalog.entries import ModelSpec
 
 MOE_ARCHITECTURES = (
     "MixtralForCausalLM",

@@ -2,7 +2,7 @@
 
 ``moe_model_table(["mixtral-8x7b", "deepseek-v3"])`` is an ``xarray.Dataset`` along a ``model``
 dimension whose variables carry :class:`~lab.catalog.moe_spec.MoESpec`'s attribute names, so
-:mod:`lab.catalog.moe_params`, :mod:`lab.moe` and :mod:`lab.kv_shapes` read a table exactly as
+:mod:`lab.catalog.moe_params`, :mod:`lab.models.moe` and :mod:`lab.models.kv_shapes` read a table exactly as
 they read one record (flags become 0/1 integers).
 """
 

@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 
+def linear_params_per_layer(hidden, heads, kv_heads, head_dim, intermediate):
+    """Linear-layer weights of one decoder layer: q, k, v, o ``d·H·h + 2·d·K·h + H·h·d`` and the
+    gated MLP ``3·d·F`` (count; integers or arrays of them)."""
+    d, H, K, h, F = hidden, heads, kv_heads, head_dim, intermediate
+    return d * H * h + 2 * d * K * h + H * h * d + 3 * d * F
+
+
 def total_parameters(
     *,
     architecture: str,
@@ -24,7 +31,7 @@ def total_parameters(
     model with ``attention_bias``); Qwen3 adds per-head q and k norms ``2·h`` per layer.
     """
     d, L, H, K, h, F, V = hidden, layers, heads, kv_heads, head_dim, intermediate, vocab
-    per_layer = d * H * h + 2 * d * K * h + H * h * d + 3 * d * F + 2 * d
+    per_layer = linear_params_per_layer(d, H, K, h, F) + 2 * d
     if architecture == "Qwen2ForCausalLM" or attention_bias:
         per_layer += H * h + 2 * K * h
     if architecture == "Qwen3ForCausalLM":

@@ -1,7 +1,7 @@
 """Catalog records as labelled arrays, for broadcasting over many models or GPUs at once.
 
 ``model_table(["llama-3.1-8b", ...])`` is an ``xarray.Dataset`` along a ``model`` dimension whose
-variables carry the same names as :class:`~lab.catalog.specs.ModelSpec`'s attributes, so the
+variables carry the same names as :class:`~lab.catalog.entries.ModelSpec`'s attributes, so the
 decode formulas read a table exactly as they read a single record.
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
+from lab.catalog.entries import GPUSpec, ModelSpec
 from lab.catalog.loader import get_gpu, get_model
-from lab.catalog.specs import GPUSpec, ModelSpec
 
 MODEL_FIELDS = {
     "hidden": ("hidden size d", "1"),

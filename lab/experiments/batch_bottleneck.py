@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from lab.calc import calc_decode
+from lab.derivations.decode_family import decode_steps
 from lab.experiments.base import Card, Prediction
 from lab.experiments.decode_inputs import DecodeExperiment, batch_axis, labelled, with_units
-from lab.explain import decode_steps
+from lab.points.decode_family import calc_decode
 from lab.units import fmt_gb, fmt_int, fmt_ms, fmt_rate
 
 
@@ -13,7 +13,7 @@ class BatchBottleneck(DecodeExperiment):
     """Batch and the bottleneck: how the ideal decode step grows with the batch."""
 
     number = 1
-    slug = "batch"
+    slug = "decode"
     title = "Batch and the bottleneck"
     headline = "A bigger batch. A different bottleneck."
     prediction = Prediction(

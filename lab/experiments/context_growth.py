@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import param
 
-from lab.calc import DecodeConfig
-from lab.calc_serving import CONTEXT_DEFAULTS, MAX_TOKENS_CONTEXT, calc_context
 from lab.catalog import gpu_catalog, model_catalog
-from lab.context_growth import UNITS, context_metrics
-from lab.decode import PRECISIONS
+from lab.derivations.serving import context_steps
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.experiments.serving_common import dataset
-from lab.explain_serving import context_steps
+from lab.models.context_growth import UNITS, context_metrics
+from lab.models.decode_step import PRECISIONS
+from lab.points.decode_family import DecodeConfig
+from lab.points.serving import CONTEXT_DEFAULTS, MAX_TOKENS_CONTEXT, calc_context
 from lab.units import fmt_int, fmt_ms, fmt_number
 
 D = CONTEXT_DEFAULTS

@@ -6,11 +6,11 @@ import numpy as np
 import param
 import xarray as xr
 
-from lab.calc import BUDGET_RANGE, MAX_BATCH, MAX_CONTEXT, MAX_PAGE, DecodeConfig, prepare
 from lab.catalog import gpu_catalog, model_catalog
-from lab.decode import PRECISIONS, TP_DEGREES
-from lab.decode_family import UNITS, decode_metrics
 from lab.experiments.base import Experiment
+from lab.models.decode_metrics import UNITS, decode_metrics
+from lab.models.decode_step import PRECISIONS, TP_DEGREES
+from lab.points.decode_family import BUDGET_RANGE, MAX_BATCH, MAX_CONTEXT, MAX_PAGE, DecodeConfig, prepare
 
 DEFAULTS = DecodeConfig()
 
@@ -64,7 +64,7 @@ class DecodeExperiment(Experiment):
                          doc="Tokens per KV cache page; the last page of a sequence is padded.")
 
     def config(self, **changes) -> DecodeConfig:
-        """The current inputs as a :class:`~lab.calc.DecodeConfig`."""
+        """The current inputs as a :class:`~lab.points.decode_family.DecodeConfig`."""
         fields = {name: getattr(self, name) for name in DecodeConfig.__dataclass_fields__
                   if name in self.param}
         fields.update(changes)

@@ -6,18 +6,18 @@ import numpy as np
 import param
 import xarray as xr
 
-from lab.calc import BUDGET_RANGE, MAX_BATCH, MAX_PAGE, DecodeConfig, prepare
-from lab.calc_serving import DEFAULT_TRACE, GOODPUT_DEFAULTS, calc_goodput, simulation_options
 from lab.catalog import gpu_catalog, model_catalog
-from lab.decode import PRECISIONS, TP_DEGREES
+from lab.derivations.serving import goodput_steps
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.experiments.serving_common import dataset
-from lab.explain_serving import goodput_steps
-from lab.goodput import UNITS, load_trace, simulate
-from lab.goodput.metrics import good_mask
-from lab.goodput.sweep import DEFAULT_CAPS, cap_sweep
-from lab.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
-from lab.units import MS, fmt_ms, fmt_number, fmt_rate
+from lab.models.decode_step import PRECISIONS, TP_DEGREES
+from lab.models.goodput import UNITS, load_trace, simulate
+from lab.models.goodput.metrics import good_mask
+from lab.models.goodput.sweep import DEFAULT_CAPS, cap_sweep
+from lab.models.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
+from lab.points.decode_family import BUDGET_RANGE, MAX_BATCH, MAX_PAGE, DecodeConfig, prepare
+from lab.points.serving import DEFAULT_TRACE, GOODPUT_DEFAULTS, calc_goodput, simulation_options
+from lab.units import GB, MS, fmt_ms, fmt_number, fmt_rate
 
 D = GOODPUT_DEFAULTS
 
@@ -70,13 +70,14 @@ class GoodputContract(Experiment):
                                doc="Linear-layer precision.")
     budget = param.Number(default=DEFAULT_BUDGET_FRACTION, bounds=BUDGET_RANGE, step=0.01,
                           label="Memory budget (share of capacity)", doc="For the memory check.")
-    reserve_gb = param.Number(default=DEFAULT_RESERVE_BYTES / 1e9, bounds=(0, 1000),
+    reserve_gb = param.Number(default=DEFAULT_RESERVE_BYTES / GB, bounds=(0, 1000),
                               label="Reserve (GB)", doc="GB held back, for the memory check.")
     page = param.Integer(default=DEFAULT_PAGE_TOKENS, bounds=(1, MAX_PAGE), label="KV page (tokens)",
                          doc="Tokens per KV page, for the memory check.")
 
     def decode_config(self) -> DecodeConfig:
-        """Model, GPU, tp, precision and memory inputs as a :class:`~lab.calc.DecodeConfig`."""
+        """Model, GPU, tp, precision and memory inputs as a
+        :class:`~lab.points.decode_family.DecodeConfig`."""
         return DecodeConfig(model=self.model, gpu=self.gpu, tp=self.tp,
                             precision=self.precision, budget=self.budget,
                             reserve_gb=self.reserve_gb, page=self.page)

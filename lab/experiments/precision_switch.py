@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from lab.calc import calc_precision
+from lab.derivations.decode_family import precision_steps
 from lab.experiments.base import Card, Prediction
 from lab.experiments.decode_inputs import DecodeExperiment, context_axis, labelled
-from lab.explain import precision_steps
+from lab.points.decode_family import calc_precision
 from lab.units import fmt_gb, fmt_ms
 
 CHART_BATCHES = (1, 8, 64, 256)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import param
 
-from lab.calc import MAX_CONTEXT
-from lab.calc_serving import PREFILL_DEFAULTS, calc_prefill
+from lab.derivations.serving import prefill_steps
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.experiments.serving_common import dataset
-from lab.explain_serving import prefill_steps
-from lab.prefill import UNITS, prefill_metrics
+from lab.models.prefill import UNITS, prefill_metrics
+from lab.points.decode_family import MAX_CONTEXT
+from lab.points.serving import PREFILL_DEFAULTS, calc_prefill
 from lab.units import fmt_ms
 
 D = PREFILL_DEFAULTS

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import param
 
-from lab.calc import MAX_CONTEXT, DecodeConfig, prepare
-from lab.calc_serving import PREFIX_DEFAULTS, calc_prefix
 from lab.catalog import model_catalog
-from lab.decode import TP_DEGREES
+from lab.derivations.serving import prefix_steps
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.experiments.serving_common import dataset
-from lab.explain_serving import prefix_steps
-from lab.prefix import UNITS, prefix_metrics
+from lab.models.decode_step import TP_DEGREES
+from lab.models.prefix import UNITS, prefix_metrics
+from lab.points.decode_family import MAX_CONTEXT, DecodeConfig, prepare
+from lab.points.serving import PREFIX_DEFAULTS, calc_prefix
 from lab.units import fmt_gb, fmt_int, fmt_number
 
 D = PREFIX_DEFAULTS

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from lab.calc import calc_memory
-from lab.decode import TP_DEGREES
+from lab.derivations.decode_family import memory_steps
 from lab.experiments.base import Card, Prediction
 from lab.experiments.decode_inputs import DecodeExperiment, context_axis, labelled, with_units
-from lab.explain import memory_steps
-from lab.units import fmt_gb, fmt_number
+from lab.models.decode_step import TP_DEGREES
+from lab.points.decode_family import calc_memory
+from lab.units import MIB, fmt_gb, fmt_number
 
 
 class SequencesFit(DecodeExperiment):
@@ -53,7 +53,7 @@ class SequencesFit(DecodeExperiment):
                  f"budget {fmt_gb(r['memory_budget_bytes'])} − weights − reserve"),
             Card("Max sequences", fits_text, "floor(free / KV per sequence)"),
             Card("Page-rounding waste",
-                 f"{fmt_number(r['page_waste_bytes_per_sequence'] / 2**20)} MiB",
+                 f"{fmt_number(r['page_waste_bytes_per_sequence'] / MIB)} MiB",
                  "padding in each sequence's last page"),
         ]
 

@@ -6,13 +6,13 @@ import numpy as np
 import param
 import xarray as xr
 
-from lab.calc import calc_tp
-from lab.decode import TP_DEGREES
+from lab.derivations.decode_family import tp_steps
 from lab.experiments.base import Card, Prediction
 from lab.experiments.decode_inputs import DecodeExperiment, labelled, with_units
-from lab.explain import tp_steps
-from lab.parallel import DEFAULT_ALLREDUCE_LATENCY_S
-from lab.units import fmt_gb, fmt_ms, fmt_rate
+from lab.models.decode_step import TP_DEGREES
+from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S
+from lab.points.decode_family import calc_tp
+from lab.units import US_PER_S, fmt_gb, fmt_ms, fmt_rate
 
 
 class TensorParallel(DecodeExperiment):
@@ -42,7 +42,7 @@ class TensorParallel(DecodeExperiment):
 
     allreduce = param.Boolean(default=False, label="All-reduce estimate (extension)",
                               doc="Add two ring all-reduces per layer to each step.")
-    allreduce_latency_us = param.Number(default=DEFAULT_ALLREDUCE_LATENCY_S * 1e6,
+    allreduce_latency_us = param.Number(default=DEFAULT_ALLREDUCE_LATENCY_S * US_PER_S,
                                         bounds=(0, 1000), label="Latency per collective (µs)",
                                         doc="Fixed cost of each all-reduce, microseconds.")
 

@@ -14,10 +14,10 @@ import numpy as np
 import xarray as xr
 
 from lab.catalog import GPUSpec, get_gpu
-from lab.decode import peak_flops
 from lab.errors import LabInputError, shown
 from lab.measured.floors import UNITS, floors
 from lab.measured.loader import KIND_NAMES, KINDS, SHIPPED_GPU, shipped_measurements
+from lab.models.decode_step import peak_flops
 from lab.units import fmt_int, fmt_number
 
 DEFAULT_POINT = {"kind": "decode", "shape": "32-8-128", "tp": 1, "batch": 16, "context": 8192,

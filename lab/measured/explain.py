@@ -1,16 +1,16 @@
 """“Show the calculation” for one measured point: the floor with the numbers substituted.
 
 Takes a point record of :func:`lab.measured.calc.point_record` (SI units, full precision) and
-returns :class:`~lab.explain.Step` rows in the order of docs/model.md, Experiment 9; rounding
-happens here.
+returns :class:`~lab.derivations.decode_family.Step` rows in the order of docs/model.md,
+Experiment 9; rounding happens here.
 """
 
 from __future__ import annotations
 
 from lab.catalog import GPUSpec
-from lab.decode import bytes_per_weight, peak_flops
-from lab.explain import Step
+from lab.derivations.decode_family import Step
 from lab.measured.calc import below_floor_sentence
+from lab.models.decode_step import bytes_per_weight, peak_flops
 from lab.units import fmt_int, fmt_number
 
 

@@ -1,10 +1,12 @@
 """The lab's floor for each measured kernel, with the formulas of experiments 1 and 8.
 
-Nothing is re-derived here: decode attention is :func:`lab.decode.attention_phase` on one
-layer, prefill attention counts pairs with :func:`lab.context_growth.dense_pairs` at
-:func:`lab.decode.attention_flops_per_token` FLOP each, and a GEMM reads its operands at
-:func:`lab.decode.bytes_per_weight` bytes and runs at :func:`lab.decode.peak_flops` (docs/model.md,
-Experiment 9). Every function broadcasts over numpy arrays; results are SI (bytes, FLOP, seconds)::
+Nothing is re-derived here: decode attention is
+:func:`lab.models.decode_step.attention_phase` on one layer, prefill attention counts pairs
+with :func:`lab.models.context_growth.dense_pairs` at
+:func:`lab.models.decode_step.attention_flops_per_token` FLOP each, and a GEMM reads its
+operands at :func:`lab.models.decode_step.bytes_per_weight` bytes and runs at
+:func:`lab.models.decode_step.peak_flops` (docs/model.md, Experiment 9). Every function
+broadcasts over numpy arrays; results are SI (bytes, FLOP, seconds)::
 
     decode   bytes = B·S·(2·K·h·2)/tp          FLOP = 4·B·S·H·h/tp           peak(bf16)
     prefill  bytes = n·(2·H·h + 2·K·h)·2       FLOP = 4·H·h · n(n+1)/2       peak(bf16)
@@ -21,8 +23,8 @@ import xarray as xr
 
 from lab.arrays import ArrayLike
 from lab.catalog import GPUSpec
-from lab.context_growth import dense_pairs
-from lab.decode import (
+from lab.models.context_growth import dense_pairs
+from lab.models.decode_step import (
     KV_BYTES_PER_ELEMENT,
     attention_flops_per_token,
     attention_phase,
@@ -48,7 +50,7 @@ UNITS = {
 
 @dataclass(frozen=True)
 class OneLayer:
-    """The attention shape of one layer, as :mod:`lab.decode` reads a model (heads in all)."""
+    """The attention shape of one layer, as :mod:`lab.models.decode_step` reads a model (heads in all)."""
 
     heads: ArrayLike
     kv_heads: ArrayLike

@@ -19,7 +19,6 @@ from __future__ import annotations
 import csv
 import io
 import re
-import stat
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -27,7 +26,6 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from lab.decode import PRECISIONS
 from lab.errors import LabInputError, shown
 from lab.limits import (
     MAX_BATCH,
@@ -38,6 +36,8 @@ from lab.limits import (
     MAX_TP,
     MODEL_FIELD_LIMITS,
 )
+from lab.models.decode_step import PRECISIONS
+from lab.user_files import read_user_file
 
 KINDS = ("decode", "prefill", "gemm")
 """Kernel kinds, in the order the lab shows them."""
@@ -315,24 +315,7 @@ def read_measurements(path: str | Path) -> xr.Dataset:
     """A user's measurements CSV from a path on this machine (the CLI's ``--measurements``)."""
     path = Path(path)
     name = shown(str(path), quoted=False, limit=200)
-    try:
-        info = path.stat()
-        if stat.S_ISDIR(info.st_mode):
-            raise LabInputError(f"Measurements path {name} is a directory, not a CSV file.")
-        if not stat.S_ISREG(info.st_mode):
-            raise LabInputError(f"Measurements path {name} is not a regular file.")
-        if info.st_size > MAX_MEASUREMENT_BYTES:
-            raise LabInputError(f"Measurements file {name} is larger than the "
-                                f"{MAX_MEASUREMENT_BYTES:,} bytes the lab reads.")
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise LabInputError(f"Measurements file {name} does not exist.") from None
-    except OSError as exc:
-        raise LabInputError(f"Measurements file {name} cannot be read ({exc.strerror}).") from None
-    except ValueError as exc:
-        if isinstance(exc, LabInputError):
-            raise
-        raise LabInputError(f"Measurements path {name} is not a usable file name.") from None
+    data = read_user_file(path, name, "Measurements", MAX_MEASUREMENT_BYTES)
     rows = _Rows.empty()
     _parse(data, name, rows)
     return _dataset(rows, f"your measurements ({name})", "")

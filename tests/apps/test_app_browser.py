@@ -16,7 +16,7 @@ from lab_browser import open_page, screenshot, set_number, wait_idle
 from playwright.sync_api import expect
 
 from apps.ui.charts import numeric_variables, sweep_axis
-from apps.ui.registry import all_pages
+from apps.ui.pages import all_pages
 from lab.experiments import all_experiments
 
 PAGES = [p.slug for p in all_pages()]

@@ -13,7 +13,7 @@ from apps.ui.chart_view import ChartView
 from apps.ui.charts import heatmap, numeric_variables, sweep_axis
 from apps.ui.downloads import dataset_csv
 from apps.ui.prediction import UNDECIDED, PredictionView, verdict
-from apps.ui.series_chart import experiment_charts, series_data, update_charts
+from apps.ui.series_chart import experiment_charts, update_charts
 from lab.experiments import all_experiments
 from lab.experiments.batch_bottleneck import BatchBottleneck
 
@@ -101,8 +101,17 @@ def test_other_experiment_charts_render(cls):
         assert any(type(t).__name__ == "SaveTool" for t in fig.toolbar.tools)
         data = chart.sources[0].data
         assert len(data[chart.layout.x]) == ds.sizes[chart.layout.x]
-        shown = series_data(ds, chart.variable, exp.inputs()).columns[0][chart.variable]
-        np.testing.assert_array_equal(data[chart.variable], shown)
+        # the first series is the dataset's own values along the axis, in one display unit
+        da = ds[chart.variable]
+        others = [d for d in da.dims if d != chart.layout.x]
+        raw = np.asarray(da.transpose(*others, chart.layout.x).values, float)
+        raw = raw.reshape(-1, raw.shape[-1])[0]
+        drawn = np.asarray(data[chart.variable], float)
+        assert np.array_equal(np.isfinite(drawn), np.isfinite(raw))
+        both = np.isfinite(raw) & (raw != 0)
+        scale = drawn[both] / raw[both]
+        assert scale.size and np.allclose(scale, scale[0], rtol=1e-12)
+        assert np.log10(scale[0]) == pytest.approx(round(np.log10(scale[0])))  # 1, 1e-9, 1e3…
 
 
 def test_series_chart_units_legend_and_current_line():

@@ -13,8 +13,8 @@ from lab_browser import (
 )
 from playwright.sync_api import expect
 
-from lab.cli.main import build_parser
-from lab.cli.serve_cmd import SETUP_MODULE, app_script, panel_command
+from cli.main import build_parser
+from cli.serve_cmd import SETUP_MODULE, app_script, panel_command
 from lab.errors import LabInputError
 
 
@@ -46,7 +46,7 @@ def test_generated_cookie_secret_never_reads_as_a_flag():
 
 
 def test_warm_pages_are_pages_of_the_lab():
-    from apps.ui.registry import all_pages
+    from apps.ui.pages import all_pages
     from apps.ui.warmup import WARM_PAGES
 
     assert set(WARM_PAGES) <= {info.slug for info in all_pages()}

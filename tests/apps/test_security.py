@@ -28,8 +28,8 @@ from apps.ui.cards import CardsView
 from apps.ui.downloads import DOWNLOAD_LOCK, WholeDatasetDownload, busy_sentence
 from apps.ui.prediction import PredictionView
 from apps.ui.trace_upload import MAX_UPLOAD_BYTES, UPLOAD_CHUNK_BYTES, TraceUpload
-from lab.cli.main import build_parser
-from lab.cli.serve_cmd import WEBSOCKET_MAX_MESSAGE_BYTES, panel_command
+from cli.main import build_parser
+from cli.serve_cmd import WEBSOCKET_MAX_MESSAGE_BYTES, panel_command
 from lab.experiments.goodput_contract import GoodputContract
 
 PAYLOADS = ["<img src=x onerror=alert(document.domain)>", "<script>alert(1)</script>",

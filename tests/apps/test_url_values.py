@@ -13,9 +13,9 @@ from panel.io.location import Location
 from panel.io.state import set_curdoc
 
 from apps.ui.experiment_view import ExperimentView
-from apps.ui.registry import experiment_class
+from apps.ui.pages import experiment_class
 from apps.ui.url_values import accepts, page_value_problem, url_problems
-from lab.calc import DecodeConfig
+from lab.points.decode_family import DecodeConfig
 
 DEFAULTS = DecodeConfig()
 

@@ -6,7 +6,10 @@ import json
 
 import pytest
 
-from lab.cli.main import main
+from cli.main import main
+from lab.catalog import get_model
+from lab.models.decode_step import linear_params
+from lab.points.decode_family import DecodeConfig, calc_decode
 
 ARGS = ["calc", "decode", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--batch", "8",
         "--context", "8192"]
@@ -42,8 +45,8 @@ EXPECTED = {
 
 
 def test_linear_params_from_reference():
-    assert N_LIN == 7_504_658_432
-    assert EXPECTED["linear_weight_bytes"] == 2 * N_LIN
+    assert linear_params(get_model("llama-3.1-8b")) == 7_504_658_432
+    assert calc_decode(DecodeConfig())["linear_weight_bytes"] == 2 * 7_504_658_432
 
 
 def test_text_shows_every_page_figure(capsys):

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from lab.cli.main import main
+from cli.main import main
 
 
 def run(capsys, *args):

@@ -10,12 +10,12 @@ import math
 
 import pytest
 
-from lab.calc import DecodeConfig, calc_decode, calc_memory, calc_precision, calc_tp
 from lab.catalog import get_gpu, get_model
-from lab.decode import kv_bytes_per_token, linear_params
 from lab.errors import LabInputError
-from lab.memory import pages
-from lab.parallel import allreduce_time
+from lab.models.decode_step import kv_bytes_per_token, linear_params
+from lab.models.memory import pages
+from lab.models.parallel import allreduce_time
+from lab.points.decode_family import DecodeConfig, calc_decode, calc_memory, calc_precision, calc_tp
 
 REL = 1e-12
 

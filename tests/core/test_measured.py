@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import lab
-from lab.cli.main import main
+from cli.main import main
 from lab.errors import LabInputError
 from lab.measured.calc import Selection, calc_measured, measured_table, select_point
 from lab.measured.loader import parse_measurements, read_measurements, shipped_measurements

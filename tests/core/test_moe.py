@@ -1,5 +1,5 @@
 """Mixture-of-experts and MLA: real configs read, parameters against the model cards, and every
-formula of lab.moe and lab.kv_shapes against a value computed by hand (docs/model.md §0,
+formula of lab.models.moe and lab.models.kv_shapes against a value computed by hand (docs/model.md §0,
 "Mixture of experts, MLA and KV precision")."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from lab.catalog.moe_params import (
 )
 from lab.catalog.moe_spec import MoESpec
 from lab.errors import CatalogError
-from lab.kv_shapes import (
+from lab.models.kv_shapes import (
     attention_flops,
     attention_flops_per_pair,
     kv_bytes_per_token,
@@ -36,7 +36,7 @@ from lab.kv_shapes import (
     kv_page_bytes,
     kv_read_bytes,
 )
-from lab.moe import experts_touched, linear_flops, step_weight_bytes, step_weight_params
+from lab.models.moe import experts_touched, linear_flops, step_weight_bytes, step_weight_params
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 
@@ -315,8 +315,8 @@ def test_dense_catalog_models_keep_their_figures():
     """Plain dense records and the dense model table read as "no experts, no latent, BF16 KV":
     every formula gives the decode model's own figure, so wiring these in changes no number."""
     from lab.catalog import model_catalog, model_table
-    from lab.decode import attention_flops_per_token, linear_params
-    from lab.decode import kv_bytes_per_token as dense_kv_bytes_per_token
+    from lab.models.decode_step import attention_flops_per_token, linear_params
+    from lab.models.decode_step import kv_bytes_per_token as dense_kv_bytes_per_token
 
     table = model_table(list(model_catalog()))
     for model in (*model_catalog().values(), table):
@@ -333,11 +333,11 @@ def test_dense_catalog_models_keep_their_figures():
 
 
 def test_memory_holds_every_expert():
-    from lab.moe import resident_weight_bytes
+    from lab.models.moe import resident_weight_bytes
 
     v3 = config("deepseek-v3")
     # (1,029,898,240 replicated + (671,026,419,200 − 1,029,898,240)/8) · 2 B
     assert resident_weight_bytes(v3, 8, "bf16") == 169_558_926_720
     assert resident_weight_bytes(config("mixtral-8x7b-v0.1"), 1, "fp8") == 46_702_792_704
-    llama = get_model("llama-3.1-8b")  # dense: P_total·bytes/tp, as lab.memory
+    llama = get_model("llama-3.1-8b")  # dense: P_total·bytes/tp, as lab.models.memory
     assert resident_weight_bytes(llama, 2, "bf16") == 8_030_261_248

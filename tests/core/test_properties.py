@@ -8,10 +8,10 @@ import xarray as xr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab.calc import DecodeConfig, calc_decode
 from lab.catalog import get_gpu, get_model, gpu_table, model_table
-from lab.decode_family import decode_metrics
 from lab.errors import LabInputError
+from lab.models.decode_metrics import decode_metrics
+from lab.points.decode_family import DecodeConfig, calc_decode
 
 MODELS = ["llama-3.2-1b", "llama-3.1-8b", "llama-3.1-70b", "qwen2.5-14b", "mistral-7b-v0.3"]
 GPUS = ["h100-sxm", "a100-sxm-80gb", "l4", "mi300x", "tpu-v6e", "b200"]

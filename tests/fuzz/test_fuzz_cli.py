@@ -22,7 +22,7 @@ from fuzz_inputs import (
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lab.cli.main import EXIT_BAD_INPUT, main
+from cli.main import EXIT_BAD_INPUT, main
 
 
 def run_main(argv: list[str]) -> tuple[int, str]:

@@ -20,15 +20,15 @@ from fuzz_inputs import (
 )
 from hypothesis import given
 
-from lab.calc import DecodeConfig, calc_decode, calc_precision
-from lab.calc_serving import calc_context, calc_goodput
 from lab.catalog import gpu_table, load_gpu_file, load_model_config, model_table
 from lab.catalog.loader import model_from_config
 from lab.errors import LabInputError
-from lab.goodput import load_trace
-from sweeps.registry import GRIDS
-from sweeps.schema import OPTION_KEYS
-from sweeps.spec import load_grid
+from lab.models.goodput import load_trace
+from lab.points.decode_family import DecodeConfig, calc_decode, calc_precision
+from lab.points.serving import calc_context, calc_goodput
+from sweeps.grid_files import load_grid
+from sweeps.grid_kinds import GRIDS
+from sweeps.grid_schema import OPTION_KEYS
 
 LONGEST_MESSAGE = 1000
 """Characters a one-sentence message may take: room for a temporary path and a list of valid

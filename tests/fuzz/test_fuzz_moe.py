@@ -14,8 +14,8 @@ from test_fuzz_loaders import only_input_errors
 
 from lab.catalog.moe_config import moe_model_from_config
 from lab.catalog.moe_params import active_params, total_params
-from lab.kv_shapes import attention_flops, kv_page_bytes, kv_read_bytes
-from lab.moe import linear_flops, step_weight_bytes
+from lab.models.kv_shapes import attention_flops, kv_page_bytes, kv_read_bytes
+from lab.models.moe import linear_flops, step_weight_bytes
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 BASES = {name: json.loads((CONFIGS / name / "config.json").read_text())

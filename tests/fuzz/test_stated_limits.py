@@ -17,7 +17,6 @@ from test_fuzz_cli import run_main
 
 from lab.catalog import load_gpu_file, load_model_config
 from lab.errors import CatalogError, LabInputError, shown
-from lab.goodput import load_trace
 from lab.limits import (
     MAX_AXIS_VALUES,
     MAX_GENERATOR_BOUND,
@@ -25,8 +24,9 @@ from lab.limits import (
     MAX_REQUEST_TOKENS,
     MAX_TOTAL_PARAMS,
 )
-from lab.validity import check_range
-from sweeps.spec import load_grid
+from lab.models.goodput import load_trace
+from lab.points.validity import check_range
+from sweeps.grid_files import load_grid
 
 HEADER = "request_id,arrival_s,prompt_tokens,output_tokens\n"
 LLAMA = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32,

@@ -5,8 +5,8 @@ Used only by the tests, to check the fast simulator's vectorised runs of steps.
 
 from __future__ import annotations
 
-from lab.decode import attention_phase, linear_phase
-from lab.memory import kv_bytes_per_sequence, memory_budget, params_bytes
+from lab.models.decode_step import attention_phase, linear_phase
+from lab.models.memory import kv_bytes_per_sequence, memory_budget, params_bytes
 
 
 def reference(trace, model, gpu, tp, precision, cap, c0, c1, memory=None):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from lab.cli.main import main
+from cli.main import main
 
 HEADER = "request_id,arrival_s,prompt_tokens,output_tokens\n"
 

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lab.calc import DecodeConfig
-from lab.calc_serving import calc_context
-from lab.context_growth import attention_pairs, context_metrics, dense_pairs
-from lab.decode import attention_flops_per_token, linear_params
+from lab.models.context_growth import attention_pairs, context_metrics, dense_pairs
+from lab.models.decode_step import attention_flops_per_token, linear_params
+from lab.points.decode_family import DecodeConfig
+from lab.points.serving import calc_context
 
 
 def test_pairs_exact_at_ten_million():
@@ -20,17 +20,19 @@ def test_pairs_exact_at_ten_million():
     assert calc_context(tokens=10**9)["pairs"] == 10**9 * (10**9 + 1) // 2
 
 
-@given(st.integers(1, 10**12))
-def test_pairs_formula_python_int(n):
-    assert dense_pairs(n) == n * (n + 1) // 2
+@given(st.integers(2, 10**12))
+def test_one_more_token_adds_one_pair_per_key_it_sees(n):
+    # the n-th token of a causal prompt attends to itself and the n - 1 before it
+    assert dense_pairs(n) - dense_pairs(n - 1) == n
     assert isinstance(dense_pairs(n), int)
 
 
-def test_pairs_int64_arrays_exact():
+def test_pairs_int64_arrays_match_python_ints_exactly():
     n = np.array([1, 10**6, 10**7, 3 * 10**9], dtype=np.int64)
     got = dense_pairs(n)
     assert got.dtype == np.int64
-    assert [int(v) for v in got] == [int(k) * (int(k) + 1) // 2 for k in n]
+    assert [int(v) for v in got] == [dense_pairs(int(k)) for k in n]
+    assert int(got[-1]) == 4_500_000_001_500_000_000  # 3·10^9 · (3·10^9 + 1) / 2, by hand
 
 
 def _brute(n: int, window: int | None) -> int:

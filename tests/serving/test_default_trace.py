@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from lab.calc_serving import DEFAULT_TRACE, GOODPUT_DEFAULTS
-from lab.goodput import load_trace
-from lab.goodput.sweep import DEFAULT_CAPS, cap_sweep
+from lab.models.goodput import load_trace
+from lab.models.goodput.sweep import DEFAULT_CAPS, cap_sweep
+from lab.points.serving import DEFAULT_TRACE, GOODPUT_DEFAULTS
 from lab.units import MS
 
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lab.catalog import get_gpu, get_model
-from lab.goodput import goodput_metrics, load_trace, make_trace, per_request, simulate
+from lab.models.goodput import goodput_metrics, load_trace, make_trace, per_request, simulate
 
 MODEL, GPU = get_model("llama-3.1-8b"), get_gpu("h100-sxm")
 

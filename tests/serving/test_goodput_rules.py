@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from lab.decode import attention_phase, linear_phase
-from lab.goodput import goodput_metrics, make_trace, per_request, simulate
-from lab.memory import kv_bytes_per_sequence, memory_budget, params_bytes
+from lab.models.decode_step import attention_phase, linear_phase
+from lab.models.goodput import goodput_metrics, make_trace, per_request, simulate
+from lab.models.memory import kv_bytes_per_sequence, memory_budget, params_bytes
 
 C0, C1 = 0.002, 0.00001   # 2 ms per step, 0.01 ms per prompt token
 

@@ -8,12 +8,11 @@ import xarray as xr
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lab.calc_serving import calc_prefix
-from lab.catalog import model_table
-from lab.decode import kv_bytes_per_token
-from lab.explain import render_text
-from lab.explain_serving import prefix_steps
-from lab.prefix import prefix_metrics
+from lab.catalog import get_model, model_table
+from lab.derivations.decode_family import render_text
+from lab.derivations.serving import prefix_steps
+from lab.models.prefix import prefix_metrics
+from lab.points.serving import calc_prefix
 
 
 def test_spec_worked_case(llama8b):
@@ -40,13 +39,16 @@ def test_tp_shards_bytes(llama8b):
     assert prefix_metrics(llama8b, 2, 1000, 200, 100, 16)["block_bytes"] == 1_048_576
 
 
-def test_sawtooth_one_more_token_costs_every_request_a_block(llama8b):
-    # P = 1008: tail 0 + 200 -> 13 blocks; P = 1009: tail 1 + 200 -> 13; the step happens
-    # where (P mod b) + U crosses a multiple of b.
+def test_sawtooth_one_more_prefix_token_saves_or_costs_every_request_a_block(llama8b):
+    # The private tail is (P mod b) + U tokens: one more prefix token moves it by one, and the
+    # block count steps where the tail crosses a multiple of b, down or up.
     base = prefix_metrics(llama8b, 1, 1016 - 9, 200, 100, 16)  # P mod 16 = 15, tail 215
     plus = prefix_metrics(llama8b, 1, 1016 - 8, 200, 100, 16)  # P mod 16 = 0, tail 200
     assert base["private_blocks_per_request"] == 14
     assert plus["private_blocks_per_request"] == 13
+    flat = prefix_metrics(llama8b, 1, 1016, 200, 100, 16)  # P mod 16 = 8, tail 208: 13 blocks
+    over = prefix_metrics(llama8b, 1, 1017, 200, 100, 16)  # P mod 16 = 9, tail 209: 14 blocks
+    assert (flat["private_blocks_per_request"], over["private_blocks_per_request"]) == (13, 14)
     p = np.arange(0, 200)
     saved = prefix_metrics(llama8b, 1, p, 200, 100, 16)["saved_fraction"]
     assert np.any(np.diff(saved) < 0) and np.any(np.diff(saved) > 0)
@@ -76,9 +78,14 @@ def test_arrays_equal_pointwise(llama8b):
                 assert grid[key][i, j] == pytest.approx(value), key
 
 
-def test_model_table_by_attribute():
-    table = model_table(["llama-3.1-8b", "qwen2.5-7b"])
+def test_model_table_gives_each_models_own_point():
+    ids = ["llama-3.1-8b", "qwen2.5-7b"]
+    table = model_table(ids)
     r = prefix_metrics(table, 1, 1000, 200, 100, 16)
     assert isinstance(r["block_bytes"], xr.DataArray)
-    expected = 16 * kv_bytes_per_token(table) / 1
-    xr.testing.assert_allclose(r["block_bytes"], expected * 1.0)
+    for i, model_id in enumerate(ids):
+        alone = prefix_metrics(get_model(model_id), 1, 1000, 200, 100, 16)
+        for key, value in alone.items():
+            per_model = r[key][i] if isinstance(r[key], xr.DataArray) else r[key]
+            assert float(per_model) == float(value), key
+    assert float(r["block_bytes"][0]) == 2_097_152  # 16 tokens × 131,072 B (docs/model.md §6)

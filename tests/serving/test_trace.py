@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab.calc_serving import DEFAULT_TRACE
 from lab.errors import LabInputError
-from lab.goodput import load_trace, make_trace
-from lab.goodput.trace import _floats
+from lab.models.goodput import load_trace, make_trace
+from lab.models.goodput.trace import _floats
+from lab.points.serving import DEFAULT_TRACE
 
 HEADER = "request_id,arrival_s,prompt_tokens,output_tokens\n"
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from sweeps.registry import grid_kind
+from sweeps.grid_files import from_mapping, preset
+from sweeps.grid_kinds import grid_kind
 from sweeps.runner import Runner
-from sweeps.spec import from_mapping, preset
-from sweeps.store import open_grid
+from sweeps.store import open_grid, write_experiment
 
 SMALL_DECODE = {
     "model": ["llama-3.1-8b", "qwen3-8b", "llama-3.1-70b"],
@@ -27,7 +27,7 @@ SMALL_DECODE = {
 def write_small(path: Path, section: dict | None = None, name: str = "small") -> Path:
     """Write a small decode grid to ``path`` on the threaded scheduler."""
     grid = from_mapping({"decode": section or SMALL_DECODE}, "test grid", name)
-    return grid_kind("decode").write(grid.resolve("decode"), grid.name, path,
+    return write_experiment(grid_kind("decode"), grid.resolve("decode"), grid.name, path,
                                      Runner(None, "threads"))
 
 
@@ -36,7 +36,7 @@ def default_decode(tmp_path_factory):
     """The ``default`` preset's decode grid, written to Zarr and opened again."""
     grid = preset("default")
     path = tmp_path_factory.mktemp("grids") / "decode.zarr"
-    grid_kind("decode").write(grid.resolve("decode"), grid.name, path, Runner(None, "threads"))
+    write_experiment(grid_kind("decode"), grid.resolve("decode"), grid.name, path, Runner(None, "threads"))
     return open_grid(path)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lab.cli.main import main
+from cli.main import main
 from sweeps import runner
 from sweeps.store import open_grid
 

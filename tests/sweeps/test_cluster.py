@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from distributed import Client, LocalCluster, get_task_stream
 
-from lab.cli.main import main
+from cli.main import main
 from sweeps.store import open_grid
 from tests.sweeps.conftest import SMALL_DECODE, write_small
 
@@ -130,3 +130,18 @@ def test_sweep_stops_in_one_sentence_when_every_worker_is_lost(tmp_path, capsys,
                    f"2 s; the work was stopped ({out}: the previous dataset is unchanged).\n")
     np.testing.assert_array_equal(open_grid(out)["step_time_s"].values, before)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["decode.zarr", "many.toml"]
+
+
+def test_sweep_prints_the_dashboard_and_saves_a_performance_report(cluster, tmp_path, capsys):
+    out, report = tmp_path / "report.zarr", tmp_path / "sweep-report.html"
+    code = main(["sweep", "--grid", str(_grid_file(tmp_path)), "--out", str(out),
+                 "--scheduler", cluster.scheduler_address, "--performance-report", str(report)])
+    assert code == 0
+    err = capsys.readouterr().err
+    dashboard = cluster.dashboard_link
+    assert f"Dask dashboard: {dashboard}\n" in err
+    assert err.index("Dask dashboard:") < err.index("Completed")    # printed at the start
+    assert "\r" not in err                       # captured stderr is no terminal: plain lines
+    assert f"Dask performance report: {report}\n" in err
+    html = report.read_text(encoding="utf-8")
+    assert html.lstrip().lower().startswith("<!doctype html") and "Dask Performance Report" in html

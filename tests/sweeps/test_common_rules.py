@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from lab.calc import DecodeConfig
 from lab.errors import LabInputError
-from sweeps.registry import GRIDS
+from lab.points.decode_family import DecodeConfig
+from sweeps.grid_kinds import GRIDS
 
 SHARED = ("model", "gpu", "tp", "precision", "budget", "reserve_gb", "page")
 CONFIG_FIELD = {"tp": "tp", "budget": "budget", "reserve_gb": "reserve_gb", "page": "page"}

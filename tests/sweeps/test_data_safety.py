@@ -24,7 +24,7 @@ import xarray as xr
 import zarr
 
 import lab
-from lab.cli.main import main
+from cli.main import main
 from sweeps import metadata as md
 from sweeps.paths import ENV_VAR
 from sweeps.store import CorruptDatasetError, UnverifiedDatasetError, open_grid

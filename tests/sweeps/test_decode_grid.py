@@ -9,12 +9,12 @@ from contextlib import redirect_stdout
 import numpy as np
 import pytest
 
-from lab.calc import DecodeConfig, calc_decode
-from lab.cli.main import main
-from lab.decode_family import UNITS
+from cli.main import main
 from lab.errors import LabInputError
+from lab.models.decode_metrics import UNITS
+from lab.points.decode_family import DecodeConfig, calc_decode
 from sweeps import metadata as md
-from sweeps.decode_grid import DIMS
+from sweeps.grids.decode import DIMS
 
 RTOL = 1e-12
 
@@ -123,7 +123,7 @@ def test_dataset_attrs_carry_provenance(default_decode):
 
 
 def test_invalid_cells_are_nan_with_reason(default_decode):
-    from lab.validity import Reason
+    from lab.points.validity import Reason
 
     no_fp8 = default_decode.sel(model="llama-3.1-8b", gpu="a100-sxm-80gb", tp=1,
                                 precision="fp8", batch=8, context=8192)

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 import xarray as xr
 
-from lab.cli.main import main
+from cli.main import main
 from lab.errors import LabInputError
 from sweeps.export import FORMATS, format_for, parse_selection, select, write
 from sweeps.store import open_grid

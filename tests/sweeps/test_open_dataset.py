@@ -9,8 +9,8 @@ import pytest
 import lab
 from lab.errors import LabInputError
 from sweeps import metadata as md
+from sweeps.grid_files import PRESETS
 from sweeps.paths import ENV_VAR, data_dir, dataset_path
-from sweeps.spec import PRESETS
 from sweeps.store import CorruptDatasetError, MissingDatasetError, StaleDatasetError
 
 
@@ -75,7 +75,7 @@ def counted_prefix(monkeypatch):
     """The prefix grid (it has a ``finalize``) with its finalize calls counted."""
     from dataclasses import replace
 
-    from sweeps.registry import GRIDS
+    from sweeps.grid_kinds import GRIDS
 
     kind = GRIDS["prefix"]
     calls = []

@@ -10,13 +10,13 @@ from contextlib import redirect_stdout
 import numpy as np
 import pytest
 
-from lab.calc_serving import calc_context, calc_goodput, calc_prefill, calc_prefix
-from lab.cli.main import main
+from cli.main import main
 from lab.errors import LabInputError
-from sweeps.registry import grid_kind
+from lab.points.serving import calc_context, calc_goodput, calc_prefill, calc_prefix
+from sweeps.grid_files import from_mapping, preset
+from sweeps.grid_kinds import grid_kind
 from sweeps.runner import Runner
-from sweeps.spec import from_mapping, preset
-from sweeps.store import open_grid
+from sweeps.store import open_grid, write_experiment
 
 RTOL = 1e-12
 CELLS = 300
@@ -29,7 +29,7 @@ def serving(tmp_path_factory):
     root = tmp_path_factory.mktemp("serving")
     out = {}
     for name in ("prefill", "prefix", "goodput", "context"):
-        path = grid_kind(name).write(grid.resolve(name), grid.name, root / f"{name}.zarr",
+        path = write_experiment(grid_kind(name), grid.resolve(name), grid.name, root / f"{name}.zarr",
                                      Runner(None, "threads"))
         out[name] = open_grid(path)
     return out
@@ -149,13 +149,13 @@ def test_serving_specs_reject_what_calc_rejects(tmp_path):
 
 
 def test_changed_trace_makes_goodput_stale(tmp_path):
-    from lab.calc_serving import DEFAULT_TRACE
+    from lab.points.serving import DEFAULT_TRACE
     from sweeps.store import StaleDatasetError
 
     trace = tmp_path / "trace.csv"
     trace.write_bytes(DEFAULT_TRACE.read_bytes())
     grid = from_mapping({"goodput": {"trace": str(trace), "batch_cap": [1, 64]}}, "g", "g")
-    path = grid_kind("goodput").write(grid.resolve("goodput"), grid.name,
+    path = write_experiment(grid_kind("goodput"), grid.resolve("goodput"), grid.name,
                                       tmp_path / "goodput.zarr", Runner(None, "threads"))
     assert open_grid(path).sizes["batch_cap"] == 2
     lines = trace.read_text().splitlines()

@@ -8,8 +8,8 @@ import pytest
 
 from lab.errors import LabInputError
 from sweeps.axes import choose_chunks, expand_axis, logspace_axis, pow2_axis, range_axis
-from sweeps.registry import GRIDS
-from sweeps.spec import PRESETS, from_mapping, load_grid, preset
+from sweeps.grid_files import PRESETS, from_mapping, load_grid, preset
+from sweeps.grid_kinds import GRIDS
 
 
 def test_pow2_axis_has_points_between():

@@ -16,7 +16,7 @@ import xarray as xr
 import zarr
 
 from lab.catalog import loader
-from lab.catalog.specs import GPUSpec
+from lab.catalog.entries import GPUSpec
 from sweeps import metadata as md
 from sweeps.store import (
     CorruptDatasetError,
@@ -47,14 +47,14 @@ def test_failed_write_leaves_old_dataset(tmp_path, monkeypatch):
     path = write_small(tmp_path / "g.zarr")
     before = open_grid(path).step_time_s.values
 
-    from sweeps import decode_grid
+    from sweeps.grids import decode as decode_grid
 
     def broken(coords, constants):
         if "llama-3.1-70b" in list(coords["model"]):
             raise RuntimeError("boom")
         return decode_grid.decode_block(coords, constants)
 
-    from sweeps.registry import GRIDS, GridKind
+    from sweeps.grid_kinds import GRIDS, GridKind
 
     kind = GRIDS["decode"]
     monkeypatch.setitem(GRIDS, "decode", GridKind(kind.schema, broken, kind.units,

@@ -1,0 +1,81 @@
+"""Entry point of ``inference-lab``: subcommands, one-sentence errors, exit status 2 on bad input.
+
+Each subcommand lives in its own module with a ``register(subparsers)`` function that adds its
+parser and sets ``func`` (called with the parsed arguments, returning an exit status).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from lab import __version__
+from lab.errors import LabInputError
+from lab.experiments.registry import count_words
+
+COMMAND_MODULES = (
+    "cli.calc",
+    "cli.catalog_cmd",
+    "cli.sweep_cmd",
+    "cli.export_cmd",
+    "cli.serve_cmd",
+)
+"""Modules that register a top-level subcommand, in ``--help`` order."""
+
+EXIT_BAD_INPUT = 2
+"""Exit status for bad input (as argparse uses for usage errors)."""
+
+
+class LabArgumentParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one sentence, not a usage dump."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sentence = message[0].upper() + message[1:] if message else "Invalid arguments"
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {sentence.rstrip('.')} "
+                                  f"(see {self.prog} --help).\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser with every registered subcommand."""
+    parser = LabArgumentParser(
+        prog="inference-lab",
+        description=f"Inference Lab: {count_words()} experiments in LLM inference engineering, each an "
+        "explicit analytical model with stated limits.",
+    )
+    parser.add_argument("--version", action="version", version=f"inference-lab {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                       parser_class=LabArgumentParser)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2), already printed
+        return int(exc.code or 0)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    try:
+        return int(args.func(args) or 0)
+    except LabInputError as exc:
+        print(f"inference-lab: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("inference-lab: interrupted.", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # output piped into a reader that stopped early (| head)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,148 @@
+"""``inference-lab serve``: the lab in the browser, landing page at ``/``.
+
+Runs ``panel serve`` on the lab's app script (``apps/inference_lab.py``) with that app as the
+site index; the team-serving options are its own flags, and any other ``panel serve`` option
+goes after ``--``. Panel is imported only by the server process this command starts, never by ``lab``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import secrets
+import sys
+from pathlib import Path
+
+from lab.errors import LabInputError
+from lab.units import MIB
+
+APP_MODULE = "apps.inference_lab"
+"""The app script's module; its file is what ``panel serve`` runs."""
+
+SETUP_MODULE = "apps.ui.serve_setup"
+"""Script ``panel serve --setup`` runs before serving: it builds every page once."""
+WEBSOCKET_MAX_MESSAGE_BYTES = 4 * MIB
+"""Largest websocket message the server reads, bytes: uploads arrive in 1 MiB pieces, and a
+larger message closes that connection before it is held (Bokeh's default is 20 MiB)."""
+
+
+def app_script(module: str = APP_MODULE) -> Path:
+    """Path of the app script (or another script of ``apps``), found through the package."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin:
+        raise LabInputError("The lab's apps are not installed; run `pip install -e .` from "
+                            "the repository.")
+    return Path(spec.origin)
+
+
+def panel_command(args: argparse.Namespace) -> list[str]:
+    """The ``panel serve`` command line for the parsed arguments."""
+    script = app_script()
+    cmd = [sys.executable, "-m", "panel", "serve", str(script), "--index", script.stem,
+           "--port", str(args.port), "--address", args.address,
+           "--num-procs", str(args.num_procs),
+           "--websocket-max-message-size", str(WEBSOCKET_MAX_MESSAGE_BYTES)]
+    origins = args.allow_websocket_origin or [f"{host}:{args.port}" for host in
+                                              ("localhost", "127.0.0.1", args.address)]
+    for origin in dict.fromkeys(origins):
+        cmd += ["--allow-websocket-origin", origin]
+    if args.basic_auth:
+        cmd += ["--basic-auth", args.basic_auth,
+                "--cookie-secret", args.cookie_secret or secrets.token_hex(32)]
+    cmd += ["--setup", str(app_script(SETUP_MODULE))]
+    if args.num_procs == 1:
+        cmd.append("--warm")
+    if args.prefix:
+        cmd += ["--prefix", checked_prefix(args.prefix)]
+    if args.use_xheaders:
+        cmd.append("--use-xheaders")
+    if args.liveness:
+        cmd.append("--liveness")  # GET <prefix>/liveness answers while the server runs, no login
+    if args.show:
+        cmd.append("--show")
+    return cmd + checked_passthrough(args.panel_options)
+
+
+OWN_OPTIONS = ("--port", "--address", "--num-procs", "--basic-auth", "--cookie-secret",
+               "--prefix", "--use-xheaders", "--liveness", "--show", "--index", "--setup",
+               "--warm", "--websocket-max-message-size", "--allow-websocket-origin")
+"""``panel serve`` options this command sets itself: not accepted after ``--``."""
+
+
+def checked_passthrough(options: list[str]) -> list[str]:
+    """Extra ``panel serve`` options given after ``--``, or one sentence why not.
+
+    Options this command sets itself (its own flags, the app script, the warm-up) are refused
+    so the two never disagree; any other ``panel serve`` option (``--keep-alive 1000``,
+    ``--session-token-expiration 600``, ``--ssl-certfile FILE``, …) is passed on as given, and
+    ``panel serve`` reports an option it does not know.
+    """
+    for option in options:
+        name = option.split("=", 1)[0]
+        if name in OWN_OPTIONS:
+            raise LabInputError(f"{name} after -- is set by inference-lab serve itself; give it "
+                                "before -- as inference-lab serve's own option.")
+    if options and not options[0].startswith("-"):
+        raise LabInputError(f"{options[0]!r} after -- is not a panel serve option; the app "
+                            "script is set by inference-lab serve itself.")
+    return list(options)
+
+
+PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
+"""One segment of a URL prefix: letters, digits and ``. _ ~ -``."""
+
+
+def checked_prefix(prefix: str) -> str:
+    """``prefix`` as ``/a/b`` (slashes at either end optional), or one sentence why not."""
+    segments = prefix.strip("/").split("/")
+    if not all(PREFIX_SEGMENT.fullmatch(s) and s not in (".", "..") for s in segments):
+        raise LabInputError(f"--prefix {prefix!r} is not a URL path like /lab (letters, digits "
+                            "and . _ ~ - between slashes).")
+    return "/" + "/".join(segments)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.port < 0 or args.port > 65535:
+        raise LabInputError(f"Port {args.port} is not between 0 and 65535.")
+    if args.num_procs < 0:
+        raise LabInputError(f"--num-procs {args.num_procs} is negative (0 means one per CPU).")
+    cmd = panel_command(args)
+    prefix = checked_prefix(args.prefix) if args.prefix else ""
+    print(f"Serving Inference Lab at http://{args.address}:{args.port}{prefix}/ once its main pages are "
+          "prepared, a few seconds from now (Ctrl+C stops).", file=sys.stderr, flush=True)
+    os.execv(cmd[0], cmd)  # the server replaces this process: signals reach it directly
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add the ``serve`` subcommand."""
+    parser = subparsers.add_parser(
+        "serve", help="serve the lab in the browser (landing page at /)",
+        description="Serve every page of the lab with Panel; the landing page is at /.")
+    parser.add_argument("--port", type=int, default=5006, help="port (default 5006; 0 = any)")
+    parser.add_argument("--address", default="localhost",
+                        help="address to listen on (default localhost; 0.0.0.0 for all)")
+    parser.add_argument("--num-procs", type=int, default=1,
+                        help="server processes (default 1; 0 = one per CPU)")
+    parser.add_argument("--basic-auth", metavar="PASSWORD_OR_FILE", default=None,
+                        help="require a password (or a file of user:password lines)")
+    parser.add_argument("--cookie-secret", default=None,
+                        help="cookie secret for --basic-auth (default: random per start)")
+    parser.add_argument("--allow-websocket-origin", action="append", metavar="HOST[:PORT]",
+                        help="extra origin allowed to connect (repeatable); default: this "
+                        "address and localhost at the port")
+    parser.add_argument("--prefix", default=None, metavar="PATH",
+                        help="serve under this URL path, e.g. /lab behind a reverse proxy")
+    parser.add_argument("--use-xheaders", action="store_true",
+                        help="trust a reverse proxy's X-Real-Ip / X-Forwarded-For / "
+                        "X-Scheme / X-Forwarded-Proto headers")
+    parser.add_argument("--liveness", action=argparse.BooleanOptionalAction, default=True,
+                        help="answer GET <prefix>/liveness without a login, for health checks "
+                        "(default on)")
+    parser.add_argument("--show", action="store_true", help="open a browser tab")
+    parser.add_argument("panel_options", nargs="*", metavar="-- PANEL_SERVE_OPTION",
+                        help="any other `panel serve` option, after --, passed on as given "
+                        "(e.g. -- --keep-alive 1000)")
+    parser.set_defaults(func=_run)

@@ -1,0 +1,1 @@
+"""The substituted derivations: a record → the steps shown to a reader."""

@@ -1,0 +1,190 @@
+"""“Show the calculation”: each derivation with the actual numbers substituted.
+
+The formatters take a record from :mod:`lab.points.decode_family` (full precision, SI units) and return
+:class:`Step` rows in docs/model.md's order; rounding happens here and only here. The CLI prints
+them as text (:func:`render_text`); the apps render the same rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lab.catalog import GPUSpec, ModelSpec
+from lab.models.decode_step import bytes_per_weight, kv_bytes_per_token, linear_params, peak_flops
+from lab.models.memory import pages
+from lab.units import (
+    MIB,
+    MS_PER_S,
+    TB_PER_S,
+    TFLOPS,
+    fmt_gb,
+    fmt_gflop,
+    fmt_int,
+    fmt_ms,
+    fmt_number,
+    fmt_rate,
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One line of a derivation: ``label = expression = result``."""
+
+    label: str
+    expression: str
+    result: str
+
+    def text(self) -> str:
+        """The line as plain text; the expression is left out when it equals the result."""
+        if self.expression and self.expression != self.result:
+            return f"{self.label} = {self.expression} = {self.result}"
+        return f"{self.label} = {self.result}"
+
+
+def render_text(steps: list[Step]) -> str:
+    """The derivation as plain text, one step per line."""
+    return "\n".join(step.text() for step in steps)
+
+
+def _tflops(flops: float) -> str:
+    return f"{fmt_number(flops / TFLOPS, 1)} TFLOPS"
+
+
+def _tbps(bw: float) -> str:
+    return f"{fmt_number(bw / TB_PER_S, 3).rstrip('0').rstrip('.')} TB/s"
+
+
+def memory_sentence(record: dict) -> str:
+    """``43.33 GB remains inside the chosen budget.`` or how far over budget it is."""
+    remaining = record["memory_remaining_bytes"]
+    if remaining >= 0:
+        return f"{fmt_gb(remaining)} remains inside the chosen budget."
+    return f"{fmt_gb(-remaining)} over the chosen budget."
+
+
+def decode_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
+    """Experiment 1's derivation, in the lab page's order, from a
+    :func:`~lab.points.decode_family.calc_decode` record."""
+    inputs = record["inputs"]
+    tp, batch, context, precision = (inputs["tp"], inputs["batch"], inputs["context"],
+                                     inputs["precision"])
+    n_lin = int(linear_params(model))
+    nbytes = int(bytes_per_weight(precision))
+    kv_tok = int(kv_bytes_per_token(model))
+    peak_name = "FP8" if precision == "fp8" else "BF16"
+    peak = peak_flops(gpu, precision)
+    bottleneck = "HBM" if record["linear_bottleneck"] == "hbm" else "compute"
+    steps = [
+        Step("Linear weight reads", f"{fmt_int(n_lin)} params × {nbytes} B / {tp}",
+             f"{fmt_gb(record['linear_weight_bytes'])} / GPU"),
+        Step("Linear FLOPs", f"2 × {fmt_int(n_lin)} × {batch} / {tp}",
+             f"{fmt_gflop(record['linear_flops'])} / GPU"),
+        Step("HBM time", f"{fmt_gb(record['linear_weight_bytes'])} / {_tbps(gpu.hbm_bw)}",
+             fmt_ms(record["hbm_time_s"])),
+        Step("Linear compute time",
+             f"{fmt_gflop(record['linear_flops'])} / {_tflops(peak)} {peak_name}",
+             fmt_ms(record["linear_compute_time_s"])),
+        Step("Linear phase", "max(HBM, compute)",
+             f"{fmt_ms(record['linear_time_s'])} ({bottleneck}-bound)"),
+        Step("KV reads", f"{batch:,} × {context:,} × {kv_tok:,} B / {tp}",
+             f"{fmt_gb(record['kv_read_bytes'])} / GPU"),
+        Step("Attention FLOPs",
+             f"4 × {batch:,} × {context:,} × {model.layers} × {model.heads} × {model.head_dim} / {tp}",
+             f"{fmt_gflop(record['attention_flops'])} / GPU"),
+        Step("Attention phase",
+             f"max(KV / bandwidth, FLOPs / BF16 peak) = max({fmt_ms(record['attention_memory_time_s'])}, "
+             f"{fmt_ms(record['attention_compute_time_s'])})",
+             fmt_ms(record["attention_time_s"])),
+    ]
+    step_terms = (f"{fmt_number(record['linear_time_s'] * MS_PER_S)} + "
+                  f"{fmt_number(record['attention_time_s'] * MS_PER_S)}")
+    if record.get("allreduce_time_s"):
+        steps.append(Step("All-reduce (extension)",
+                          f"2 × {model.layers} layers × ring all-reduce of {batch:,} × "
+                          f"{model.hidden:,} × 2 B",
+                          fmt_ms(record["allreduce_time_s"])))
+        step_terms += f" + {fmt_number(record['allreduce_time_s'] * MS_PER_S)}"
+    steps += [
+        Step("Step floor", step_terms, fmt_ms(record["step_time_s"])),
+        Step("Aggregate ceiling", f"{batch:,} / {record['step_time_s']:.6f} s",
+             f"{fmt_rate(record['aggregate_tokens_per_s'])} "
+             f"({fmt_rate(record['per_sequence_tokens_per_s'])} per sequence)"),
+        Step("Memory remaining",
+             f"{fmt_gb(record['memory_budget_bytes'])} budget − "
+             f"{fmt_gb(record['memory_params_bytes'])} weights − "
+             f"{fmt_gb(record['memory_kv_bytes'])} KV − "
+             f"{fmt_gb(record['memory_reserve_bytes'])} reserve",
+             memory_sentence(record)),
+    ]
+    return steps
+
+
+def memory_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
+    """Experiment 2's derivation: free memory, KV per sequence, and how many sequences fit."""
+    inputs = record["inputs"]
+    tp, context, page = inputs["tp"], inputs["context"], inputs["page"]
+    kv_tok = int(kv_bytes_per_token(model))
+    n_pages = int(pages(context, page))
+    steps = [
+        Step("Budget", f"{inputs['budget']:.2f} × {fmt_gb(gpu.capacity_bytes)}",
+             fmt_gb(record["memory_budget_bytes"])),
+        Step("Weights per GPU", f"{fmt_int(model.total_params)} params × "
+             f"{int(bytes_per_weight(inputs['precision']))} B / {tp}",
+             fmt_gb(record["memory_params_bytes"])),
+        Step("Free for KV", f"{fmt_gb(record['memory_budget_bytes'])} − "
+             f"{fmt_gb(record['memory_params_bytes'])} − {fmt_gb(record['memory_reserve_bytes'])}",
+             fmt_gb(record["free_for_kv_bytes"])),
+        Step("Pages per sequence", f"ceil(({context:,} + 1) / {page})", f"{n_pages:,}"),
+        Step("KV per sequence", f"{n_pages:,} × {page} × {kv_tok:,} B / {tp}",
+             fmt_gb(record["kv_bytes_per_sequence"])),
+        Step("Page-rounding waste", f"({n_pages * page:,} − {context + 1:,}) × {kv_tok:,} B / {tp}",
+             f"{fmt_number(record['page_waste_bytes_per_sequence'] / MIB)} MiB per sequence"),
+    ]
+    if record["weights_fit"]:
+        steps.append(Step("Max sequences", f"floor({fmt_gb(record['free_for_kv_bytes'])} / "
+                          f"{fmt_gb(record['kv_bytes_per_sequence'])})",
+                          f"{int(record['max_sequences']):,}"))
+    else:
+        steps.append(Step("Max sequences", "", "0 (the weights alone do not fit the budget)"))
+    return steps
+
+
+def tp_steps(result: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
+    """Experiment 3's comparison: one line per tp degree (or the reason it is unavailable)."""
+    steps = []
+    for entry in result["records"]:
+        label = f"tp {entry['tp']}"
+        if not entry["valid"]:
+            steps.append(Step(label, "", f"unavailable: {entry['reason']}"))
+            continue
+        speedup = entry.get("speedup_vs_tp1")
+        speed = f", {speedup:.2f}× tp 1" if speedup else ""
+        steps.append(Step(
+            label,
+            f"{fmt_ms(entry['linear_time_s'])} + {fmt_ms(entry['attention_time_s'])}"
+            + (f" + {fmt_ms(entry['allreduce_time_s'])} all-reduce"
+               if entry["allreduce_time_s"] else ""),
+            f"{fmt_ms(entry['step_time_s'])} per step{speed}; "
+            f"{fmt_rate(entry['per_sequence_tokens_per_s'])} per sequence; "
+            f"{fmt_rate(entry['aggregate_tokens_per_s'])} per group = "
+            f"{fmt_rate(entry['aggregate_tokens_per_s_per_gpu'])} per GPU; "
+            f"{fmt_gb(entry['memory_params_bytes'] + entry['memory_kv_bytes'])} per GPU",
+        ))
+    return steps
+
+
+def precision_steps(result: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
+    """Experiment 4's comparison: both step times, the speed-up, and the memory it frees."""
+    bf16, fp8 = result["bf16"], result["fp8"]
+    return [
+        Step("BF16 step", f"{fmt_ms(bf16['linear_time_s'])} linear + "
+             f"{fmt_ms(bf16['attention_time_s'])} attention", fmt_ms(bf16["step_time_s"])),
+        Step("FP8 step", f"{fmt_ms(fp8['linear_time_s'])} linear + "
+             f"{fmt_ms(fp8['attention_time_s'])} attention (attention stays BF16)",
+             fmt_ms(fp8["step_time_s"])),
+        Step("Speed-up", f"{fmt_ms(bf16['step_time_s'])} / {fmt_ms(fp8['step_time_s'])}",
+             f"{result['speedup']:.2f}×"),
+        Step("Weights per GPU", f"{fmt_gb(bf16['memory_params_bytes'])} → "
+             f"{fmt_gb(fp8['memory_params_bytes'])}",
+             f"{int(bf16['max_sequences']):,} → {int(fp8['max_sequences']):,} sequences fit"),
+    ]

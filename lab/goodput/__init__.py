@@ -1,8 +1,0 @@
-"""Experiment 7, goodput under a contract: trace loading, the batching model and its metrics."""
-
-from lab.goodput.metrics import UNITS, goodput_metrics, per_request
-from lab.goodput.simulate import Simulation, simulate
-from lab.goodput.trace import COLUMNS, Trace, load_trace, make_trace
-
-__all__ = ["COLUMNS", "UNITS", "Simulation", "Trace", "goodput_metrics", "load_trace",
-           "make_trace", "per_request", "simulate"]

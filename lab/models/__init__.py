@@ -1,0 +1,1 @@
+"""The formulas, vectorised over NumPy arrays (one model per module)."""

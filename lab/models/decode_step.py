@@ -1,0 +1,145 @@
+"""Experiment 1's decode model: one decode step as two sequential phase floors.
+
+Every function broadcasts: pass Python numbers, numpy arrays or xarray objects (a
+:class:`~lab.catalog.ModelSpec` or a ``model_table`` Dataset for ``model``; likewise for
+``gpu``). Results are in SI units: bytes, FLOP, seconds, tokens/s.
+
+Formulas (per GPU, tensor parallel degree ``tp``, linear precision ``p``)::
+
+    N_lin    = L·(d·H·h + 2·d·K·h + H·h·d + 3·d·F) + d·V
+    W        = N_lin · bytes(p) / tp            t_hbm = W / BW
+    FLOP_lin = 2 · N_lin · B / tp               t_lin_comp = FLOP_lin / peak(p)
+    t_lin    = max(t_hbm, t_lin_comp)
+    kv_tok   = 2 · L · K · h · 2
+    KV_read  = B · S · kv_tok / tp              FLOP_att = 4 · B · S · L · H · h / tp
+    t_att    = max(KV_read / BW, FLOP_att / peak(bf16))
+    t_step   = t_lin + t_att                    aggregate = B / t_step
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lab.arrays import ArrayLike, apply_mask, where
+from lab.catalog.params_count import linear_params_per_layer
+
+PRECISIONS = ("bf16", "fp8")
+"""Linear-layer precisions the lab models."""
+TP_DEGREES = (1, 2, 4, 8)
+"""Tensor-parallel degrees the lab models."""
+KV_BYTES_PER_ELEMENT = 2
+"""KV cache and attention stay BF16: 2 bytes per element."""
+
+
+def bytes_per_weight(precision: ArrayLike) -> ArrayLike:
+    """Bytes per linear weight: 2 for ``"bf16"``, 1 for ``"fp8"``."""
+    return where(precision == "fp8", 1, 2)
+
+
+def peak_flops(gpu, precision: ArrayLike) -> ArrayLike:
+    """Dense peak for the linear layers at ``precision``, FLOP/s (NaN: no FP8 on this GPU)."""
+    return where(precision == "fp8", gpu.peak_fp8, gpu.peak_bf16)
+
+
+def linear_params(model) -> ArrayLike:
+    """Parameters read per decode step by the linear layers, ``N_lin`` (count).
+
+    q, k, v, o and the gated MLP in every layer, plus the LM head; the input embedding lookup
+    and the norms are excluded.
+    """
+    per_layer = linear_params_per_layer(model.hidden, model.heads, model.kv_heads,
+                                        model.head_dim, model.intermediate)
+    return model.layers * per_layer + model.hidden * model.vocab
+
+
+def linear_flops_per_token(model) -> ArrayLike:
+    """FLOP of the linear layers per token: ``2·N_lin`` (a multiply and an add per weight)."""
+    return 2.0 * linear_params(model)
+
+
+def kv_bytes_per_token(model) -> ArrayLike:
+    """KV cache bytes per token over all layers, K and V in BF16: ``2·L·K·h·2`` (bytes)."""
+    return 2 * model.layers * model.kv_heads * model.head_dim * KV_BYTES_PER_ELEMENT
+
+
+def attention_flops_per_token(model) -> ArrayLike:
+    """Attention FLOP per (query, cached key) pair over all layers and heads: ``4·L·H·h``."""
+    return 4 * model.layers * model.heads * model.head_dim
+
+
+def linear_phase(model, gpu, tp: ArrayLike, precision: ArrayLike, batch: ArrayLike) -> dict:
+    """Weight reads, FLOPs and the phase floor of the linear layers for one decode step.
+
+    Returns ``linear_weight_bytes`` (B), ``linear_flops`` (FLOP), ``hbm_time_s``,
+    ``linear_compute_time_s``, ``linear_time_s`` (s) and ``linear_compute_bound`` (bool).
+    """
+    n_lin = linear_params(model)
+    weight_bytes = 1.0 * n_lin * bytes_per_weight(precision) / tp
+    flops = linear_flops_per_token(model) * batch / tp
+    hbm_time = weight_bytes / gpu.hbm_bw
+    compute_time = flops / peak_flops(gpu, precision)
+    return {
+        "linear_weight_bytes": weight_bytes,
+        "linear_flops": flops,
+        "hbm_time_s": hbm_time,
+        "linear_compute_time_s": compute_time,
+        "linear_time_s": np.maximum(hbm_time, compute_time),
+        "linear_compute_bound": compute_time > hbm_time,
+    }
+
+
+def attention_phase(model, gpu, tp: ArrayLike, kv_tokens: ArrayLike) -> dict:
+    """KV reads, attention FLOPs and the phase floor for ``kv_tokens`` cached tokens in all.
+
+    ``kv_tokens`` is the sum of the context lengths of the decoding sequences (``B·S`` when all
+    share one context). Attention stays BF16. Returns ``kv_read_bytes`` (B),
+    ``attention_flops`` (FLOP), ``attention_memory_time_s``, ``attention_compute_time_s`` and
+    ``attention_time_s`` (s).
+    """
+    kv_bytes = 1.0 * kv_tokens * kv_bytes_per_token(model) / tp
+    flops = 1.0 * kv_tokens * attention_flops_per_token(model) / tp
+    memory_time = kv_bytes / gpu.hbm_bw
+    compute_time = flops / gpu.peak_bf16
+    return {
+        "kv_read_bytes": kv_bytes,
+        "attention_flops": flops,
+        "attention_memory_time_s": memory_time,
+        "attention_compute_time_s": compute_time,
+        "attention_time_s": np.maximum(memory_time, compute_time),
+    }
+
+
+def ridge_batch(gpu, precision: ArrayLike) -> ArrayLike:
+    """Batch at which the linear phase turns compute-bound: ``peak(p)·bytes(p)/(2·BW)``."""
+    return peak_flops(gpu, precision) * bytes_per_weight(precision) / (2.0 * gpu.hbm_bw)
+
+
+def decode_step(
+    model,
+    gpu,
+    tp: ArrayLike,
+    precision: ArrayLike,
+    batch: ArrayLike,
+    context: ArrayLike,
+    extra_time_s: ArrayLike = 0.0,
+    mask: ArrayLike | None = None,
+) -> dict:
+    """Every term of one ideal decode step for ``batch`` sequences at ``context`` tokens.
+
+    ``extra_time_s`` is added to the step (the all-reduce extension of experiment 3; 0 in the
+    ideal model). ``mask`` (1 or NaN per cell, :func:`lab.arrays.nan_mask`) is applied to the
+    phase terms, so everything derived from them is masked too. Returns the linear and
+    attention terms plus ``step_time_s``, ``aggregate_tokens_per_s``,
+    ``per_sequence_tokens_per_s`` and ``ridge_batch``.
+    """
+    out = linear_phase(model, gpu, tp, precision, batch)
+    out.update(attention_phase(model, gpu, tp, batch * context))
+    out = apply_mask(out, mask)
+    step = out["linear_time_s"] + out["attention_time_s"]
+    if np.ndim(extra_time_s) or extra_time_s:  # adding a scalar 0 would only cost a pass
+        step = step + extra_time_s
+    out["step_time_s"] = step
+    out["per_sequence_tokens_per_s"] = 1.0 / step
+    out["aggregate_tokens_per_s"] = batch * out["per_sequence_tokens_per_s"]  # B / t_step
+    out["ridge_batch"] = ridge_batch(gpu, precision) * (1.0 if mask is None else mask)
+    return out

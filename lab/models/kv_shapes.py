@@ -1,0 +1,84 @@
+"""What one cached token costs: KV bytes per token and per page, and attention FLOPs per
+(query, cached key) pair, for grouped-query attention (GQA) and multi-head latent attention
+(MLA), at a KV-cache precision of its own.
+
+Every function broadcasts over numbers, numpy arrays and xarray objects. ``model`` is a
+:class:`~lab.catalog.moe_spec.MoESpec` (MLA when ``kv_lora_rank > 0``, else GQA). Units: bytes,
+FLOP.
+
+Formulas (``b_kv`` = 2 bytes for a BF16 cache, 1 for FP8)::
+
+    GQA:  kv_tok = L · 2·K·h · b_kv,          per GPU kv_tok / tp (KV heads split)
+    MLA:  kv_tok = L · (d_c + d_r) · b_kv,    per GPU kv_tok      (the latent is replicated)
+    page  = page_tokens · kv_tok per GPU
+    GQA:  FLOP per pair = 4 · L · H · h                 (q·k and p·v, 2 FLOP per MAC)
+    MLA:  FLOP per pair = 2 · L · H · (2·d_c + d_r)     (absorbed form)
+
+**MLA, absorbed form.** The cache holds, per token and layer, the latent ``c`` (``d_c``
+elements) and the shared RoPE key (``d_r``). Decoding folds the key up-projection into the
+query and the value up-projection into the output, so each head scores against the latent
+directly: ``q̃ = W_UKᵀ q_n`` (``d_c`` wide) and ``q̃·c + q_r·k_r`` is ``d_c + d_r`` MACs per head
+and pair; the weighted sum of latents is ``d_c`` MACs per head and pair. The two foldings are
+per query token, not per pair, and are counted with the linear weights (they use the
+``kv_b_proj`` weights once per token). Every GPU of a tensor-parallel group holds the whole
+latent cache of its sequences (the heads are split, the latent is not), so MLA's KV bytes per
+GPU do not fall with ``tp``.
+"""
+
+from __future__ import annotations
+
+from lab.arrays import ArrayLike, where
+from lab.catalog.moe_spec import moe_field
+from lab.models.moe import bytes_per_element
+
+KV_PRECISIONS = ("bf16", "fp8")
+"""KV-cache precisions: BF16 (2 bytes per element, the lab's default) and FP8 (1 byte)."""
+
+
+def kv_elements_per_token_layer(model) -> ArrayLike:
+    """Cached elements per token per layer (count): ``2·K·h`` for GQA, ``d_c + d_r`` for MLA."""
+    gqa = 2 * model.kv_heads * model.head_dim
+    mla = moe_field(model, "kv_lora_rank") + moe_field(model, "qk_rope_head_dim")
+    return where(moe_field(model, "kv_lora_rank") > 0, mla, gqa)
+
+
+def kv_bytes_per_token(model, kv_precision: ArrayLike = "bf16") -> ArrayLike:
+    """KV-cache bytes per token over all layers, the whole model (B)."""
+    return model.layers * kv_elements_per_token_layer(model) * bytes_per_element(kv_precision)
+
+
+def kv_bytes_per_token_per_gpu(model, tp: ArrayLike, kv_precision: ArrayLike = "bf16"
+                               ) -> ArrayLike:
+    """KV-cache bytes per token one GPU holds (B): GQA's split ``/tp`` by KV heads, MLA's
+    latent replicated (not split) on every GPU of the group."""
+    whole = kv_bytes_per_token(model, kv_precision)
+    return where(moe_field(model, "kv_lora_rank") > 0, 1.0 * whole, whole / tp)
+
+
+def kv_page_bytes(model, page: ArrayLike, tp: ArrayLike, kv_precision: ArrayLike = "bf16"
+                  ) -> ArrayLike:
+    """Bytes of one KV page of ``page`` tokens on one GPU (B)."""
+    return page * kv_bytes_per_token_per_gpu(model, tp, kv_precision)
+
+
+def kv_read_bytes(model, tp: ArrayLike, kv_tokens: ArrayLike, kv_precision: ArrayLike = "bf16"
+                  ) -> ArrayLike:
+    """KV bytes one GPU reads in a decode step over ``kv_tokens`` cached tokens in all (B)."""
+    return kv_tokens * kv_bytes_per_token_per_gpu(model, tp, kv_precision)
+
+
+def attention_flops_per_pair(model) -> ArrayLike:
+    """Attention FLOPs per (query, cached key) pair over all layers and heads (FLOP).
+
+    GQA ``4·L·H·h``; MLA in the absorbed form ``2·L·H·(2·d_c + d_r)``.
+    """
+    d_c = moe_field(model, "kv_lora_rank")
+    gqa = 4 * model.layers * model.heads * model.head_dim
+    mla = 2 * model.layers * model.heads * (2 * d_c + moe_field(model, "qk_rope_head_dim"))
+    return where(d_c > 0, mla, gqa)
+
+
+def attention_flops(model, tp: ArrayLike, kv_tokens: ArrayLike) -> ArrayLike:
+    """Attention FLOPs one GPU does in a decode step over ``kv_tokens`` cached tokens (FLOP):
+    the heads are split across the ``tp`` GPUs for GQA and MLA alike."""
+    return 1.0 * kv_tokens * attention_flops_per_pair(model) / tp

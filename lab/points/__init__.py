@@ -1,0 +1,1 @@
+"""One calculation from checked inputs: JSON-ready records in SI units."""

@@ -1,0 +1,179 @@
+"""Single-point calculations of the decode family, checked and ready for JSON.
+
+Each ``calc_*`` function resolves the model and GPU (catalog id, a ``config.json`` path or a
+GPU TOML path), checks every input with a one-sentence :class:`~lab.errors.LabInputError`, and
+calls :func:`~lab.models.decode_metrics.decode_metrics` — the same function the sweeps broadcast over a
+grid — so a cell and a point can never disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+
+from lab.catalog import GPUSpec, ModelSpec, get_gpu, get_model
+from lab.errors import LabInputError
+from lab.limits import (  # the decode family's limits, re-exported for the flags and the grids
+    BUDGET_RANGE,
+    MAX_ALLREDUCE_LATENCY_US,
+    MAX_BATCH,
+    MAX_CONTEXT,
+    MAX_PAGE,
+    MAX_RESERVE_GB,
+    MAX_TP,
+)
+from lab.models.decode_metrics import decode_metrics
+from lab.models.decode_step import PRECISIONS, TP_DEGREES
+from lab.models.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
+from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S
+from lab.points.validity import Reason, check_decode_point, check_range, explain
+from lab.units import GB, US, US_PER_S
+
+
+def metric_options(budget: float, reserve_gb: float, page: int, allreduce: bool,
+                   allreduce_latency_us: float) -> dict:
+    """:func:`~lab.models.decode_metrics.decode_metrics` keyword arguments from the CLI's units
+    (reserve in GB, latency in µs): the one conversion the CLI, the apps and the grids share."""
+    return {"budget_fraction": budget, "reserve_bytes": reserve_gb * GB, "page": page,
+            "allreduce": allreduce, "allreduce_latency_s": allreduce_latency_us * US}
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    """Inputs of the decode family, in the CLI's units (GB for the reserve)."""
+
+    model: str | ModelSpec = "llama-3.1-8b"
+    gpu: str | GPUSpec = "h100-sxm"
+    tp: int = 1
+    precision: str = "bf16"
+    batch: int = 8
+    context: int = 8192
+    budget: float = DEFAULT_BUDGET_FRACTION
+    reserve_gb: float = DEFAULT_RESERVE_BYTES / GB
+    page: int = DEFAULT_PAGE_TOKENS
+    allreduce: bool = False
+    allreduce_latency_us: float = DEFAULT_ALLREDUCE_LATENCY_S * US_PER_S
+
+    def resolved(self) -> tuple[ModelSpec, GPUSpec]:
+        """The model and GPU records, loading files where paths were given."""
+        return get_model(self.model), get_gpu(self.gpu)
+
+    def check_ranges(self) -> None:
+        """Raise :class:`LabInputError` for any input outside its bounds."""
+        check_range("batch", self.batch, 1, MAX_BATCH, unit="sequences")
+        check_range("context", self.context, 1, MAX_CONTEXT, unit="tokens")
+        check_range("tp", self.tp, 1, MAX_TP)
+        check_range("budget", self.budget, *BUDGET_RANGE, integer=False, unit="of capacity")
+        check_range("reserve", self.reserve_gb, 0, MAX_RESERVE_GB, integer=False, unit="GB")
+        check_range("page", self.page, 1, MAX_PAGE, unit="tokens")
+        check_range("all-reduce latency", self.allreduce_latency_us, 0,
+                    MAX_ALLREDUCE_LATENCY_US, integer=False, unit="µs")
+        if self.precision not in PRECISIONS:
+            raise LabInputError(
+                f"Precision '{self.precision}' is not one of {', '.join(PRECISIONS)}."
+            )
+
+    def metric_options(self) -> dict:
+        """This configuration's memory and all-reduce inputs as ``decode_metrics`` keywords."""
+        return metric_options(self.budget, self.reserve_gb, self.page, self.allreduce,
+                              self.allreduce_latency_us)
+
+    def with_(self, **changes) -> DecodeConfig:
+        """A copy with ``changes`` applied."""
+        return replace(self, **changes)
+
+
+def to_python(value):
+    """A numpy scalar or 0-d array as the matching Python scalar (for JSON)."""
+    if isinstance(value, np.ndarray):
+        value = value[()]
+    if isinstance(value, np.bool_ | bool):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating | float):
+        return float(value)
+    return value
+
+
+def _metrics(config: DecodeConfig, model: ModelSpec, gpu: GPUSpec, *, tp: int,
+             precision: str) -> dict:
+    raw = decode_metrics(model, gpu, tp, precision, config.batch, config.context,
+                         **config.metric_options())
+    record = {key: to_python(value) for key, value in raw.items()}
+    if record["valid"]:
+        record["linear_bottleneck"] = "compute" if record["linear_compute_bound"] else "hbm"
+    else:
+        record["linear_bottleneck"] = None
+    return record
+
+
+def _inputs(config: DecodeConfig, model: ModelSpec, gpu: GPUSpec) -> dict:
+    inputs = asdict(config)
+    inputs["model"], inputs["gpu"] = model.id, gpu.id
+    inputs["reserve_bytes"] = config.reserve_gb * GB
+    return inputs
+
+
+def prepare(config: DecodeConfig) -> tuple[ModelSpec, GPUSpec]:
+    """Check ranges, resolve the model and GPU, and check the combination is valid."""
+    config.check_ranges()
+    model, gpu = config.resolved()
+    check_decode_point(model, gpu, config.tp, config.precision, config.context)
+    if config.allreduce and config.tp > 1 and np.isnan(gpu.interconnect_bw):
+        raise LabInputError(f"{gpu.name} has no interconnect bandwidth, so the all-reduce "
+                            "extension cannot be estimated.")
+    return model, gpu
+
+
+def calc_decode(config: DecodeConfig) -> dict:
+    """Experiment 1: every term of the ideal decode step and the memory card, one record."""
+    model, gpu = prepare(config)
+    record = _metrics(config, model, gpu, tp=config.tp, precision=config.precision)
+    return {"inputs": _inputs(config, model, gpu), **record}
+
+
+def calc_memory(config: DecodeConfig) -> dict:
+    """Experiment 2: the decode record plus KV per sequence, free memory and max sequences."""
+    return calc_decode(config)
+
+
+def calc_tp(config: DecodeConfig, degrees: tuple[int, ...] = TP_DEGREES) -> dict:
+    """Experiment 3: one record per tp degree; invalid degrees carry their reason instead."""
+    config.check_ranges()
+    model, gpu = config.resolved()
+    check_decode_point(model, gpu, 1, config.precision, config.context)
+    records = []
+    base_step = None
+    for tp in degrees:
+        code = int(Reason.VALID)
+        record = _metrics(config, model, gpu, tp=tp, precision=config.precision)
+        code = record["reason"]
+        entry = {"tp": tp, "valid": record["valid"]}
+        if code:
+            entry["reason"] = explain(code, model, gpu, tp, config.precision, config.context)
+        else:
+            entry.update(record)
+            if base_step is None and tp == 1:
+                base_step = record["step_time_s"]
+            entry["speedup_vs_tp1"] = base_step / record["step_time_s"] if base_step else None
+        records.append(entry)
+    return {"inputs": _inputs(config, model, gpu), "records": records}
+
+
+def calc_precision(config: DecodeConfig) -> dict:
+    """Experiment 4: BF16 and FP8 side by side and ``speedup = t_step(bf16) / t_step(fp8)``."""
+    config.check_ranges()
+    model, gpu = config.resolved()
+    check_decode_point(model, gpu, config.tp, "bf16", config.context)
+    check_decode_point(model, gpu, config.tp, "fp8", config.context)
+    bf16 = _metrics(config, model, gpu, tp=config.tp, precision="bf16")
+    fp8 = _metrics(config, model, gpu, tp=config.tp, precision="fp8")
+    return {
+        "inputs": _inputs(config, model, gpu),
+        "bf16": bf16,
+        "fp8": fp8,
+        "speedup": bf16["step_time_s"] / fp8["step_time_s"],
+        "extra_sequences_fp8": fp8["max_sequences"] - bf16["max_sequences"],
+    }

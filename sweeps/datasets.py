@@ -1,0 +1,154 @@
+"""``open_dataset(name)`` (also ``lab.open_dataset``): a precomputed grid, computed on first use when missing.
+
+The default grids live in ``datasets/grids/<name>.zarr`` (or ``$INFERENCE_LAB_DATA``). The
+first call on a fresh clone computes the ``default`` preset for that experiment with dask's
+threaded scheduler in this process (no cluster start-up; seconds for ``decode``), under a
+file lock so concurrent server processes compute it once; a default grid written before
+datasets recorded file checksums is recomputed the same way. Every open checks the dataset
+(:func:`sweeps.store.open_grid`), and every read of the returned dataset checks each file
+against its checksum: damage is one sentence (:class:`~sweeps.store.CorruptDatasetError`)
+naming the command that recomputes it. Importing this module is cheap: dask and Zarr load on
+the first call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from filelock import FileLock
+
+from lab.errors import LabInputError
+from sweeps.paths import DATASET_NAMES, data_dir, dataset_path
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+    from sweeps.grid_schema import ExperimentSpec
+
+__all__ = ["DATASET_NAMES", "MEASURED", "data_dir", "open_dataset"]
+
+MEASURED = "measured"
+"""Experiment 9's dataset: the shipped kernel measurements with their floors (not a grid; the
+other arguments of :func:`open_dataset` do not apply to it)."""
+
+
+@contextmanager
+def _lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(path.with_name(f".{path.name}.lock")):  # portable: no fcntl on Windows
+        yield
+
+
+def compute_default(name: str, path: Path, *, progress: bool = False) -> Path:
+    """Compute the ``default`` preset of ``name`` into ``path`` on the threaded scheduler."""
+    from sweeps.grid_files import preset
+    from sweeps.grid_kinds import grid_kind
+    from sweeps.runner import Runner
+    from sweeps.store import write_experiment
+
+    grid = preset("default")
+    return write_experiment(grid_kind(name), grid.resolve(name), grid.name, path,
+                                 Runner(None, "threads", progress))
+
+
+def _check_default(ds: xr.Dataset, name: str, path: Path, spec: ExperimentSpec) -> None:
+    """Raise if a dataset labelled ``default`` was computed from an older default preset.
+
+    ``spec`` is the dataset's grid spec, already checked against its stored hash by
+    :func:`~sweeps.store.open_grid_spec`. A schema's ``finalize`` only checks inputs and fills
+    ``extra``, so the dataset is current exactly when the default preset expands to the same
+    inputs: nothing is finalised again.
+    """
+    from dataclasses import replace
+
+    from sweeps import metadata as md
+    from sweeps.grid_files import preset
+    from sweeps.store import StaleDatasetError
+
+    if ds.attrs.get(md.ATTR_NAME) != "default":
+        return
+    if replace(preset("default").expand(name), extra={}) != replace(spec, extra={}):
+        raise StaleDatasetError(f"The dataset at {path} is stale: it was computed from an "
+                                "older default grid; run `inference-lab sweep --experiment "
+                                f"{name}` (or open it with refresh=True) to recompute it.")
+
+
+def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: bool = True,
+                 refresh: bool = False) -> xr.Dataset:
+    """The grid dataset of experiment ``name`` as a lazy ``xarray.Dataset``.
+
+    Parameters
+    ----------
+    name : {"decode", "prefill", "prefix", "goodput", "context", "measured"}
+        Which experiment's grid; ``"measured"`` is experiment 9's table of measured kernel
+        times with their floors over ``point`` (in memory, from the package data).
+    path : path, optional
+        A ``.zarr`` store to open instead of the data directory's ``<name>.zarr``.
+    compute_missing : bool
+        Compute the default grid when the dataset does not exist (default True).
+    refresh : bool
+        Recompute the default grid when the dataset is stale or unreadable instead of
+        raising (default False).
+
+    Returns
+    -------
+    xarray.Dataset
+        Dimensions and coordinates named as the CLI flags, variables as ``calc --json`` keys,
+        ``units``/``long_name`` on each, provenance in ``attrs``.
+
+    Raises
+    ------
+    LabInputError
+        Unknown name; or (:class:`~sweeps.store.DatasetError`) a missing, stale or corrupt
+        dataset, with one sentence saying how to fix it.
+    """
+    from sweeps.grid_kinds import grid_kind
+    from sweeps.store import (
+        CorruptDatasetError,
+        StaleDatasetError,
+        UnverifiedDatasetError,
+        open_grid,
+        open_grid_spec,
+    )
+
+    if name == MEASURED:  # shipped measurements, not a grid (docs/model.md, Experiment 9)
+        from lab.measured.calc import measured_table
+
+        return measured_table()
+    if name not in DATASET_NAMES:
+        raise LabInputError(f"There is no dataset '{name}'; valid: {', '.join(DATASET_NAMES)}.")
+    grid_kind(name)
+    target = Path(path) if path is not None else dataset_path(name)
+
+    def recompute_unverified(exc: UnverifiedDatasetError) -> bool:
+        """The lab's own default grid, written before checksums: recomputed like a missing
+        one (any other unverifiable dataset is reported)."""
+        return refresh or (path is None and exc.grid_name == "default")
+
+    if target.exists() and not refresh:
+        try:
+            ds, spec = open_grid_spec(target)
+            _check_default(ds, name, target, spec)
+            return ds
+        except UnverifiedDatasetError as exc:
+            if not recompute_unverified(exc):
+                raise
+    with _lock(target):
+        if target.exists():
+            try:
+                ds, spec = open_grid_spec(target)
+                _check_default(ds, name, target, spec)
+                return ds
+            except UnverifiedDatasetError as exc:
+                if not recompute_unverified(exc):
+                    raise
+            except (StaleDatasetError, CorruptDatasetError):
+                if not refresh:
+                    raise
+        elif not compute_missing:
+            return open_grid(target)
+        compute_default(name, target)
+    return open_grid(target)

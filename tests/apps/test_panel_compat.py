@@ -1,0 +1,56 @@
+"""The private Panel hooks of ``apps.ui.panel_compat`` exist in the installed versions.
+
+Pinned: another Panel or panel-material-ui version fails here first, so an upgrade re-checks
+each hook (see the module docstring) before the server relies on it.
+"""
+
+from __future__ import annotations
+
+import gc
+from importlib.metadata import version
+
+import panel as pn
+import panel_material_ui as pmui
+from bokeh.document import Document
+
+from apps.ui import panel_compat
+from apps.ui.app import build_page
+from apps.ui.inputs import IntSlider
+
+
+def test_installed_versions_are_the_checked_ones():
+    assert version("panel") == panel_compat.TESTED_PANEL
+    assert version("panel-material-ui") == panel_compat.TESTED_PANEL_MATERIAL_UI
+
+
+def test_priority_changes_is_a_hook_panel_reads():
+    assert isinstance(pn.reactive.Syncable._priority_changes, list)
+    assert IntSlider._priority_changes == ["value", "value_throttled"]
+
+
+def test_page_busy_is_detached_from_the_process_state():
+    def busy_watchers():
+        return [w for ws in pn.state.param.watchers.get("busy", {}).values() for w in ws]
+
+    assert "busy" in pmui.Page.param
+    before = len(busy_watchers())
+    page = build_page("memory")
+    assert page.busy is False
+    assert len(busy_watchers()) == before
+
+
+def test_cleanup_doc_releases_a_document_built_outside_a_session():
+    doc = Document()
+    pane = pn.pane.Markdown("x")
+    pane.server_doc(doc)
+    assert pane._models
+    panel_compat.cleanup_doc(doc)
+    assert not pane._models  # the pane no longer holds the document's model
+
+
+def test_freeze_gc_moves_live_objects_out_of_collection():
+    try:
+        panel_compat.freeze_gc()
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()

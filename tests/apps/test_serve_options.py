@@ -1,0 +1,49 @@
+"""``inference-lab serve`` passes the team-serving options and any other ``panel serve`` option."""
+
+from __future__ import annotations
+
+import pytest
+
+from cli.main import build_parser, main
+from cli.serve_cmd import panel_command
+from lab.errors import LabInputError
+
+
+def command(*argv: str) -> list[str]:
+    return panel_command(build_parser().parse_args(["serve", *argv]))
+
+
+def test_every_team_option_reaches_panel_serve():
+    cmd = command("--prefix", "/lab", "--num-procs", "3", "--basic-auth", "users.txt",
+                  "--cookie-secret", "s3cret", "--allow-websocket-origin", "lab.example.org",
+                  "--use-xheaders", "--liveness")
+    assert cmd[cmd.index("--prefix") + 1] == "/lab"
+    assert cmd[cmd.index("--num-procs") + 1] == "3"
+    assert cmd[cmd.index("--basic-auth") + 1] == "users.txt"
+    assert cmd[cmd.index("--cookie-secret") + 1] == "s3cret"
+    assert cmd[cmd.index("--allow-websocket-origin") + 1] == "lab.example.org"
+    assert "--use-xheaders" in cmd and "--liveness" in cmd
+
+
+def test_liveness_is_on_by_default_and_can_be_turned_off():
+    assert "--liveness" in command()
+    assert "--liveness" not in command("--no-liveness")
+
+
+def test_other_panel_serve_options_pass_through_after_double_dash():
+    cmd = command("--port", "5100", "--", "--keep-alive", "1000", "--session-token-expiration=600")
+    assert cmd[-3:] == ["--keep-alive", "1000", "--session-token-expiration=600"]
+    assert cmd[cmd.index("--port") + 1] == "5100"
+
+
+@pytest.mark.parametrize("extra", [["--port", "9"], ["--setup=x.py"], ["--index", "x"],
+                                   ["other_app.py"]])
+def test_options_the_command_sets_are_refused_after_double_dash(extra):
+    with pytest.raises(LabInputError, match="after --"):
+        command("--", *extra)
+
+
+def test_a_refused_passthrough_is_one_sentence_and_exit_2(capsys):
+    assert main(["serve", "--", "--port", "9"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err

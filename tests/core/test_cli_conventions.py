@@ -1,0 +1,107 @@
+"""CLI conventions: ``--version``, ``-`` for standard input and output, ``schema_version`` in
+every JSON record, ``--page`` for the KV page everywhere, and text that names its inputs."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+import lab
+from cli.flags import SCHEMA_VERSION
+from cli.main import main
+from lab.points.serving import DEFAULT_TRACE
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run(*argv: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lab", *argv], input=stdin, cwd=REPO,
+                          capture_output=True, timeout=120)
+
+
+def test_version(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"inference-lab {lab.__version__}\n"
+
+
+@pytest.mark.parametrize("argv", [
+    ["calc", "decode"], ["calc", "memory"], ["calc", "tp"], ["calc", "precision"],
+    ["calc", "prefill"], ["calc", "prefix"], ["calc", "goodput"], ["calc", "context"],
+    ["calc", "measured"], ["catalog"],
+])
+def test_every_json_record_leads_with_its_schema_version(argv, capsys):
+    assert main([*argv, "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert next(iter(record)) == "schema_version" and record["schema_version"] == SCHEMA_VERSION
+
+
+@pytest.mark.parametrize(("argv", "first"), [
+    (["calc", "decode"], "Inputs: Llama 3.1 8B (--model llama-3.1-8b) on NVIDIA H100 SXM "
+     "(--gpu h100-sxm); --tp 1 --precision bf16 --batch 8 --context 8192 --budget 0.9 "
+     "--reserve-gb 4 --page 16"),
+    (["calc", "prefill"], "Inputs: --decode-ms 10 --prompt 16384 --chunk 2048 --c0-ms 2 "
+     "--c1-ms 0.06 --deadline-ms 1500 --itl-ms 50"),
+    (["calc", "prefix", "--model", "llama-3.1-70b", "--tp", "2"],
+     "Inputs: Llama 3.1 70B (--model llama-3.1-70b); --tp 2 --prefix 1000 --own 200 "
+     "--requests 100 --page 16"),
+    (["calc", "goodput"], "Inputs: Llama 3.1 8B (--model llama-3.1-8b) on NVIDIA H100 SXM "
+     f"(--gpu h100-sxm); --trace {DEFAULT_TRACE} --batch-cap 64 --ttft-ms 1000 --tpot-ms 12 "
+     "--c0-ms 2 --c1-ms 0.02 --tp 1 --precision bf16"),
+    (["calc", "measured"], "Inputs: NVIDIA H100 SXM (--gpu h100-sxm)"),
+    (["calc", "measured", "--tp", "2"], "Inputs: NVIDIA H100 SXM (--gpu h100-sxm); --tp 2"),
+    (["calc", "context", "--from-model", "--gpu", "h200"],
+     "Inputs: Llama 3.1 8B (--model llama-3.1-8b) on NVIDIA H200 SXM (--gpu h200); --from-model "
+     "--precision bf16 --tokens 32768"),
+])
+def test_text_output_names_the_model_gpu_and_inputs(argv, first, capsys):
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines()[0] == first
+
+
+def test_page_is_the_kv_page_flag_everywhere_and_block_still_works(capsys):
+    assert main(["calc", "prefix", "--page", "32", "--json"]) == 0
+    by_page = json.loads(capsys.readouterr().out)
+    assert main(["calc", "prefix", "--block", "32", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == by_page
+    assert by_page["inputs"]["block"] == 32
+    for command in ("decode", "memory", "goodput", "prefix"):
+        assert main(["calc", command, "--help"]) == 0
+        assert "--page" in capsys.readouterr().out
+
+
+def test_trace_from_standard_input_equals_the_file():
+    from_file = json.loads(run("calc", "goodput", "--json").stdout)
+    piped = run("calc", "goodput", "--trace", "-", "--json", stdin=DEFAULT_TRACE.read_bytes())
+    record = json.loads(piped.stdout)
+    assert record["inputs"]["trace"] == "-"
+    record["inputs"]["trace"] = from_file["inputs"]["trace"]
+    assert record == from_file
+
+
+def test_a_bad_trace_on_standard_input_is_one_sentence_naming_it():
+    done = run("calc", "goodput", "--trace", "-",
+               stdin=b"request_id,arrival_s,prompt_tokens,output_tokens\n1,0,x,3\n")
+    err = done.stderr.decode()
+    assert done.returncode == 2 and err.count("\n") == 1
+    assert "standard input" in err and "/tmp" not in err and "Traceback" not in err
+
+
+def test_export_to_standard_output_as_csv_and_parquet(tmp_path):
+    sel = ["export", "--experiment", "prefill", "--sel", "prompt=16384"]
+    assert main([*sel, "-o", str(tmp_path / "a.csv")]) == 0
+    csv = run(*sel, "-o", "-")
+    assert csv.returncode == 0 and csv.stdout == (tmp_path / "a.csv").read_bytes()
+    parquet = run(*sel, "-o", "-", "--format", "parquet")
+    assert parquet.returncode == 0
+    assert pq.read_table(io.BytesIO(parquet.stdout)).num_rows == csv.stdout.count(b"\n") - 1
+
+
+def test_export_of_netcdf_to_standard_output_is_one_sentence(capsys):
+    assert main(["export", "--experiment", "prefill", "-o", "-", "--format", "netcdf"]) == 2
+    assert "CSV or Parquet" in capsys.readouterr().err
