@@ -101,7 +101,7 @@ class ChartView(Viewer):
         """Experiment 1: show experiment 9's measured attention markers on the step-time chart
         (``series`` from :func:`lab.measured.overlay.measured_attention_series`), or hide them
         (None). Other experiments draw nothing."""
-        if self.experiment.slug == "batch":
+        if record(self.experiment.slug).chart == "batch":
             self._batch[0].show_measured(series)
 
     def _show_series(self) -> None:
