@@ -97,6 +97,13 @@ class ChartView(Viewer):
         for chart in self._batch:
             chart.show_point(ds, inputs["batch"])
 
+    def show_measured(self, series: dict | None) -> None:
+        """Experiment 1: show experiment 9's measured attention markers on the step-time chart
+        (``series`` from :func:`lab.measured.overlay.measured_attention_series`), or hide them
+        (None). Other experiments draw nothing."""
+        if record(self.experiment.slug).chart == "batch":
+            self._batch[0].show_measured(series)
+
     def _show_series(self) -> None:
         """Experiments 2–8: update the figures in place; swap in any that were rebuilt."""
         ds, inputs, _ = self.data

@@ -84,7 +84,8 @@ class ExperimentView(Viewer):
                                   sizing_mode="stretch_width")
         # The limits close the results column: in the template's main area a row is held to
         # the viewport height, so anything placed after it would overlap a long column.
-        overlay = [MeasuredOverlay(experiment=exp)] if exp.slug == "batch" else []  # experiment 9
+        overlay = ([MeasuredOverlay(experiment=exp, chart=self.chart)]  # experiment 9
+                   if record(exp.slug).chart == "batch" else [])
         results = pn.Column(self.cards, *overlay, self.chart, self.calculation, limits,
                             sizing_mode="stretch_width", styles={"flex": "1 1 0", "min-width": "0"})
         extra = [TraceUpload(experiment=exp)] if record(exp.slug).uploads_trace else []

@@ -60,6 +60,14 @@ class CappedFileInput(pmui.FileInput):
 
     on_refused: Callable[[str], None] | None = None
 
+    def limit_sentence(self) -> str:
+        """The limit as the end of a sentence (a trace's; another upload names its own)."""
+        return limit_sentence()
+
+    def size_text(self) -> str:
+        """The limit as a size ('20 MiB')."""
+        return f"{(self.max_file_size or MAX_UPLOAD_BYTES) // MIB} MiB"
+
     def __init__(self, **params):
         params.setdefault("max_file_size", MAX_UPLOAD_BYTES)
         params.setdefault("chunk_size", UPLOAD_CHUNK_BYTES)
@@ -89,7 +97,8 @@ class CappedFileInput(pmui.FileInput):
                 super()._handle_msg(msg)
         elif status == "error":
             reason = str(msg.get("error", ""))[:MAX_REASON_CHARS]
-            self._refuse(f"The browser did not send the file ({reason}); {limit_sentence()}.")
+            self._refuse(f"The browser did not send the file ({reason}); "
+                         f"{self.limit_sentence()}.")
 
     def _chunk(self, msg: dict) -> None:
         if self._refused:
@@ -103,7 +112,7 @@ class CappedFileInput(pmui.FileInput):
             return
         if declared > limit + self.chunk_size or self._received > limit:
             name = shown_name(str(msg.get("name", "")))
-            self._refuse(f"{name} is larger than {limit // MIB} MiB; {limit_sentence()}.")
+            self._refuse(f"{name} is larger than {self.size_text()}; {self.limit_sentence()}.")
             return
         self._process_chunk(msg)
 
