@@ -7,6 +7,7 @@ import param
 from panel.viewable import Viewer
 
 from apps.ui.batch_chart import BatchChart, batch_charts, power_of_two_rows
+from apps.ui.budget import has_budget, with_fits
 from apps.ui.charts import NOTE
 from apps.ui.downloads import csv_button
 from apps.ui.series_chart import SeriesChart, experiment_charts, update_charts
@@ -15,9 +16,11 @@ from lab.experiments.base import Experiment
 CHART_HEIGHT = 340
 """Height of each chart pane in px (the plots are 320 px tall plus their margins)."""
 
-CHART_NOTE = ("Hollow markers exceed the chosen memory budget. The curves describe ideal phase "
-              "costs, not measured performance.")
-"""Caption under every decode-family chart."""
+BUDGET_NOTE = "Hollow markers exceed the chosen memory budget."
+"""Caption sentence on pages with a memory budget (experiments 1–4)."""
+
+CHART_NOTE = "The curves describe ideal phase costs, not measured performance."
+"""Caption under every chart."""
 
 
 class ChartView(Viewer):
@@ -48,7 +51,7 @@ class ChartView(Viewer):
                                                          result["ridge_batch"])
             figures = [chart.figure for chart in self._batch]
         else:
-            self._series: list[SeriesChart] = experiment_charts(ds, inputs)
+            self._series: list[SeriesChart] = experiment_charts(with_fits(exp, ds), inputs)
             figures = [chart.figure for chart in self._series]
         visible = pn.bind(lambda _r: exp.error is None, exp.param.result)
         self._grid = pn.FlexBox(*self._panes(figures), flex_wrap="wrap",
@@ -99,7 +102,7 @@ class ChartView(Viewer):
     def _show_series(self) -> None:
         """Experiments 2–8: update the figures in place; swap in any that were rebuilt."""
         ds, inputs, _ = self.data
-        charts = update_charts(self._series, ds, inputs)
+        charts = update_charts(self._series, with_fits(self.experiment, ds), inputs)
         if charts is None:
             return
         if len(charts) == len(self._series):
@@ -111,7 +114,8 @@ class ChartView(Viewer):
         self._series = charts
 
     def __panel__(self):
+        note = f"{BUDGET_NOTE} {CHART_NOTE}" if has_budget(self.experiment) else CHART_NOTE
         return pn.Column(self._grid,
-                         pn.pane.Markdown(f"*{CHART_NOTE}* ({NOTE}; save a chart as PNG from "
+                         pn.pane.Markdown(f"*{note}* ({NOTE}; save a chart as PNG from "
                                           "its toolbar.)", sizing_mode="stretch_width"),
                          self._download, sizing_mode="stretch_width")
