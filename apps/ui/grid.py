@@ -19,8 +19,8 @@ import param
 import xarray as xr
 from panel.viewable import Viewer
 
-from apps.ui.grid_heatmap import grid_view, styled_heatmap
 from apps.ui.downloads import WholeDatasetDownload, csv_button
+from apps.ui.grid_heatmap import grid_view, styled_heatmap
 from apps.ui.inputs import InputMessage
 from apps.ui.url_values import strict_selectors, url_problems
 from lab.calc import DecodeConfig
