@@ -13,6 +13,7 @@ import xarray as xr
 
 from lab.decode import PRECISIONS
 from lab.experiments.base import Card, Experiment
+from lab.experiments.decode_inputs import DecodeExperiment
 from lab.units import fmt_gb
 
 DECODE_AXES = ("batch", "context", "tp")
@@ -20,8 +21,8 @@ DECODE_AXES = ("batch", "context", "tp")
 
 
 def has_budget(exp: Experiment) -> bool:
-    """True when the page has a memory budget input (experiments 1–4)."""
-    return "budget" in exp.param and hasattr(exp, "sweep")
+    """True when the page draws decode configurations against a memory budget (1–4)."""
+    return isinstance(exp, DecodeExperiment) and "budget" in exp.param
 
 
 def compared_precisions(exp: Experiment, ds: xr.Dataset) -> list[str]:

@@ -10,6 +10,7 @@ from apps.ui.batch_chart import BatchChart, batch_charts, power_of_two_rows
 from apps.ui.budget import has_budget, with_fits
 from apps.ui.charts import NOTE
 from apps.ui.downloads import csv_button
+from apps.ui.lessons import MarkLayer, chart_inputs, lesson_data, lesson_marks
 from apps.ui.series_chart import SeriesChart, experiment_charts, update_charts
 from lab.experiments.base import Experiment
 
@@ -51,7 +52,10 @@ class ChartView(Viewer):
                                                          result["ridge_batch"])
             figures = [chart.figure for chart in self._batch]
         else:
-            self._series: list[SeriesChart] = experiment_charts(with_fits(exp, ds), inputs)
+            self._series: list[SeriesChart] = experiment_charts(self._drawn(ds),
+                                                                chart_inputs(source))
+            self._layers: dict[int, MarkLayer] = {}
+            self._mark()
             figures = [chart.figure for chart in self._series]
         visible = pn.bind(lambda _r: exp.error is None, exp.param.result)
         self._grid = pn.FlexBox(*self._panes(figures), flex_wrap="wrap",
@@ -101,9 +105,10 @@ class ChartView(Viewer):
 
     def _show_series(self) -> None:
         """Experiments 2–8: update the figures in place; swap in any that were rebuilt."""
-        ds, inputs, _ = self.data
-        charts = update_charts(self._series, with_fits(self.experiment, ds), inputs)
+        ds = self.data[0]
+        charts = update_charts(self._series, self._drawn(ds), chart_inputs(self.experiment))
         if charts is None:
+            self._mark()
             return
         if len(charts) == len(self._series):
             for column, old, new in zip(self._grid, self._series, charts, strict=True):
@@ -112,6 +117,21 @@ class ChartView(Viewer):
         else:
             self._grid[:] = self._panes([c.figure for c in charts])
         self._series = charts
+        self._mark()
+
+    def _drawn(self, ds):
+        """What the series charts draw: the lesson's variables, over-budget points flagged."""
+        return lesson_data(with_fits(self.experiment, ds))
+
+    def _mark(self) -> None:
+        """Draw the lesson's limit lines, bands and crossovers on the current figures."""
+        marks = lesson_marks(self.experiment)
+        for chart in self._series:
+            layer = self._layers.get(id(chart.figure))
+            if layer is None:
+                layer = self._layers[id(chart.figure)] = MarkLayer(
+                    chart.figure, chart.variable, chart.layout.x)
+            layer.show(marks)
 
     def __panel__(self):
         note = f"{BUDGET_NOTE} {CHART_NOTE}" if has_budget(self.experiment) else CHART_NOTE

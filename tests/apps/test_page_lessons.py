@@ -6,8 +6,12 @@ import numpy as np
 
 from apps.ui.cards import CardsView
 from apps.ui.chart_view import BUDGET_NOTE, ChartView
+from lab.experiments.batch_bottleneck import BatchBottleneck
 from lab.experiments.context_growth import ContextGrowth
+from lab.experiments.goodput_contract import GoodputContract
 from lab.experiments.precision_switch import PrecisionSwitch
+from lab.experiments.prefill_deadline import PrefillDeadline
+from lab.experiments.prefix_ownership import PrefixOwnership
 from lab.experiments.tensor_parallel import TensorParallel
 
 OVER = {"model": "llama-3.1-70b", "gpu": "l40s", "precision": "bf16", "batch": 64}
@@ -49,3 +53,61 @@ def test_budget_caption_only_on_pages_with_a_budget():
     view = ChartView(experiment=ContextGrowth())
     assert BUDGET_NOTE not in caption(view)
     assert 0.0 not in chart_alphas(view)
+
+
+def annotations(chart, kind: str) -> list:
+    return [m for m in chart.figure.center if type(m).__name__ == kind]
+
+
+def chart_of(view: ChartView, variable: str):
+    return next(c for c in view._series if c.variable == variable)
+
+
+def test_prefill_marks_chunk_limits_and_the_feasible_range():
+    exp = PrefillDeadline()
+    view = ChartView(experiment=exp)
+    ttft = chart_of(view, "ttft_s")
+    assert ttft.current.location == exp.chunk
+    assert exp.deadline_ms in [s.location for s in annotations(ttft, "Span")]
+    itl = chart_of(view, "itl_during_prefill_s")
+    assert exp.itl_ms in [s.location for s in annotations(itl, "Span")]
+    band = annotations(ttft, "BoxAnnotation")[0]
+    r = exp.result
+    assert (band.left, band.right) == (r["smallest_chunk_meeting_deadline"],
+                                       r["largest_chunk_meeting_itl"])
+    exp.deadline_ms = 3000.0
+    view._update()
+    assert 3000.0 in [s.location for s in annotations(ttft, "Span")]
+    assert band.left == exp.result["smallest_chunk_meeting_deadline"]
+
+
+def test_context_growth_plots_the_doubling_ratio_and_the_crossover():
+    exp = ContextGrowth()
+    view = ChartView(experiment=exp)
+    ratio = chart_of(view, "doubling_ratio")
+    values = ratio.sources[0].data["doubling_ratio"]
+    assert values.min() >= 2.0 and values.max() <= 4.0
+    spans = [s.location for s in annotations(ratio, "Span")]
+    assert 2.0 in spans and 4.0 in spans and exp.result["crossover_tokens"] in spans
+    assert (ratio.figure.y_range.start, ratio.figure.y_range.end) == (1.9, 4.1)
+    assert any("crossover" in label.text for label in annotations(ratio, "Label"))
+
+
+def test_prefix_caching_one_scale_and_the_block_sawtooth():
+    exp = PrefixOwnership()
+    view = ChartView(experiment=exp)
+    kv = chart_of(view, "kv_bytes")
+    assert kv.layout.keys == ("prefix caching on", "prefix caching off")  # one chart, one scale
+    saw = chart_of(view, "private_blocks_per_request_by_prefix")
+    blocks = saw.sources[0].data["private_blocks_per_request_by_prefix"]
+    steps = np.diff(blocks)
+    assert (steps > 0).any() and (steps < 0).any()  # it rises and falls back: a sawtooth
+    assert saw.current.location == exp.prefix
+
+
+def test_ridge_line_is_labelled_and_goodput_draws_each_curve_once():
+    view = ChartView(experiment=BatchBottleneck())
+    assert all(c.ridge_label.text.startswith("ridge batch") for c in view._batch)
+    goodput = ChartView(experiment=GoodputContract())
+    drawn = [c.variable for c in goodput._series]
+    assert "attainment" in drawn and "good_requests" not in drawn
