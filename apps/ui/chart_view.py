@@ -8,10 +8,13 @@ from panel.viewable import Viewer
 
 from apps.ui.batch_chart import BatchChart, batch_charts, power_of_two_rows
 from apps.ui.budget import has_budget, with_fits
+from apps.ui.cards import error_html
 from apps.ui.charts import NOTE
 from apps.ui.downloads import csv_button
 from apps.ui.lessons import MarkLayer, chart_inputs, lesson_data, lesson_marks
+from apps.ui.plain_text import shown_error
 from apps.ui.series_chart import SeriesChart, experiment_charts, update_charts
+from apps.ui.theme import CARD_CSS
 from lab.experiments.base import Experiment
 
 CHART_HEIGHT = 340
@@ -62,6 +65,12 @@ class ChartView(Viewer):
                                 sizing_mode="stretch_width", visible=visible)
         self._download = csv_button(lambda: self.data[0], f"{exp.slug}-chart.csv",
                                     "Chart data (CSV)")
+        self._download.visible = visible
+        self._why = pn.pane.HTML(pn.bind(self._why_html, exp.param.result),
+                                 stylesheets=[CARD_CSS], sizing_mode="stretch_width",
+                                 visible=pn.bind(lambda _r: exp.error is not None,
+                                                 exp.param.result),
+                                 css_classes=["lab-chart-unavailable"])
 
     @staticmethod
     def _panes(figures: list) -> list[pn.Column]:
@@ -72,6 +81,13 @@ class ChartView(Viewer):
                           sizing_mode="stretch_width", min_width=None if wide else 380,
                           styles={"flex": "1 1 100%" if wide else "1 1 45%"})
                 for fig in figures]
+
+    def _why_html(self, _result) -> str:
+        """Why there is no chart or chart data while the inputs are invalid."""
+        if self.experiment.error is None:
+            return ""
+        return error_html("no chart and no chart data (CSV) for these inputs: "
+                          + shown_error(self.experiment))
 
     def _refresh(self, _event) -> None:
         if self.experiment.error is None and not self._pending:
@@ -135,7 +151,7 @@ class ChartView(Viewer):
 
     def __panel__(self):
         note = f"{BUDGET_NOTE} {CHART_NOTE}" if has_budget(self.experiment) else CHART_NOTE
-        return pn.Column(self._grid,
+        return pn.Column(self._grid, self._why,
                          pn.pane.Markdown(f"*{note}* ({NOTE}; save a chart as PNG from "
                                           "its toolbar.)", sizing_mode="stretch_width"),
                          self._download, sizing_mode="stretch_width")

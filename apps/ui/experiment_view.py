@@ -12,6 +12,7 @@ from apps.ui.calculation import CalculationView
 from apps.ui.cards import CardsView
 from apps.ui.chart_view import ChartView
 from apps.ui.inputs import InputMessage, input_panel
+from apps.ui.live_inputs import follow_switches, shown_inputs
 from apps.ui.prediction import PredictionView
 from apps.ui.theme import PROSE_CSS
 from apps.ui.trace_upload import TraceUpload
@@ -44,7 +45,8 @@ class ExperimentView(Viewer):
         strict_selectors(exp, names)
         self.message = InputMessage()
         problems = self._sync_url(names) if self.sync_url else []
-        self.inputs = input_panel(exp, names, report=self.message.say)
+        self.inputs = input_panel(exp, shown_inputs(exp, names), report=self.message.say)
+        follow_switches(exp, self.inputs)
         self.message.say(" ".join(problems))
         self.cards = CardsView(experiment=exp)
         self.chart = ChartView(experiment=exp)

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import numpy as np
+import panel as pn
 
+from apps.ui.calculation import CalculationView
 from apps.ui.cards import CardsView
 from apps.ui.chart_view import BUDGET_NOTE, ChartView
+from apps.ui.experiment_view import ExperimentView
 from lab.experiments.batch_bottleneck import BatchBottleneck
 from lab.experiments.context_growth import ContextGrowth
 from lab.experiments.goodput_contract import GoodputContract
 from lab.experiments.precision_switch import PrecisionSwitch
 from lab.experiments.prefill_deadline import PrefillDeadline
 from lab.experiments.prefix_ownership import PrefixOwnership
+from lab.experiments.sequences_fit import SequencesFit
 from lab.experiments.tensor_parallel import TensorParallel
 
 OVER = {"model": "llama-3.1-70b", "gpu": "l40s", "precision": "bf16", "batch": 64}
@@ -25,7 +29,7 @@ def chart_alphas(view: ChartView) -> list[float]:
 
 
 def caption(view: ChartView) -> str:
-    return view.__panel__()[1].object
+    return next(p.object for p in view.__panel__() if isinstance(p, pn.pane.Markdown))
 
 
 def test_over_budget_is_hollow_and_carded_on_experiments_3_and_4():
@@ -111,3 +115,33 @@ def test_ridge_line_is_labelled_and_goodput_draws_each_curve_once():
     goodput = ChartView(experiment=GoodputContract())
     drawn = [c.variable for c in goodput._series]
     assert "attainment" in drawn and "good_requests" not in drawn
+
+
+def test_inputs_that_drive_nothing_are_not_shown():
+    four = ExperimentView(experiment=PrecisionSwitch(), sync_url=False)
+    assert "precision" not in four.inputs._widgets and "batch" in four.inputs._widgets
+    two = ExperimentView(experiment=SequencesFit(), sync_url=False)
+    assert "batch" not in two.inputs._widgets and "context" in two.inputs._widgets
+    eight = ExperimentView(experiment=ContextGrowth(), sync_url=False)
+    widgets = eight.inputs._widgets
+    assert not widgets["model"].visible and not widgets["gpu"].visible
+    assert widgets["a_ms"].visible
+    eight.experiment.from_model = True
+    assert widgets["model"].visible and widgets["precision"].visible
+    assert not widgets["a_ms"].visible and not widgets["c_ms"].visible
+    three = ExperimentView(experiment=TensorParallel(), sync_url=False)
+    assert not three.inputs._widgets["allreduce_latency_us"].visible
+
+
+def test_invalid_inputs_say_why_there_is_no_chart_data_or_calculation():
+    exp = BatchBottleneck()
+    view = ChartView(experiment=exp)
+    assert not view._why.visible and view._download.visible
+    exp.gpu = "a100-sxm-80gb"
+    exp.precision = "fp8"
+    assert exp.error
+    assert view._why.visible and not view._download.visible
+    why = view._why_html(exp.result)
+    assert "no chart data (CSV)" in why and "FP8" in why
+    calc = CalculationView(experiment=exp)
+    assert "FP8" in calc._html(exp.result)
