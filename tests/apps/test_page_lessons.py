@@ -145,3 +145,42 @@ def test_invalid_inputs_say_why_there_is_no_chart_data_or_calculation():
     assert "no chart data (CSV)" in why and "FP8" in why
     calc = CalculationView(experiment=exp)
     assert "FP8" in calc._html(exp.result)
+
+
+def test_prediction_reveals_after_a_choice_and_judges_the_first_one():
+    from apps.ui.prediction import PredictionView
+
+    exp = BatchBottleneck()
+    view = PredictionView(experiment=exp)
+    assert view._button.disabled
+    view.param.trigger("reveal")
+    assert not view.revealed  # nothing chosen: nothing revealed
+    wrong = next(c for i, c in enumerate(exp.prediction.choices) if i != exp.prediction.answer)
+    view.choice = wrong
+    assert not view._button.disabled
+    view.param.trigger("reveal")
+    assert view.revealed and view._choices.disabled
+    view.choice = exp.prediction.choices[exp.prediction.answer]
+    assert view._answer_text(True, view.choice, exp.result).startswith("**Not quite")
+
+
+def test_wide_counts_have_a_powers_of_two_slider_and_exact_typing():
+    view = ExperimentView(experiment=BatchBottleneck(), sync_url=False)
+    layout = list(view.inputs.layout)
+    box = view.inputs._widgets["batch"]
+    slider = layout[layout.index(box) + 1]
+    assert slider.options[:4] == [1, 2, 4, 8] and slider.options[-1] == 1024
+    view.experiment.batch = 24  # typed exactly
+    assert view.experiment.batch == 24 and slider.value == 32
+    slider.value = 128
+    assert view.experiment.batch == 128 and box.value == 128
+
+
+def test_dropdowns_show_names_and_small_coefficients_keep_their_digits():
+    view = ExperimentView(experiment=BatchBottleneck(), sync_url=False)
+    assert view.inputs._widgets["model"].options["Llama 3.1 8B"] == "llama-3.1-8b"
+    assert view.inputs._widgets["gpu"].options["NVIDIA H100 SXM"] == "h100-sxm"
+    eight = ExperimentView(experiment=ContextGrowth(), sync_url=False)
+    fmt = eight.inputs._widgets["c_ms"].format.format
+    from bokeh.models import NumeralTickFormatter  # noqa: F401  (the format is numeral.js)
+    assert fmt.count("0") >= 7  # 5e-7 ms shows as 0.0000005, not 0.0
