@@ -184,3 +184,12 @@ def test_dropdowns_show_names_and_small_coefficients_keep_their_digits():
     fmt = eight.inputs._widgets["c_ms"].format.format
     from bokeh.models import NumeralTickFormatter  # noqa: F401  (the format is numeral.js)
     assert fmt.count("0") >= 7  # 5e-7 ms shows as 0.0000005, not 0.0
+
+
+def test_ticks_are_plain_numbers_and_legends_sit_below_the_data():
+    view = ChartView(experiment=GoodputContract())
+    for chart in view._series:
+        assert "toLocaleString" in chart.figure.yaxis[0].formatter.code
+    prefix = ChartView(experiment=PrefixOwnership())
+    kv = chart_of(prefix, "kv_bytes").figure
+    assert kv.legend[0] in kv.below and kv.legend[0] not in kv.center
