@@ -22,18 +22,38 @@ PHONE_WIDTH = 700
 
 
 class BrowserState(pn.custom.JSComponent):
-    """Reports ``width`` and ``prefers_dark``; carries the inputs and ``dark`` on navigation."""
+    """Reports ``window_width`` and ``prefers_dark``; carries the inputs and ``dark`` on navigation."""
 
-    width = param.Integer(default=0, doc="Window width in CSS px (0 until reported).")
+    window_width = param.Integer(default=0, doc="Window width in CSS px (0 until reported).")
     prefers_dark = param.Boolean(default=False, doc="The browser prefers a dark scheme.")
     dark = param.Boolean(default=False, doc="The page is dark now (set by the server).")
 
     _esm = """
     const CARRIED = CARRIED_JSON;
+    function pageModel() {
+      const models = [...window.Bokeh.documents].flatMap((d) => [...d._all_models.values()]);
+      return models.find((m) => m.data && "sidebar_open" in m.data && "dark_theme" in m.data);
+    }
     export function render({ model }) {
-      model.width = window.innerWidth;
-      model.prefers_dark = !!(window.matchMedia &&
-        window.matchMedia("(prefers-color-scheme: dark)").matches);
+      const report = () => {
+        model.window_width = window.innerWidth;
+        model.prefers_dark = !!(window.matchMedia &&
+          window.matchMedia("(prefers-color-scheme: dark)").matches);
+      };
+      setTimeout(report, 0);  // once the model is connected, so the values reach the server
+      // The template's own state, set in the browser: a phone starts with the menu closed,
+      // and without a theme in the URL the browser's dark preference applies.
+      setTimeout(() => {
+        const page = pageModel();
+        if (!page) { return; }
+        if (window.innerWidth < PHONE_WIDTH && page.data.sidebar_open) {
+          page.data.sidebar_open = false;
+        }
+        const asked = new URLSearchParams(window.location.search).get("theme");
+        const prefers = !!(window.matchMedia &&
+          window.matchMedia("(prefers-color-scheme: dark)").matches);
+        if (!asked && prefers && !page.data.dark_theme) { page.data.dark_theme = true; }
+      }, 0);
       if (!window.__labNavigation) {
         window.__labNavigation = true;
         document.addEventListener("click", (event) => {
@@ -45,7 +65,9 @@ class BrowserState(pn.custom.JSComponent):
           for (const key of CARRIED) {
             if (here.has(key) && !next.has(key)) { next.set(key, here.get(key)); }
           }
-          next.set("theme", window.__labDark ? "dark" : "default");
+          const page = pageModel();
+          const dark = page ? page.data.dark_theme : window.__labDark;
+          next.set("theme", dark ? "dark" : "default");
           event.preventDefault();
           window.location.search = "?" + next.toString();
         }, true);
@@ -56,7 +78,7 @@ class BrowserState(pn.custom.JSComponent):
       span.style.display = "none";
       return span;
     }
-    """.replace("CARRIED_JSON", json.dumps(list(CARRIED)))
+    """.replace("CARRIED_JSON", json.dumps(list(CARRIED))).replace("PHONE_WIDTH", str(PHONE_WIDTH))
 
 
 def requested_theme() -> str | None:
@@ -67,18 +89,12 @@ def requested_theme() -> str | None:
 
 
 def follow_browser(page, state: BrowserState) -> None:
-    """Close the menu on a phone, honour the dark preference unless the URL chose a theme,
-    and keep ``state.dark`` in step with the page's theme."""
+    """Apply the URL's theme and keep ``state.dark`` in step with the page's theme (the
+    component itself closes the menu on a phone and applies the browser's dark preference
+    when the URL names no theme)."""
     explicit = requested_theme()
     if explicit is not None:
         page.dark_theme = explicit == "dark"
     state.dark = bool(page.dark_theme)
 
-    def reported(event) -> None:
-        if event.name == "width" and 0 < event.new < PHONE_WIDTH:
-            page.sidebar_open = False
-        if event.name == "prefers_dark" and explicit is None:
-            page.dark_theme = bool(event.new)
-
-    state.param.watch(reported, ["width", "prefers_dark"])
     page.param.watch(lambda e: setattr(state, "dark", bool(e.new)), "dark_theme")

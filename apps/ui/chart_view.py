@@ -78,7 +78,8 @@ class ChartView(Viewer):
         Bokeh pane shares its figure's layout, so a column around it takes the flex share)."""
         wide = len(figures) <= 2
         return [pn.Column(pn.pane.Bokeh(fig, sizing_mode="stretch_width", height=CHART_HEIGHT),
-                          sizing_mode="stretch_width", min_width=None if wide else 380,
+                          sizing_mode="stretch_width", min_width=None if wide else 300,
+                          css_classes=["lab-chart"],
                           styles={"flex": "1 1 100%" if wide else "1 1 45%"})
                 for fig in figures]
 

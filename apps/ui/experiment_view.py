@@ -19,14 +19,6 @@ from apps.ui.trace_upload import TraceUpload
 from apps.ui.url_values import strict_selectors, url_problems
 from lab.experiments.base import Experiment
 
-STACKED_CSS = """
-@media (max-width: 700px) {
-  :host { flex-direction: column !important; flex-wrap: nowrap !important; }
-  :host > * { width: 100% !important; max-width: 100% !important; flex: 1 1 auto !important; }
-}
-"""
-"""On a phone the inputs sit above the results, each the full width of the screen."""
-
 
 def url_inputs(experiment: Experiment) -> list[str]:
     """Inputs kept in the URL: all but free-text ones (a file path must not come from a link)."""
@@ -93,12 +85,13 @@ class ExperimentView(Viewer):
         # The limits close the results column: in the template's main area a row is held to
         # the viewport height, so anything placed after it would overlap a long column.
         results = pn.Column(self.cards, self.chart, self.calculation, limits,
-                            sizing_mode="stretch_width", styles={"flex": "1 1 0", "min-width": "0"})
+                            sizing_mode="stretch_width",
+                            styles={"flex": "1 1 340px", "min-width": "min(340px, 100%)"})
         extra = [TraceUpload(experiment=exp)] if "trace" in exp.param else []
         inputs = pn.Column(pn.pane.Markdown("### Inputs"), self.message, self.inputs, *extra,
                            width=300, css_classes=["lab-inputs-column"],
                            styles={"flex": "0 0 300px"})
-        body = pn.FlexBox(inputs, results, flex_wrap="nowrap", align_items="flex-start",
-                          sizing_mode="stretch_width", stylesheets=[STACKED_CSS],
-                          css_classes=["lab-experiment-body"])
+        # Side by side where both fit; on a phone the results wrap below the inputs.
+        body = pn.FlexBox(inputs, results, flex_wrap="wrap", align_items="flex-start",
+                          sizing_mode="stretch_width", css_classes=["lab-experiment-body"])
         return pn.Column(header, self.prediction, body, sizing_mode="stretch_width")
