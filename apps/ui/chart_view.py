@@ -10,7 +10,7 @@ from apps.ui.batch_chart import BatchChart, batch_charts, power_of_two_rows
 from apps.ui.budget import has_budget, with_fits
 from apps.ui.cards import error_html
 from apps.ui.charts import NOTE
-from apps.ui.downloads import csv_button
+from apps.ui.downloads import chart_csv_button
 from apps.ui.lessons import MarkLayer, chart_inputs, lesson_data, lesson_marks
 from apps.ui.plain_text import shown_error
 from apps.ui.series_chart import SeriesChart, experiment_charts, update_charts
@@ -63,8 +63,8 @@ class ChartView(Viewer):
         visible = pn.bind(lambda _r: exp.error is None, exp.param.result)
         self._grid = pn.FlexBox(*self._panes(figures), flex_wrap="wrap",
                                 sizing_mode="stretch_width", visible=visible)
-        self._download = csv_button(lambda: self.data[0], f"{exp.slug}-chart.csv",
-                                    "Chart data (CSV)")
+        self._download = chart_csv_button(lambda: self.data[:2], f"{exp.slug}-chart.csv",
+                                          "Chart data (CSV)")
         self._download.visible = visible
         self._why = pn.pane.HTML(pn.bind(self._why_html, exp.param.result),
                                  stylesheets=[CARD_CSS], sizing_mode="stretch_width",

@@ -193,3 +193,21 @@ def test_ticks_are_plain_numbers_and_legends_sit_below_the_data():
     prefix = ChartView(experiment=PrefixOwnership())
     kv = chart_of(prefix, "kv_bytes").figure
     assert kv.legend[0] in kv.below and kv.legend[0] not in kv.center
+
+
+def test_sources_legend_gib_parts_and_chart_csv_inputs():
+    from apps.ui.downloads import chart_csv
+    from apps.ui.sources import LEGEND_TEXT, gpu_frame
+
+    assert "**P** primary" in LEGEND_TEXT and "*K* KV heads" in LEGEND_TEXT
+    gpus = gpu_frame().set_index("id")
+    assert "GiB" in gpus.loc["mi300x", "memory label"]
+    assert gpus.loc["h100-sxm", "memory label"] == "GB"
+    exp = BatchBottleneck()
+    view = ChartView(experiment=exp)
+    text = chart_csv(*view.data[:2])
+    assert text.splitlines()[0].startswith("batch,")
+    assert "# model = llama-3.1-8b" in text and "# batch = 8" in text
+    goodput = ChartView(experiment=GoodputContract())
+    text = chart_csv(*goodput.data[:2])
+    assert "# trace = default.csv" in text and "/" not in text.split("# trace = ")[1]
