@@ -20,6 +20,13 @@ from lab.experiments.base import Experiment
 CHART_HEIGHT = 340
 """Height of each chart pane in px (the plots are 320 px tall plus their margins)."""
 
+BUSY_CSS = """
+.lab-busy { font-size: 0.9rem; padding: 4px 10px; border-radius: 6px;
+  background: rgba(0, 114, 178, 0.12); animation: lab-busy-appear 0s linear 0.3s both; }
+@keyframes lab-busy-appear { from { visibility: hidden; } to { visibility: visible; } }
+"""
+"""The busy note appears only when an update has taken more than 0.3 s."""
+
 BUDGET_NOTE = "Hollow markers exceed the chosen memory budget."
 """Caption sentence on pages with a memory budget (experiments 1–4)."""
 
@@ -47,6 +54,9 @@ class ChartView(Viewer):
         self.data = (source.chart_data(), source.inputs(), source.result)
         """(chart dataset, inputs, result) of the last valid inputs: drawn and downloaded."""
         self._pending = False
+        self._busy = pn.pane.HTML('<div class="lab-busy" role="status">Updating the charts…</div>',
+                                  visible=False, stylesheets=[BUSY_CSS],
+                                  css_classes=["lab-busy-note"], sizing_mode="stretch_width")
         exp.param.watch(self._refresh, "result")
         ds, inputs, result = self.data
         if exp.slug == "batch":
@@ -93,10 +103,17 @@ class ChartView(Viewer):
     def _refresh(self, _event) -> None:
         if self.experiment.error is None and not self._pending:
             self._pending = True
+            self._busy.visible = True  # sent with the cards; shows only if the charts lag
             pn.state.execute(self._update, schedule=True)
 
     def _update(self) -> None:
         self._pending = False
+        try:
+            self._draw()
+        finally:
+            self._busy.visible = False
+
+    def _draw(self) -> None:
         if self.experiment.error is None:
             self.data = (self.experiment.chart_data(), self.experiment.inputs(),
                          self.experiment.result)
@@ -152,7 +169,7 @@ class ChartView(Viewer):
 
     def __panel__(self):
         note = f"{BUDGET_NOTE} {CHART_NOTE}" if has_budget(self.experiment) else CHART_NOTE
-        return pn.Column(self._grid, self._why,
+        return pn.Column(self._busy, self._grid, self._why,
                          pn.pane.Markdown(f"*{note}* ({NOTE}; save a chart as PNG from "
                                           "its toolbar.)", sizing_mode="stretch_width"),
                          self._download, sizing_mode="stretch_width")

@@ -211,3 +211,18 @@ def test_sources_legend_gib_parts_and_chart_csv_inputs():
     goodput = ChartView(experiment=GoodputContract())
     text = chart_csv(*goodput.data[:2])
     assert "# trace = default.csv" in text and "/" not in text.split("# trace = ")[1]
+
+
+def test_busy_note_shows_while_the_charts_catch_up(monkeypatch):
+    from apps.ui.chart_view import BUSY_CSS
+
+    scheduled = []
+    monkeypatch.setattr(pn.state, "execute", lambda fn, schedule=False: scheduled.append(fn))
+    exp = ContextGrowth()
+    view = ChartView(experiment=exp)
+    assert not view._busy.visible
+    exp.tokens = 1024
+    assert view._busy.visible and len(scheduled) == 1
+    scheduled[0]()
+    assert not view._busy.visible
+    assert "0.3s" in BUSY_CSS  # it appears only after 300 ms
