@@ -21,7 +21,6 @@ from panel.viewable import Viewer
 
 from apps.ui.downloads import WholeDatasetDownload, csv_button
 from apps.ui.grid_heatmap import grid_view, styled_heatmap
-from apps.ui.input_extras import improve
 from apps.ui.inputs import InputMessage
 from apps.ui.url_values import strict_selectors, url_problems
 from lab.calc import DecodeConfig
@@ -159,7 +158,6 @@ class GridExplorer(Viewer):
                                         "sizing_mode": "stretch_width"}
                                     for n in ["variable", *SELECTORS]},
                            sizing_mode="stretch_width", default_layout=pn.Column)
-        improve(widgets, self)
         netcdf = WholeDatasetDownload(dataset=self._ds, filename="decode-grid.nc",
                                       label="Whole dataset (NetCDF)")
         csv = csv_button(self.current, "decode-grid-selection.csv", "Selection (CSV)")

@@ -105,7 +105,8 @@ def lesson_marks(exp: Experiment) -> list[Mark]:
                   Mark("yrange", "", 0.0, max(3 * inputs["itl_ms"],
                                               1.2 * r["itl_during_prefill_s"] * ms),
                        variable="itl_during_prefill_s")]
-        marks.append(Mark("band", "chunks meeting both" if feasible else "no chunk meets both",
+        marks.append(Mark("band", "feasible: chunks meeting both" if feasible
+                          else "feasible: no chunk meets both",
                           lo if feasible else None, hi if feasible else None,
                           axis="chunk_size"))
     if "doubling_ratio" in r and "crossover_tokens" in r:
@@ -131,7 +132,7 @@ class MarkLayer:
         key = (mark.kind, mark.variable or mark.axis)
         key = (f"{key[0]}:{mark.label.split(' ')[0]}", key[1])
         if key not in self.models:
-            label = Label(text="", text_font_size="11px", text_color=MARK_COLOR,
+            label = Label(x=0, y=0, text="", text_font_size="11px", text_color=MARK_COLOR,
                           background_fill_color="white", background_fill_alpha=0.7)
             if mark.kind == "band":
                 shape = BoxAnnotation(fill_color=BAND_COLOR, fill_alpha=0.15, line_alpha=0)

@@ -226,3 +226,20 @@ def test_busy_note_shows_while_the_charts_catch_up(monkeypatch):
     scheduled[0]()
     assert not view._busy.visible
     assert "0.3s" in BUSY_CSS  # it appears only after 300 ms
+
+
+def test_marks_added_to_a_served_document_are_valid():
+    from bokeh.document import Document
+
+    exp = PrefillDeadline()
+    view = ChartView(experiment=exp)
+    doc = Document()
+    for chart in view._series:
+        doc.add_root(chart.figure)
+    exp.chunk = 512
+    view._update()
+    for chart in view._series:
+        for model in chart.figure.center:
+            if type(model).__name__ == "Label":
+                assert model.x is not None and model.y is not None
+    doc.validate()
