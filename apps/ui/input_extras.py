@@ -25,6 +25,10 @@ NUMBER_FORMAT = "0,0.[000000000]"
 """Display format of decimal boxes: up to nine decimals, so 5e-7 reads 0.0000005, not 0.0."""
 
 
+STEP_BUTTONS_SX = {"& .MuiIconButton-root, & button": {"color": "text.primary", "opacity": 0.9}}
+"""The number boxes' − and + buttons in the theme's text colour: visible in dark as in light."""
+
+
 def is_wide_count(parameter: param.Parameter) -> bool:
     """True for an integer input spanning many orders of two (batch, context, prompt…)."""
     if not isinstance(parameter, param.Integer) or not parameter.bounds:
@@ -94,6 +98,8 @@ def improve(panel: pn.Param, owner: param.Parameterized) -> None:
             widget.options = {label: key for label, key in names.items() if key in objects}
         if isinstance(widget, pmui.FloatInput):
             widget.format = NumeralTickFormatter(format=NUMBER_FORMAT)
+        if isinstance(widget, (pmui.FloatInput, pmui.IntInput)):
+            widget.sx = STEP_BUTTONS_SX
         if is_wide_count(owner.param[name]) and widget in panel.layout.objects:
             index = panel.layout.objects.index(widget)
             slider = log2_slider(owner, name)

@@ -110,7 +110,7 @@ def lesson_marks(exp: Experiment) -> list[Mark]:
                           lo if feasible else None, hi if feasible else None,
                           axis="chunk_size"))
     if "doubling_ratio" in r and "crossover_tokens" in r:
-        marks += [Mark("yrange", "", 1.9, 4.1, variable="doubling_ratio"),
+        marks += [Mark("yrange", "", 1.9, 4.3, variable="doubling_ratio"),
                   Mark("hline", "2× (all linear)", 2.0, variable="doubling_ratio"),
                   Mark("hline", "4× (all attention)", 4.0, variable="doubling_ratio"),
                   Mark("vline", f"crossover n* = {r['crossover_tokens']:,.0f}",
@@ -143,7 +143,7 @@ class MarkLayer:
                 if mark.kind == "hline":
                     label.update(x=8, x_units="screen", y_offset=3)
                 else:
-                    label.update(y=28, y_units="screen", x_offset=4)
+                    label.update(y=28, y_units="screen", x_offset=-4, text_align="right")
             self.figure.add_layout(shape)
             self.figure.add_layout(label)
             self.models[key] = (shape, label)

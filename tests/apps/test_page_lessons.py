@@ -93,7 +93,7 @@ def test_context_growth_plots_the_doubling_ratio_and_the_crossover():
     assert values.min() >= 2.0 and values.max() <= 4.0
     spans = [s.location for s in annotations(ratio, "Span")]
     assert 2.0 in spans and 4.0 in spans and exp.result["crossover_tokens"] in spans
-    assert (ratio.figure.y_range.start, ratio.figure.y_range.end) == (1.9, 4.1)
+    assert (ratio.figure.y_range.start, ratio.figure.y_range.end) == (1.9, 4.3)
     assert any("crossover" in label.text for label in annotations(ratio, "Label"))
 
 
@@ -243,3 +243,10 @@ def test_marks_added_to_a_served_document_are_valid():
             if type(model).__name__ == "Label":
                 assert model.x is not None and model.y is not None
     doc.validate()
+
+
+def test_step_buttons_use_the_theme_text_colour():
+    view = ExperimentView(experiment=ContextGrowth(), sync_url=False)
+    for name in ("a_ms", "c_ms", "tokens"):
+        assert view.inputs._widgets[name].sx["& .MuiIconButton-root, & button"]["color"] == (
+            "text.primary")
