@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
-from bokeh.models import ColumnDataSource, FixedTicker, GlyphRenderer, HoverTool, Span
+from bokeh.models import ColumnDataSource, FixedTicker, GlyphRenderer, HoverTool, Label, Span
 from bokeh.plotting import figure
 
 from apps.ui.charts import (
@@ -133,6 +133,7 @@ class BatchChart:
     current: ColumnDataSource
     ridge: Span
     ticker: FixedTicker
+    ridge_label: Label | None = None
     measured: MeasuredMarkers | None = None
     """The measured attention markers, added the first time they are shown (step time only)."""
 
@@ -141,6 +142,10 @@ class BatchChart:
         self.series.data = source_data(lines, self.variable)
         set_log2_ticks(self.figure, self.ticker, display_values(lines["batch"])[0])
         self.ridge.location = float(ridge_batch) if math.isfinite(ridge_batch) else None
+        if self.ridge_label is not None:
+            shown = self.ridge.location is not None
+            self.ridge_label.update(x=self.ridge.location if shown else 1, visible=shown,
+                                    text=f"ridge batch B* = {ridge_batch:,.0f}" if shown else "")
 
     def show_point(self, ds: xr.Dataset, batch: int) -> None:
         """Move the current-point marker to ``batch`` (hollow when over budget)."""
@@ -171,11 +176,15 @@ def batch_chart(lines: xr.Dataset, ds: xr.Dataset, batch: int, ridge_batch: floa
     ridge = Span(dimension="height", line_color=RIDGE_COLOR, line_dash="dashed",
                  line_width=1.5)
     fig.add_layout(ridge)
+    ridge_label = Label(x=1, y=8, y_units="screen", x_offset=4, text="ridge batch",
+                        text_color=RIDGE_COLOR, text_font_size="11px",
+                        background_fill_color="white", background_fill_alpha=0.7)
+    fig.add_layout(ridge_label)
     fig.add_tools(HoverTool(renderers=[markers, point], tooltips=[
         (axis_label(ds["batch"]), "@batch{0,0}"),
         (axis_label(ds[variable]), f"@{{{variable}}}{HOVER_NUMBER}"),
         ("Fits the memory budget", "@fits")]))
-    chart = BatchChart(variable, fig, series, current, ridge, ticker)
+    chart = BatchChart(variable, fig, series, current, ridge, ticker, ridge_label)
     chart.show_series(lines, ridge_batch)
     return chart
 
