@@ -125,3 +125,5 @@ MAX_CHUNK_CELLS = 2**26
 # -- any file the lab reads ---------------------------------------------------------------------
 MAX_SPEC_BYTES = 10_000_000
 """Largest ``config.json``, GPU TOML or grid spec file, bytes."""
+MAX_MEASUREMENT_BYTES = 10_000_000
+"""Largest measurements CSV (experiment 9), read from a file or uploaded on its page, bytes."""

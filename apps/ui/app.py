@@ -12,6 +12,7 @@ from html import escape
 import panel as pn
 import panel_material_ui as pmui
 
+from apps.ui.browser_state import BrowserState, follow_browser
 from apps.ui.derivation import DerivationView
 from apps.ui.experiment_view import ExperimentView
 from apps.ui.grid import GridExplorer
@@ -88,10 +89,12 @@ def build_page(slug: str | None = None) -> pmui.Page:
     """The template holding the navigation and the requested page."""
     slug = page_slug(requested_page() if slug is None else slug)
     title = next((p.title for p in all_pages() if p.slug == slug), HOME.title)
+    state = BrowserState()
     page = pmui.Page(
         title="Inference Lab" if slug == HOME.slug else f"Inference Lab · {title}",
-        sidebar=[navigation(slug)], main=[page_content(slug)], theme_toggle=True,
+        sidebar=[navigation(slug), state], main=[page_content(slug)], theme_toggle=True,
         theme_config=THEME, sidebar_width=290, busy_indicator=None)
+    follow_browser(page, state)
     # The page's busy flag follows ``pn.state.busy``; every toggle re-walks the page's whole
     # Bokeh model (~30 ms each, twice per widget change). Updates here take a few ms, so the
     # indicator is dropped and the flag unlinked (setting it replaces the reference).

@@ -9,6 +9,11 @@ measured (``benchmarks/bench_ui.py``). Nothing here knows about Panel or session
 
 The data sources keep the column names of the data (``batch``, the variable, ``fits``,
 ``fill_alpha``), in the units on screen, so tests and the browser read the figures shown.
+
+With experiment 9's switch on, the step-time figure also shows the measured attention phase
+(real H100 kernels × layers) beside the ideal one at the batches measured for the model's
+shape (:class:`MeasuredMarkers`). Those renderers are added the first time it is switched on,
+so with the switch off every figure is as before.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
-from bokeh.models import ColumnDataSource, FixedTicker, HoverTool, Span
+from bokeh.models import ColumnDataSource, FixedTicker, GlyphRenderer, HoverTool, Label, Span
 from bokeh.plotting import figure
 
 from apps.ui.charts import (
@@ -42,6 +47,20 @@ RIDGE_COLOR = OKABE_ITO[2]
 HEIGHT = 320
 """Figure height in px."""
 
+MEASURED_COLOR = OKABE_ITO[4]
+"""Colour of the measured attention markers (filled diamonds)."""
+IDEAL_ATTENTION_COLOR = OKABE_ITO[7]
+"""Colour of the ideal attention phase markers beside them (hollow circles)."""
+MEASURED_LABEL = "◆ measured attention (real H100 SXM kernels × layers)"
+"""Key of the measured markers (shown by the switch: a Bokeh legend added to a figure already
+on screen is drawn empty)."""
+IDEAL_ATTENTION_LABEL = "○ ideal attention phase (the lab's model)"
+"""Key of the ideal attention markers."""
+IDEAL_ATTENTION_SOURCE = "the lab's model: ideal phase cost, not a measurement"
+"""What the hover gives as the source of an ideal attention marker."""
+MS = 1e-3
+"""One millisecond, s."""
+
 
 def chart_title(title: str) -> str:
     """A chart title that says what the curve is."""
@@ -51,6 +70,57 @@ def chart_title(title: str) -> str:
 def source_data(ds: xr.Dataset, y: str) -> dict[str, np.ndarray]:
     """Columns of ``y`` against batch as a data source holds them (screen units)."""
     return fit_columns(ds, "batch", y)
+
+
+def attention_columns(batch: np.ndarray, seconds: np.ndarray, what: str,
+                      source: str) -> dict[str, np.ndarray]:
+    """Attention-phase markers as a data source holds them: ``batch``, ``attention_ms`` (ms),
+    ``unit``, ``what`` (measured or ideal) and ``source``."""
+    n = len(batch)
+    return {"batch": np.asarray(batch, dtype=float), "attention_ms": np.asarray(seconds) / MS,
+            "unit": np.full(n, "ms"), "what": np.full(n, what, dtype=object),
+            "source": np.full(n, source, dtype=object)}
+
+
+@dataclass
+class MeasuredMarkers:
+    """The measured and ideal attention markers on the step-time figure."""
+
+    measured: ColumnDataSource
+    ideal: ColumnDataSource
+    renderers: list[GlyphRenderer]
+
+    def show(self, series: dict | None) -> None:
+        """Draw ``series`` (:func:`lab.measured.overlay.measured_attention_series`); hide the
+        markers when it is None or holds no measured batch."""
+        on = series is not None and len(series["batch"]) > 0
+        if on:
+            self.measured.data = attention_columns(series["batch"], series["measured_s"],
+                                                   "measured", series["source"])
+            self.ideal.data = attention_columns(series["batch"], series["ideal_s"],
+                                                "ideal", IDEAL_ATTENTION_SOURCE)
+        else:  # emptied too, so hidden markers do not stretch the axes
+            empty = attention_columns(np.array([]), np.array([]), "", "")
+            self.measured.data, self.ideal.data = dict(empty), dict(empty)
+        for renderer in self.renderers:
+            renderer.visible = on
+
+
+def measured_markers(fig: figure) -> MeasuredMarkers:
+    """Add the (empty) attention markers and their hover to ``fig``."""
+    empty = attention_columns(np.array([]), np.array([]), "", "")
+    measured, ideal = ColumnDataSource(dict(empty)), ColumnDataSource(dict(empty))
+    ideal_marks = fig.scatter("batch", "attention_ms", source=ideal, marker="circle", size=11,
+                              line_color=IDEAL_ATTENTION_COLOR, fill_alpha=0, line_width=2)
+    measured_marks = fig.scatter("batch", "attention_ms", source=measured, marker="diamond",
+                                 size=13, color=MEASURED_COLOR, line_color="black",
+                                 line_width=1)
+    fig.add_tools(HoverTool(renderers=[measured_marks, ideal_marks], tooltips=[
+        ("Attention phase", "@what"),
+        ("Batch (sequences)", "@batch{0,0}"),
+        ("Value", f"@attention_ms{HOVER_NUMBER} @unit"),
+        ("Source", "@source")]))
+    return MeasuredMarkers(measured, ideal, [measured_marks, ideal_marks])
 
 
 @dataclass
@@ -63,16 +133,32 @@ class BatchChart:
     current: ColumnDataSource
     ridge: Span
     ticker: FixedTicker
+    ridge_label: Label | None = None
+    measured: MeasuredMarkers | None = None
+    """The measured attention markers, added the first time they are shown (step time only)."""
 
     def show_series(self, lines: xr.Dataset, ridge_batch: float) -> None:
         """Redraw the line and markers over ``lines`` and move the ridge line."""
         self.series.data = source_data(lines, self.variable)
         set_log2_ticks(self.figure, self.ticker, display_values(lines["batch"])[0])
         self.ridge.location = float(ridge_batch) if math.isfinite(ridge_batch) else None
+        if self.ridge_label is not None:
+            shown = self.ridge.location is not None
+            self.ridge_label.update(x=self.ridge.location if shown else 1, visible=shown,
+                                    text=f"ridge batch B* = {ridge_batch:,.0f}" if shown else "")
 
     def show_point(self, ds: xr.Dataset, batch: int) -> None:
         """Move the current-point marker to ``batch`` (hollow when over budget)."""
         self.current.data = source_data(ds.sel(batch=[batch]), self.variable)
+
+    def show_measured(self, series: dict | None) -> None:
+        """Show the measured attention beside the ideal (``series`` from
+        :func:`lab.measured.overlay.measured_attention_series`), or hide it (None)."""
+        if self.measured is None:
+            if series is None:
+                return
+            self.measured = measured_markers(self.figure)
+        self.measured.show(series)
 
 
 def batch_chart(lines: xr.Dataset, ds: xr.Dataset, batch: int, ridge_batch: float,
@@ -90,11 +176,15 @@ def batch_chart(lines: xr.Dataset, ds: xr.Dataset, batch: int, ridge_batch: floa
     ridge = Span(dimension="height", line_color=RIDGE_COLOR, line_dash="dashed",
                  line_width=1.5)
     fig.add_layout(ridge)
+    ridge_label = Label(x=1, y=8, y_units="screen", x_offset=4, text="ridge batch",
+                        text_color=RIDGE_COLOR, text_font_size="11px",
+                        background_fill_color="white", background_fill_alpha=0.7)
+    fig.add_layout(ridge_label)
     fig.add_tools(HoverTool(renderers=[markers, point], tooltips=[
         (axis_label(ds["batch"]), "@batch{0,0}"),
         (axis_label(ds[variable]), f"@{{{variable}}}{HOVER_NUMBER}"),
         ("Fits the memory budget", "@fits")]))
-    chart = BatchChart(variable, fig, series, current, ridge, ticker)
+    chart = BatchChart(variable, fig, series, current, ridge, ticker, ridge_label)
     chart.show_series(lines, ridge_batch)
     return chart
 

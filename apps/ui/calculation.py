@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from html import escape
+from pathlib import Path
 
 import panel as pn
 import param
@@ -24,6 +26,16 @@ def steps_html(steps: list[Step]) -> str:
                     f'<td class="expr">{"= " + escape(expr) if expr else ""}</td>'
                     f'<td class="result">= {escape(step.result)}</td></tr>')
     return f'<table class="lab-steps">{"".join(rows)}</table>'
+
+
+def without_paths(experiment: Experiment, steps: list[Step]) -> list[Step]:
+    """``steps`` with the trace file named by its name, never by where the server keeps it."""
+    if "trace" not in experiment.param:
+        return steps
+    trace = Path(str(experiment.trace))
+    return [replace(s, label=s.label.replace(str(trace), trace.name),
+                    expression=s.expression.replace(str(trace), trace.name),
+                    result=s.result.replace(str(trace), trace.name)) for s in steps]
 
 
 class CalculationView(Viewer):
@@ -53,7 +65,7 @@ class CalculationView(Viewer):
     def _html(self, _result) -> str:
         if self.experiment.error:
             return error_html(shown_error(self.experiment))
-        return steps_html(self.experiment.steps())
+        return steps_html(without_paths(self.experiment, self.experiment.steps()))
 
     def __panel__(self):
         return self._card

@@ -8,15 +8,20 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
+from apps.ui.budget import budget_card
 from apps.ui.plain_text import shown_error
 from apps.ui.theme import CARD_CSS
 from lab.experiments.base import Card, Experiment
+
+OVER_LABEL = "Does not fit"
+"""Label of the card that flags an over-budget configuration."""
 
 
 def cards_html(cards: list[Card]) -> str:
     """The cards as HTML (values exactly as :meth:`Experiment.cards` formats them)."""
     items = "".join(
-        f'<div class="lab-card"><div class="label">{escape(c.label)}</div>'
+        f'<div class="lab-card{" lab-card-over" if c.label == OVER_LABEL else ""}">'
+        f'<div class="label">{escape(c.label)}</div>'
         f'<div class="value">{escape(c.value)}</div>'
         f'<div class="caption">{escape(c.caption)}</div></div>'
         for c in cards)
@@ -42,7 +47,9 @@ class CardsView(Viewer):
     def _html(self, _result) -> str:
         if self.experiment.error:
             return error_html(shown_error(self.experiment))
-        return cards_html(self.experiment.cards())
+        cards = self.experiment.cards()
+        warning = budget_card(self.experiment, cards)
+        return cards_html([warning, *cards] if warning else cards)
 
     def __panel__(self):
         return self._pane

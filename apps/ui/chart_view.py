@@ -7,18 +7,32 @@ import param
 from panel.viewable import Viewer
 
 from apps.ui.batch_chart import BatchChart, batch_charts, power_of_two_rows
+from apps.ui.budget import has_budget, with_fits
+from apps.ui.cards import error_html
 from apps.ui.charts import NOTE
-from apps.ui.downloads import csv_button
+from apps.ui.downloads import chart_csv_button
+from apps.ui.lessons import MarkLayer, chart_inputs, lesson_data, lesson_marks
+from apps.ui.plain_text import shown_error
 from apps.ui.series_chart import SeriesChart, experiment_charts, update_charts
+from apps.ui.theme import CARD_CSS
 from lab.experiments.base import Experiment
 from lab.experiments.registry import record
 
 CHART_HEIGHT = 340
 """Height of each chart pane in px (the plots are 320 px tall plus their margins)."""
 
-CHART_NOTE = ("Hollow markers exceed the chosen memory budget. The curves describe ideal phase "
-              "costs, not measured performance.")
-"""Caption under every decode-family chart."""
+BUSY_CSS = """
+.lab-busy { font-size: 0.9rem; padding: 4px 10px; border-radius: 6px;
+  background: rgba(0, 114, 178, 0.12); animation: lab-busy-appear 0s linear 0.3s both; }
+@keyframes lab-busy-appear { from { visibility: hidden; } to { visibility: visible; } }
+"""
+"""The busy note appears only when an update has taken more than 0.3 s."""
+
+BUDGET_NOTE = "Hollow markers exceed the chosen memory budget."
+"""Caption sentence on pages with a memory budget (experiments 1–4)."""
+
+CHART_NOTE = "The curves describe ideal phase costs, not measured performance."
+"""Caption under every chart."""
 
 
 class ChartView(Viewer):
@@ -41,6 +55,9 @@ class ChartView(Viewer):
         self.data = (source.chart_data(), source.inputs(), source.result)
         """(chart dataset, inputs, result) of the last valid inputs: drawn and downloaded."""
         self._pending = False
+        self._busy = pn.pane.HTML('<div class="lab-busy" role="status">Updating the charts…</div>',
+                                  visible=False, stylesheets=[BUSY_CSS],
+                                  css_classes=["lab-busy-note"], sizing_mode="stretch_width")
         exp.param.watch(self._refresh, "result")
         ds, inputs, result = self.data
         if record(exp.slug).chart == "batch":
@@ -49,13 +66,22 @@ class ChartView(Viewer):
                                                          result["ridge_batch"])
             figures = [chart.figure for chart in self._batch]
         else:
-            self._series: list[SeriesChart] = experiment_charts(ds, inputs)
+            self._series: list[SeriesChart] = experiment_charts(self._drawn(ds),
+                                                                chart_inputs(source))
+            self._layers: dict[int, MarkLayer] = {}
+            self._mark()
             figures = [chart.figure for chart in self._series]
         visible = pn.bind(lambda _r: exp.error is None, exp.param.result)
         self._grid = pn.FlexBox(*self._panes(figures), flex_wrap="wrap",
                                 sizing_mode="stretch_width", visible=visible)
-        self._download = csv_button(lambda: self.data[0], f"{exp.slug}-chart.csv",
-                                    "Chart data (CSV)")
+        self._download = chart_csv_button(lambda: self.data[:2], f"{exp.slug}-chart.csv",
+                                          "Chart data (CSV)")
+        self._download.visible = visible
+        self._why = pn.pane.HTML(pn.bind(self._why_html, exp.param.result),
+                                 stylesheets=[CARD_CSS], sizing_mode="stretch_width",
+                                 visible=pn.bind(lambda _r: exp.error is not None,
+                                                 exp.param.result),
+                                 css_classes=["lab-chart-unavailable"])
 
     @staticmethod
     def _panes(figures: list) -> list[pn.Column]:
@@ -63,17 +89,32 @@ class ChartView(Viewer):
         Bokeh pane shares its figure's layout, so a column around it takes the flex share)."""
         wide = len(figures) <= 2
         return [pn.Column(pn.pane.Bokeh(fig, sizing_mode="stretch_width", height=CHART_HEIGHT),
-                          sizing_mode="stretch_width", min_width=None if wide else 380,
+                          sizing_mode="stretch_width", min_width=None if wide else 300,
+                          css_classes=["lab-chart"],
                           styles={"flex": "1 1 100%" if wide else "1 1 45%"})
                 for fig in figures]
+
+    def _why_html(self, _result) -> str:
+        """Why there is no chart or chart data while the inputs are invalid."""
+        if self.experiment.error is None:
+            return ""
+        return error_html("no chart and no chart data (CSV) for these inputs: "
+                          + shown_error(self.experiment))
 
     def _refresh(self, _event) -> None:
         if self.experiment.error is None and not self._pending:
             self._pending = True
+            self._busy.visible = True  # sent with the cards; shows only if the charts lag
             pn.state.execute(self._update, schedule=True)
 
     def _update(self) -> None:
         self._pending = False
+        try:
+            self._draw()
+        finally:
+            self._busy.visible = False
+
+    def _draw(self) -> None:
         if self.experiment.error is None:
             self.data = (self.experiment.chart_data(), self.experiment.inputs(),
                          self.experiment.result)
@@ -97,11 +138,19 @@ class ChartView(Viewer):
         for chart in self._batch:
             chart.show_point(ds, inputs["batch"])
 
+    def show_measured(self, series: dict | None) -> None:
+        """Experiment 1: show experiment 9's measured attention markers on the step-time chart
+        (``series`` from :func:`lab.measured.overlay.measured_attention_series`), or hide them
+        (None). Other experiments draw nothing."""
+        if record(self.experiment.slug).chart == "batch":
+            self._batch[0].show_measured(series)
+
     def _show_series(self) -> None:
         """Experiments 2–8: update the figures in place; swap in any that were rebuilt."""
-        ds, inputs, _ = self.data
-        charts = update_charts(self._series, ds, inputs)
+        ds = self.data[0]
+        charts = update_charts(self._series, self._drawn(ds), chart_inputs(self.experiment))
         if charts is None:
+            self._mark()
             return
         if len(charts) == len(self._series):
             for column, old, new in zip(self._grid, self._series, charts, strict=True):
@@ -110,9 +159,25 @@ class ChartView(Viewer):
         else:
             self._grid[:] = self._panes([c.figure for c in charts])
         self._series = charts
+        self._mark()
+
+    def _drawn(self, ds):
+        """What the series charts draw: the lesson's variables, over-budget points flagged."""
+        return lesson_data(with_fits(self.experiment, ds))
+
+    def _mark(self) -> None:
+        """Draw the lesson's limit lines, bands and crossovers on the current figures."""
+        marks = lesson_marks(self.experiment)
+        for chart in self._series:
+            layer = self._layers.get(id(chart.figure))
+            if layer is None:
+                layer = self._layers[id(chart.figure)] = MarkLayer(
+                    chart.figure, chart.variable, chart.layout.x)
+            layer.show(marks)
 
     def __panel__(self):
-        return pn.Column(self._grid,
-                         pn.pane.Markdown(f"*{CHART_NOTE}* ({NOTE}; save a chart as PNG from "
+        note = f"{BUDGET_NOTE} {CHART_NOTE}" if has_budget(self.experiment) else CHART_NOTE
+        return pn.Column(self._busy, self._grid, self._why,
+                         pn.pane.Markdown(f"*{note}* ({NOTE}; save a chart as PNG from "
                                           "its toolbar.)", sizing_mode="stretch_width"),
                          self._download, sizing_mode="stretch_width")

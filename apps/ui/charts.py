@@ -14,7 +14,7 @@ import holoviews.plotting.bokeh  # registers the Bokeh backend used by .opts
 import numpy as np
 import pandas as pd
 import xarray as xr
-from bokeh.models import FixedTicker
+from bokeh.models import CustomJSTickFormatter, FixedTicker
 from bokeh.plotting import figure
 
 from lab.units import GB, GFLOP, MS
@@ -98,6 +98,20 @@ def fit_columns(ds: xr.Dataset, x: str, y: str) -> dict[str, np.ndarray]:
     return {x: xs, y: ys, "fits": ok, "fill_alpha": np.where(ok, 1.0, 0.0)}
 
 
+PLAIN_NUMBER_JS = """
+if (tick === 0) { return "0"; }
+const a = Math.abs(tick);
+if (a >= 1e-3 && a < 1e15) { return tick.toLocaleString("en-US", {maximumSignificantDigits: 6}); }
+return tick.toPrecision(2);
+"""
+"""Tick label code: plain numbers with thousands separators (200,000, never 2.000e+5)."""
+
+
+def plain_ticks() -> CustomJSTickFormatter:
+    """A tick formatter writing plain numbers (see :data:`PLAIN_NUMBER_JS`)."""
+    return CustomJSTickFormatter(code=PLAIN_NUMBER_JS)
+
+
 def new_figure(title: str, x_label: str, y_label: str, height: int,
                log_x: bool) -> tuple[figure, FixedTicker | None]:
     """A canvas figure as wide as its pane, with the lab's toolbar and padding.
@@ -109,7 +123,10 @@ def new_figure(title: str, x_label: str, y_label: str, height: int,
                  sizing_mode="stretch_width", title=title, tools=TOOLS, output_backend="canvas",
                  x_axis_label=x_label, y_axis_label=y_label)
     fig.x_range.range_padding = fig.y_range.range_padding = PADDING
+    fig.yaxis[0].formatter = plain_ticks()
+    fig.min_border_left = 70  # room for the y label beside long tick labels
     if not log_x:
+        fig.xaxis[0].formatter = plain_ticks()
         return fig, None
     ticker = FixedTicker()
     fig.xaxis[0].ticker = ticker

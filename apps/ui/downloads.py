@@ -157,3 +157,25 @@ def csv_button(get_data: Callable[[], xr.Dataset], filename: str, label: str) ->
     return pmui.FileDownload(callback=lambda: io.StringIO(dataset_csv(get_data())),
                              filename=filename, label=label,
                              embed=False)
+
+
+def inputs_lines(inputs: dict) -> str:
+    """The inputs a chart came from, as ``# name = value`` lines (a file by its name only)."""
+    lines = ["# inputs this chart was computed from:"]
+    for name, value in inputs.items():
+        shown = Path(value).name if name == "trace" and isinstance(value, str) else value
+        lines.append(f"# {name} = {shown}")
+    return "\n".join(lines) + "\n"
+
+
+def chart_csv(ds: xr.Dataset, inputs: dict) -> str:
+    """The chart data as CSV followed by the inputs it came from (comment lines at the end, so
+    the header stays the first line)."""
+    return dataset_csv(ds) + inputs_lines(inputs)
+
+
+def chart_csv_button(get: Callable[[], tuple[xr.Dataset, dict]], filename: str,
+                     label: str) -> pmui.FileDownload:
+    """A download button for :func:`chart_csv` of the chart data current when clicked."""
+    return pmui.FileDownload(callback=lambda: io.StringIO(chart_csv(*get())),
+                             filename=filename, label=label, embed=False)

@@ -12,6 +12,7 @@ from apps.ui.calculation import CalculationView
 from apps.ui.cards import CardsView
 from apps.ui.chart_view import ChartView
 from apps.ui.inputs import InputMessage, input_panel
+from apps.ui.live_inputs import follow_switches, shown_inputs
 from apps.ui.measured_overlay import MeasuredOverlay
 from apps.ui.prediction import PredictionView
 from apps.ui.theme import PROSE_CSS
@@ -46,7 +47,8 @@ class ExperimentView(Viewer):
         strict_selectors(exp, names)
         self.message = InputMessage()
         problems = self._sync_url(names) if self.sync_url else []
-        self.inputs = input_panel(exp, names, report=self.message.say)
+        self.inputs = input_panel(exp, shown_inputs(exp, names), report=self.message.say)
+        follow_switches(exp, self.inputs)
         self.message.say(" ".join(problems))
         self.cards = CardsView(experiment=exp)
         self.chart = ChartView(experiment=exp)
@@ -84,13 +86,16 @@ class ExperimentView(Viewer):
                                   sizing_mode="stretch_width")
         # The limits close the results column: in the template's main area a row is held to
         # the viewport height, so anything placed after it would overlap a long column.
-        overlay = [MeasuredOverlay(experiment=exp)] if exp.slug == "batch" else []  # experiment 9
+        overlay = ([MeasuredOverlay(experiment=exp, chart=self.chart)]  # experiment 9
+                   if record(exp.slug).chart == "batch" else [])
         results = pn.Column(self.cards, *overlay, self.chart, self.calculation, limits,
-                            sizing_mode="stretch_width", styles={"flex": "1 1 0", "min-width": "0"})
+                            sizing_mode="stretch_width",
+                            styles={"flex": "1 1 340px", "min-width": "min(340px, 100%)"})
         extra = [TraceUpload(experiment=exp)] if record(exp.slug).uploads_trace else []
         inputs = pn.Column(pn.pane.Markdown("### Inputs"), self.message, self.inputs, *extra,
-                           width=300,
+                           width=300, css_classes=["lab-inputs-column"],
                            styles={"flex": "0 0 300px"})
-        body = pn.FlexBox(inputs, results, flex_wrap="nowrap", align_items="flex-start",
-                          sizing_mode="stretch_width")
+        # Side by side where both fit; on a phone the results wrap below the inputs.
+        body = pn.FlexBox(inputs, results, flex_wrap="wrap", align_items="flex-start",
+                          sizing_mode="stretch_width", css_classes=["lab-experiment-body"])
         return pn.Column(header, self.prediction, body, sizing_mode="stretch_width")

@@ -19,8 +19,8 @@ import param
 import xarray as xr
 from panel.viewable import Viewer
 
-from apps.ui.charts import heatmap
 from apps.ui.downloads import WholeDatasetDownload, csv_button
+from apps.ui.grid_heatmap import grid_view, styled_heatmap
 from apps.ui.inputs import InputMessage
 from apps.ui.url_values import strict_selectors, url_problems
 from lab.errors import LabInputError
@@ -101,10 +101,11 @@ class GridExplorer(Viewer):
                 setattr(self, dim, preferred if preferred in values else values[0])
         strict_selectors(self, ["variable", *SELECTORS])
         self.message.say(" ".join(self._sync_url(["variable", *SELECTORS])))
-        self._plot = pn.pane.HoloViews(
-            hv.DynamicMap(pn.bind(self._heatmap, self.param.variable, self.param.model,
-                                  self.param.gpu, self.param.tp, self.param.precision)),
-            sizing_mode="stretch_width", min_height=480)
+        # A new element per change, not a DynamicMap: the plot is rebuilt whole, so its
+        # colour bar, scale and cells always belong to the variable shown.
+        self._plot = pn.pane.HoloViews(self._view(), sizing_mode="stretch_width",
+                                       min_height=480)
+        self.param.watch(self._redraw, ["variable", *SELECTORS])
 
     def _sync_url(self, names: list[str]) -> list[str]:
         """Keep ``names`` in the URL; return a sentence per URL value the page refused (those
@@ -128,10 +129,20 @@ class GridExplorer(Viewer):
         """The batch × context slice on screen."""
         return selection(self._ds, **{d: getattr(self, d) for d in SELECTORS})
 
+    def _redraw(self, *_events) -> None:
+        self._plot.object = self._view()
+
+    def _view(self) -> hv.Element:
+        """The heatmap of the current choices with its over-budget cells crossed."""
+        try:
+            return grid_view(self.current(), self.variable)
+        except LabInputError:
+            return self._heatmap(self.variable, *(getattr(self, d) for d in SELECTORS))
+
     def _heatmap(self, variable, model, gpu, tp, precision) -> hv.HeatMap:
         try:
-            return heatmap(selection(self._ds, model=model, gpu=gpu, tp=tp,
-                                     precision=precision), variable)
+            return styled_heatmap(selection(self._ds, model=model, gpu=gpu, tp=tp,
+                                            precision=precision).load(), variable)
         except LabInputError as exc:  # the dataset was deleted or damaged under the server
             decode_grid.clear()
             self.message.say(page_sentence(exc))
@@ -143,15 +154,18 @@ class GridExplorer(Viewer):
             return pn.Column(pn.pane.Markdown("# Grid explorer"), self.message,
                              sizing_mode="stretch_width")
         widgets = pn.Param(self, parameters=["variable", *SELECTORS], show_name=False,
-                           widgets={n: {"type": pmui.Select, "css_classes": [f"lab-grid-{n}"]}
+                           widgets={n: {"type": pmui.Select, "css_classes": [f"lab-grid-{n}"],
+                                        "sizing_mode": "stretch_width"}
                                     for n in ["variable", *SELECTORS]},
-                           default_layout=pn.Column)
+                           sizing_mode="stretch_width", default_layout=pn.Column)
         netcdf = WholeDatasetDownload(dataset=self._ds, filename="decode-grid.nc",
                                       label="Whole dataset (NetCDF)")
         csv = csv_button(self.current, "decode-grid-selection.csv", "Selection (CSV)")
         intro = ("# Grid explorer\n\nThe precomputed decode grid (model × GPU × tp × precision × "
                  "batch × context), read as it was computed. Grey cells are invalid "
-                 "configurations; hover a cell for every variable.")
+                 "configurations, crossed cells do not fit the memory budget; hover a cell "
+                 "for every variable. Signed variables (memory remaining) are coloured red "
+                 "below 0 and blue above; `reason` is coloured by its meaning.")
         return pn.Column(pn.pane.Markdown(intro, sizing_mode="stretch_width"),
                          pn.Row(pn.Column(self.message, widgets, csv, netcdf.button,
                                           netcdf.message,

@@ -10,6 +10,7 @@ import panel as pn
 import panel_material_ui as pmui
 import param
 
+from apps.ui.input_extras import improve, is_wide_count
 from apps.ui.panel_compat import PRIORITY_CHANGES
 from apps.ui.url_values import page_value_problem
 
@@ -83,6 +84,8 @@ def widget_spec(parameter: param.Parameter) -> dict:
         return {"type": Switch, "sizing_mode": "stretch_width"}
     if isinstance(parameter, param.Selector):
         return {"type": Select, "sizing_mode": "stretch_width"}
+    if is_wide_count(parameter):  # typed exactly; a powers-of-two slider goes under it
+        return {"type": IntInput, "sizing_mode": "stretch_width"}
     if isinstance(parameter, param.Integer):
         lo, hi = parameter.bounds or (None, None)
         if lo is not None and hi is not None and hi - lo <= SLIDER_MAX_SPAN:
@@ -109,6 +112,7 @@ def input_panel(experiment: param.Parameterized, names: list[str],
             parameter = experiment.param[name]
             widget.check = lambda value, parameter=parameter: page_value_problem(parameter, value)
             widget.report = report
+    improve(panel, experiment)
     return panel
 
 

@@ -10,7 +10,9 @@ upload their own measurements (:mod:`apps.ui.measured_upload`).
 
 from __future__ import annotations
 
+import json
 from html import escape
+from urllib.parse import urlencode
 
 import holoviews as hv
 import numpy as np
@@ -26,10 +28,12 @@ from apps.ui.inputs import InputMessage, input_panel
 from apps.ui.measured_upload import MeasurementsUpload
 from apps.ui.prediction import PredictionView
 from apps.ui.theme import CARD_CSS, PROSE_CSS
+from apps.ui.url_values import strict_selectors, url_problems
 from lab.measured.experiment import FloorsAgainstMeasurements
 
 INPUTS = ("kind", "shape", "tp", "batch", "context", "m", "gpu")
-"""The inputs offered as widgets (the data set comes from the upload)."""
+"""The inputs offered as widgets and kept in the URL, ``kind`` first: the shapes on offer
+depend on it (the data set comes from the upload and is never in the URL)."""
 
 CHART_NOTE = ("Measured kernel times (not the lab's ideal) divided by the lab's floor for the "
               "same work; 1× is the floor. Hover for the measured time, the floor and the "
@@ -72,8 +76,14 @@ class MeasuredPage(Viewer):
         params.setdefault("experiment", FloorsAgainstMeasurements())
         super().__init__(**params)
         exp = self.experiment
+        self._last_plot = None
         self.message = InputMessage()
+        # ``shape`` stays lenient on set: a new kind moves it to that kind's shapes before the
+        # list on offer follows; a link's shape is checked against its kind's list below.
+        strict_selectors(exp, [n for n in INPUTS if n != "shape"])
+        problems = self._sync_url(list(INPUTS))
         self.inputs = input_panel(exp, list(INPUTS), report=self.message.say)
+        self.message.say(" ".join(problems))
         self.upload = MeasurementsUpload(experiment=exp)
         self.prediction = PredictionView(experiment=exp)
         self.cards = CardsView(experiment=exp)
@@ -86,7 +96,58 @@ class MeasuredPage(Viewer):
                                     css_classes=["lab-measured-regions"])
         self.chart = pn.pane.HoloViews(pn.bind(self._plot, exp.param.result),
                                        sizing_mode="stretch_width", min_height=440)
-        self._last_plot = None
+
+    def _sync_url(self, names: list[str]) -> list[str]:
+        """Keep ``names`` in the URL; return a sentence per URL value the page refused.
+
+        Not ``Location.sync``: that sets a link's values in one go, so a shape would be judged
+        before its kind. Here the link's kind is applied first and its shape is judged against
+        that kind's measured shapes (a shape of another kind is refused, not drawn as an
+        error). The URL then shows the values in force; later URL changes are judged the
+        same way and a refused value is reported in the same sentence.
+        """
+        location = pn.state.location
+        if location is None:
+            return []
+        self._url_names, self._written = names, None
+        problems = self._apply_query(location.search)
+        self.experiment.param.watch(self._to_url, names)
+        location.param.watch(self._from_url, "search")
+        self._to_url()
+        return problems
+
+    def _apply_query(self, search: str) -> list[str]:
+        """Apply the accepted values of the query ``search``, kind first; the refusals."""
+        exp = self.experiment
+        accepted, problems = url_problems(exp, ["kind"], search)
+        if accepted:
+            exp.kind = accepted["kind"]
+        exp.param.shape.objects = exp.shapes() or [exp.shape]
+        rest, more = url_problems(exp, [n for n in self._url_names if n != "kind"], search)
+        exp.param.update(rest)
+        return problems + more
+
+    def _to_url(self, *_events) -> None:
+        """Write every input in force into the URL's query (other query keys are kept)."""
+        exp = self.experiment
+        values = {}
+        for name in self._url_names:
+            value = exp.param[name].serialize(getattr(exp, name))
+            values[name] = value if isinstance(value, str) else json.dumps(value)
+        location = pn.state.location
+        query = location.query_params
+        query.update(values)
+        self._written = "?" + urlencode(query)
+        location.search = self._written
+
+    def _from_url(self, event) -> None:
+        """A URL changed from the browser: apply what the page accepts, report the rest."""
+        if event.new == self._written:  # the page's own write, maybe seen late in a batch
+            return
+        problems = self._apply_query(event.new)
+        if problems:
+            self.message.say(" ".join(problems))
+            self._to_url()
 
     def _flag_html(self, _result) -> str:
         r = self.experiment.result

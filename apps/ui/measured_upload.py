@@ -17,11 +17,33 @@ from panel.viewable import Viewer
 
 from apps.ui.trace_upload import CappedFileInput, shown_name
 from lab.errors import LabInputError
+from lab.limits import MAX_MEASUREMENT_BYTES
 from lab.measured.experiment import FloorsAgainstMeasurements
-from lab.measured.loader import MAX_MEASUREMENT_BYTES, USER_COLUMNS, parse_measurements
+from lab.measured.loader import USER_COLUMNS, parse_measurements
 
 COLUMNS_HELP = "; ".join(f"{kind}: `{','.join(cols)}`" for kind, cols in USER_COLUMNS.items())
 """The accepted headers, as the page lists them."""
+
+
+def limit_sentence() -> str:
+    """The measurements' size limit (:data:`lab.limits.MAX_MEASUREMENT_BYTES`) as the end of a
+    sentence."""
+    return f"measurements up to {MAX_MEASUREMENT_BYTES / 1e6:.0f} MB are accepted"
+
+
+class MeasurementsFileInput(CappedFileInput):
+    """The capped file input, holding at most :data:`lab.limits.MAX_MEASUREMENT_BYTES` and
+    saying so in the measurements' own words."""
+
+    def __init__(self, **params):
+        params.setdefault("max_file_size", MAX_MEASUREMENT_BYTES)
+        super().__init__(**params)
+
+    def limit_sentence(self) -> str:
+        return limit_sentence()
+
+    def size_text(self) -> str:
+        return f"{MAX_MEASUREMENT_BYTES / 1e6:.0f} MB"
 
 
 class MeasurementsUpload(Viewer):
@@ -32,7 +54,7 @@ class MeasurementsUpload(Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._file = CappedFileInput(accept=".csv", multiple=False,
+        self._file = MeasurementsFileInput(accept=".csv", multiple=False,
                                      label="Upload your measurements (CSV)",
                                      sizing_mode="stretch_width")
         self._file.on_refused = self._say
@@ -56,8 +78,7 @@ class MeasurementsUpload(Viewer):
             return
         name = shown_name(self._file.filename)
         if len(data) > MAX_MEASUREMENT_BYTES:
-            self._say(f"{name} is {len(data) / 1e6:.1f} MB; measurements up to "
-                      f"{MAX_MEASUREMENT_BYTES / 1e6:.0f} MB are accepted.")
+            self._say(f"{name} is {len(data) / 1e6:.1f} MB; {limit_sentence()}.")
             return
         try:
             table = parse_measurements(data, name)

@@ -31,6 +31,9 @@ class PredictionView(Viewer):
                             doc="Pick an answer before revealing it.")
     reveal = param.Event(label="Reveal the answer", doc="Show the answer and why.")
     revealed = param.Boolean(default=False, doc="Whether the answer is shown.")
+    committed = param.String(default=None, allow_None=True,
+                             doc="The choice held when the answer was revealed: the verdict "
+                                 "is for it, whatever is picked afterwards.")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -39,21 +42,30 @@ class PredictionView(Viewer):
         self._choices = pmui.RadioBoxGroup.from_param(self.param.choice, label="",
                                                       inline=True)
         self._button = pmui.Button.from_param(self.param.reveal, variant="contained",
-                                              color="primary")
+                                              color="primary", disabled=True)
+        self.param.watch(self._lock, ["choice", "revealed"])
         self._answer = pn.pane.Markdown(
             pn.bind(self._answer_text, self.param.revealed, self.param.choice,
                     self.experiment.param.result),
             sizing_mode="stretch_width", css_classes=["lab-answer"])
 
+    def _lock(self, *_events) -> None:
+        """Reveal needs a choice; after the reveal the choice is fixed."""
+        self._button.disabled = self.revealed or self.choice == UNDECIDED
+        self._choices.disabled = self.revealed
+
     @param.depends("reveal", watch=True)
     def _on_reveal(self) -> None:
+        if self.revealed or self.choice == UNDECIDED:
+            return
+        self.committed = self.choice
         self.revealed = True
 
     def _answer_text(self, revealed: bool, choice, _result) -> str:
         if not revealed:
             return ""
         prediction = self.experiment.prediction
-        head = verdict(choice, prediction.choices, prediction.answer)
+        head = verdict(self.committed or choice, prediction.choices, prediction.answer)
         if self.experiment.error:
             reason = markdown_literal(shown_error(self.experiment) or "")
             return f"**{head}** (The explanation needs valid inputs: {reason})"

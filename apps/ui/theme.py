@@ -32,6 +32,7 @@ CARD_CSS = """
 .lab-card .value { font-size: 1.45rem; font-weight: 650; line-height: 1.3;
   font-variant-numeric: tabular-nums; }
 .lab-card .caption { font-size: 0.8rem; opacity: 0.75; }
+.lab-card-over { border: 2px solid #D55E00; }
 .lab-error { border-left: 4px solid ERR; padding: 8px 14px; font-family: FONT;
   font-size: 1rem; }
 """.replace("FONT", FONT_STACK).replace("ERR", OKABE_ITO[3])

@@ -20,6 +20,7 @@ import panel_material_ui as pmui
 import param
 from panel.viewable import Viewer
 
+from apps.ui.plain_text import shown_error
 from lab.experiments.base import Experiment
 from lab.units import MIB
 
@@ -60,6 +61,14 @@ class CappedFileInput(pmui.FileInput):
 
     on_refused: Callable[[str], None] | None = None
 
+    def limit_sentence(self) -> str:
+        """The limit as the end of a sentence (a trace's; another upload names its own)."""
+        return limit_sentence()
+
+    def size_text(self) -> str:
+        """The limit as a size ('20 MiB')."""
+        return f"{(self.max_file_size or MAX_UPLOAD_BYTES) // MIB} MiB"
+
     def __init__(self, **params):
         params.setdefault("max_file_size", MAX_UPLOAD_BYTES)
         params.setdefault("chunk_size", UPLOAD_CHUNK_BYTES)
@@ -89,7 +98,8 @@ class CappedFileInput(pmui.FileInput):
                 super()._handle_msg(msg)
         elif status == "error":
             reason = str(msg.get("error", ""))[:MAX_REASON_CHARS]
-            self._refuse(f"The browser did not send the file ({reason}); {limit_sentence()}.")
+            self._refuse(f"The browser did not send the file ({reason}); "
+                         f"{self.limit_sentence()}.")
 
     def _chunk(self, msg: dict) -> None:
         if self._refused:
@@ -103,7 +113,7 @@ class CappedFileInput(pmui.FileInput):
             return
         if declared > limit + self.chunk_size or self._received > limit:
             name = shown_name(str(msg.get("name", "")))
-            self._refuse(f"{name} is larger than {limit // MIB} MiB; {limit_sentence()}.")
+            self._refuse(f"{name} is larger than {self.size_text()}; {self.limit_sentence()}.")
             return
         self._process_chunk(msg)
 
@@ -126,6 +136,10 @@ class TraceUpload(Viewer):
         self._file.param.watch(self._uploaded, "value")
         self._reset.on_click(self._use_default)
         self._dir: Path | None = None
+        self._uploads = 0
+        """Uploads so far; each is kept in its own folder, so a new file always reloads."""
+        self._note = pn.pane.HTML(pn.bind(self._note_html, self.experiment.param.result),
+                                  sizing_mode="stretch_width", css_classes=["lab-trace-note"])
 
     def _describe(self, name: str | None = None) -> str:
         shown = escape(shown_name(name) if name else Path(self._default).name)
@@ -134,18 +148,37 @@ class TraceUpload(Viewer):
     def _say(self, sentence: str) -> None:
         self._status.object = f'<p class="lab-upload-problem" role="alert">{escape(sentence)}</p>'
 
+    def _note_html(self, result) -> str:
+        """The loader's note on the trace (rows sorted by arrival), as the CLI prints it."""
+        note = (result or {}).get("trace_note")
+        return f'<p class="lab-trace-sorted">Note: {escape(note)}</p>' if note else ""
+
     def _uploaded(self, event) -> None:
         data: bytes | None = event.new
-        if not data:
+        if data is None:
             return
         name = shown_name(self._file.filename)
+        if not data.strip():
+            self._say(f"{name} is empty; a trace needs the header "
+                      "request_id,arrival_s,prompt_tokens,output_tokens and one row per request.")
+            return
         if len(data) > MAX_UPLOAD_BYTES:
             self._say(f"{name} is {len(data) / MIB:.1f} MiB; {limit_sentence()}.")
             return
-        path = self._folder() / stored_name(self._file.filename)
+        previous = Path(self.experiment.trace).parent
+        self._uploads += 1
+        folder = self._folder() / f"upload-{self._uploads}"
+        folder.mkdir()
+        path = folder / stored_name(self._file.filename)
         path.write_bytes(data)
         self.experiment.trace = str(path)
-        self._status.object = self._describe(name)
+        if previous.parent == self._dir:
+            shutil.rmtree(previous, ignore_errors=True)
+        problem = shown_error(self.experiment)
+        if problem:
+            self._say(problem)
+        else:
+            self._status.object = self._describe(name)
 
     def _folder(self) -> Path:
         """This session's upload folder, removed when the session ends."""
@@ -164,4 +197,4 @@ class TraceUpload(Viewer):
         return pn.Column(
             pn.pane.Markdown("**Your own trace** (CSV with `request_id,arrival_s,"
                              "prompt_tokens,output_tokens`)", sizing_mode="stretch_width"),
-            self._file, self._reset, self._status, sizing_mode="stretch_width")
+            self._file, self._status, self._note, self._reset, sizing_mode="stretch_width")

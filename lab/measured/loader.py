@@ -31,8 +31,8 @@ from lab.limits import (
     MAX_BATCH,
     MAX_CONTEXT,
     MAX_MEASURED_TP,
+    MAX_MEASUREMENT_BYTES,
     MAX_MS,
-    MAX_SPEC_BYTES,
     MAX_TOKENS_CONTEXT,
     MODEL_FIELD_LIMITS,
 )
@@ -53,8 +53,6 @@ USER_COLUMNS = {
 the shipped files carry in their names (``tp`` defaults to 1 when absent). A ``dtype`` column
 is optional (``bf16`` or ``fp8``; attention must be ``bf16``); other columns are ignored."""
 
-MAX_MEASUREMENT_BYTES = MAX_SPEC_BYTES
-"""Largest measurements file the lab reads, bytes."""
 MAX_MEASUREMENT_ROWS = 100_000
 """Most points one measurements file may hold."""
 MAX_LATENCY_US = MAX_MS * 1000

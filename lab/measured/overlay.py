@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
 import xarray as xr
 
 from lab.catalog import GPUSpec, ModelSpec
@@ -52,3 +53,22 @@ def measured_attention(model: ModelSpec, gpu: GPUSpec, tp: int, batch: int, cont
                          f"layers = {measured * 1e3:,.2f} ms against the ideal attention phase "
                          f"of {ideal_attention_s * 1e3:,.2f} ms ({measured / ideal_attention_s:,.2f}"
                          f"×). Source: {SHIPPED_SOURCE}.")}
+
+
+def measured_attention_series(model: ModelSpec, gpu: GPUSpec, tp: int, batches, context: int,
+                              ideal_attention_s) -> dict:
+    """:func:`measured_attention` at each of ``batches`` (one context), where measured.
+
+    ``ideal_attention_s`` holds experiment 1's ideal attention phase at each batch, s. Returns
+    ``batch`` (the measured batches, int64), ``measured_s`` (per-layer time × L, s),
+    ``per_layer_s`` (s) and ``ideal_s`` (s) over those batches, all empty when the shipped H100
+    SXM data has no point for the model's shape at this tp and context; and ``source``.
+    """
+    rows = [measured_attention(model, gpu, tp, int(b), context, float(ideal))
+            for b, ideal in zip(batches, ideal_attention_s, strict=True)]
+    found = [r for r in rows if r["available"]]
+    return {"batch": np.array([r["point"]["batch"] for r in found], dtype=np.int64),
+            "measured_s": np.array([r["measured_s"] for r in found], dtype=float),
+            "per_layer_s": np.array([r["per_layer_s"] for r in found], dtype=float),
+            "ideal_s": np.array([r["ideal_s"] for r in found], dtype=float),
+            "source": SHIPPED_SOURCE}

@@ -116,8 +116,9 @@ def test_over_budget_configuration_draws_hollow_markers(lab_url, lab_page):
         assert fills[1] == 1 and fills[1024] == 0
     # Moving the batch moves the marker in place; its fill follows the budget.
     set_number(lab_page, "batch", 16)
-    lab_page.wait_for_function(f"() => ({CDS_WITH_FILL})().some(s => s.batch.length === 1"
-                               " && s.batch[0] === 16)")
+    lab_page.wait_for_function(f"() => {{ const one = ({CDS_WITH_FILL})()"
+                               ".filter(s => s.batch.length === 1);"
+                               " return one.length === 2 && one.every(s => s.batch[0] === 16); }")
     current = [s for s in lab_page.evaluate(CDS_WITH_FILL) if len(s["batch"]) == 1]
     assert len(current) == 2 and all(s == {"batch": [16], "fill": [1]} for s in current)
 

@@ -104,3 +104,52 @@ def test_the_heatmap_shows_the_selection(document, small_store):
     expected = open_grid(small_store)["step_time_s"].sel(
         model="llama-3.1-8b", gpu="h100-sxm", tp=1, precision="bf16")
     assert len(plot) == expected.size and np.isfinite(expected.values).any()
+
+
+def rendered(view: GridExplorer):
+    """The Bokeh figure of the grid page's heatmap as it is drawn now."""
+    import holoviews as hv
+
+    return hv.renderer("bokeh").get_plot(view._plot.object).state
+
+
+def colour_mapper(fig):
+    return next(r.glyph.fill_color.transform for r in fig.renderers
+                if type(r.glyph).__name__ == "Rect")
+
+
+def test_switching_variable_redraws_the_whole_heatmap(document, small_store):
+    view = page(document, small_store)
+    first = rendered(view)
+    assert type(colour_mapper(first)).__name__ == "LogColorMapper"
+    view.variable = "memory_remaining_bytes"
+    fig = rendered(view)
+    mapper = colour_mapper(fig)
+    assert type(mapper).__name__ == "LinearColorMapper"  # signed: no log scale
+    assert mapper.low == -mapper.high  # diverging, centred on 0
+    assert "Memory remaining" in fig.title.text
+    expected = open_grid(small_store)["step_time_s"].sel(
+        model=view.model, gpu=view.gpu, tp=view.tp, precision=view.precision)
+    heat = next(r for r in fig.renderers if type(r.glyph).__name__ == "Rect")
+    assert len(heat.data_source.data["batch"]) == expected.size  # every cell, not one
+
+
+def test_reason_is_categorical_with_its_meanings(document, small_store):
+    view = page(document, small_store)
+    view.variable = "reason"
+    fig = rendered(view)
+    bar = next(r for r in fig.right if type(r).__name__ == "ColorBar")
+    labels = bar.major_label_overrides
+    assert labels[0] == "valid" and "FP8" in labels[4]
+    assert bar.ticker.ticks == sorted(labels)
+
+
+def test_cells_over_budget_are_crossed(document, small_store):
+    view = page(document, small_store, "?view=grid&tp=1")
+    ds = view.current().load()
+    over = int((ds["valid"] & ~ds["fits"]).sum())
+    assert over > 0
+    fig = rendered(view)
+    crosses = [r for r in fig.renderers if type(r.glyph).__name__ == "Scatter"]
+    assert len(crosses) == 1 and len(crosses[0].data_source.data["batch"]) == over
+    assert any("does not fit" in str(item.label) for item in fig.legend[0].items)

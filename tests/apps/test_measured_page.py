@@ -1,15 +1,23 @@
 """Experiment 9's page at the Bokeh-document level (no browser): the default point's cards, the
-GEMM flag below the floor, an upload read in memory, and a bad upload as one escaped sentence."""
+GEMM flag below the floor, an upload read in memory, a bad upload as one escaped sentence, the
+upload's own size limit, and the inputs kept in the URL (a link's bad value is one sentence)."""
 
 from __future__ import annotations
+
+from urllib.parse import parse_qsl
 
 import panel as pn
 import pytest
 from bokeh.document import Document
+from panel.io.location import Location
 from panel.io.state import set_curdoc
 
 from apps.ui.cards import cards_html
 from apps.ui.measured_page import MeasuredPage
+from apps.ui.measured_upload import MeasurementsUpload
+from apps.ui.trace_upload import UPLOAD_CHUNK_BYTES
+from lab.limits import MAX_MEASUREMENT_BYTES
+from lab.measured.experiment import FloorsAgainstMeasurements
 
 
 @pytest.fixture(scope="module")
@@ -64,3 +72,144 @@ def test_experiment_1_overlay_is_off_by_default():
     assert overlay.sentence() == ""
     overlay.show = True
     assert "5.83 ms against the ideal attention phase of 5.13 ms (1.14×)" in overlay.sentence()
+
+
+# -- the upload's own size limit ------------------------------------------------------------
+def test_upload_size_limit_is_the_measurements_own():
+    experiment = FloorsAgainstMeasurements()
+    widget = MeasurementsUpload(experiment=experiment)
+    assert widget._file.max_file_size == MAX_MEASUREMENT_BYTES == 10_000_000
+    widget._file._handle_msg({"type": "status", "status": "initializing"})
+    widget._file._handle_msg({"type": "status", "status": "upload_event", "chunk": 1,
+                              "data": b"x" * UPLOAD_CHUNK_BYTES, "name": "big.csv",
+                              "total_chunks": 50, "mime_type": "text/csv"})  # 50 MiB declared
+    status = widget._status.object
+    assert "big.csv is larger than 10 MB; measurements up to 10 MB are accepted." in status
+    assert "trace" not in status and "MiB" not in status
+    widget._file._handle_msg({"type": "status", "status": "error", "error": "too big"})
+    assert ("The browser did not send the file (too big); measurements up to 10 MB are "
+            "accepted.") in widget._status.object
+    widget._file.filename = "held.csv"
+    widget._file.value = b"m" * (MAX_MEASUREMENT_BYTES + 1)
+    assert "held.csv is 10.0 MB; measurements up to 10 MB are accepted." in widget._status.object
+    assert experiment.measurements is None and experiment.error is None
+
+
+# -- the inputs in the URL ------------------------------------------------------------------
+@pytest.fixture
+def document():
+    doc = Document()
+    with set_curdoc(doc):
+        yield doc
+    pn.state._locations.pop(doc, None)
+
+
+def linked(document, search: str) -> MeasuredPage:
+    """The page as the server builds it for a request with ``search``."""
+    pn.state._locations[document] = Location(search=search)
+    page = MeasuredPage()
+    page.__panel__().get_root(document)
+    return page
+
+
+def message(page: MeasuredPage) -> str:
+    return page.message.object if page.message.visible else ""
+
+
+def query(document) -> dict[str, str]:
+    return dict(parse_qsl(pn.state._locations[document].search[1:]))
+
+
+def test_a_link_sets_the_kind_then_its_shape(document):
+    page = linked(document, "?view=measured&kind=gemm&shape=8192%C3%976144&m=8192")
+    exp = page.experiment
+    assert (exp.kind, exp.shape, exp.m) == ("gemm", "8192×6144", 8192)
+    assert message(page) == "" and exp.error is None
+    assert "0.77×" in cards_html(exp.cards())
+    assert "8192×6144" in page.inputs._widgets["shape"].options
+    assert query(document)["view"] == "measured"
+    # A widget change goes back into the URL, with the shapes of the new kind.
+    exp.kind = "decode"
+    assert query(document)["kind"] == "decode" and exp.error is None
+    assert query(document)["shape"] == exp.shape and exp.shape in exp.shapes()
+    # A URL changed from the browser later (back/forward) is judged the same way.
+    pn.state._locations[document].search = "?view=measured&kind=prefill&shape=8192%C3%976144"
+    assert exp.kind == "prefill" and exp.shape in exp.shapes() and exp.error is None
+    assert "The link&#x27;s shape=8192×6144 is not one of " in message(page)
+    assert query(document)["shape"] == exp.shape
+
+
+@pytest.mark.parametrize(("search", "name", "shown", "sentence"), [
+    ("kind=gemm&shape=32-8-128", "shape", "2048×6144",
+     "The link&#x27;s shape=32-8-128 is not one of 2048×6144, 2048×11008, "),
+    ("shape=8192%C3%976144", "shape", "32-8-128",
+     "The link&#x27;s shape=8192×6144 is not one of 28-4-128, 32-8-128, "),
+    ("kind=attention", "kind", "decode",
+     "The link&#x27;s kind=attention is not one of decode, prefill, gemm, so the page shows "
+     "kind=decode."),
+    ("tp=0", "tp", 1, "The link&#x27;s tp=0 is not a whole number from 1 to 64"),
+    ("gpu=..%2Fetc%2Fpasswd", "gpu", "h100-sxm", "The link&#x27;s gpu=../etc/passwd is not one of"),
+])
+def test_bad_link_value_is_one_sentence_and_not_applied(document, search, name, shown, sentence):
+    page = linked(document, f"?view=measured&{search}")
+    assert sentence in message(page)
+    assert getattr(page.experiment, name) == shown
+    assert page.experiment.error is None
+    assert query(document)[name] == str(shown)  # the URL shows the value in force
+
+
+def test_script_in_a_link_is_shown_as_text(document):
+    page = linked(document, "?view=measured&shape=%3Cscript%3Ealert(1)%3C/script%3E")
+    assert "shape=&lt;script&gt;alert(1)&lt;/script&gt; is not one of" in message(page)
+    assert "<script>" not in message(page)
+
+
+def test_a_link_to_an_unmeasured_point_says_what_was_measured(document):
+    page = linked(document, "?view=measured&batch=17")
+    assert page.experiment.error == (
+        "There is no decode attention measurement of 32-8-128 at batch 17 (given the rest of "
+        "the selection); measured: 1, 16, 32, 64, 128, 256, 512.")
+    assert "Not available:</b> There is no decode attention" in page.cards._pane.object
+
+
+# -- experiment 1's chart with the measured attention -----------------------------------------
+def test_experiment_1_chart_draws_measured_attention_only_when_on():
+    from apps.ui.batch_chart import IDEAL_ATTENTION_LABEL, MEASURED_LABEL
+    from apps.ui.chart_view import ChartView
+    from apps.ui.measured_overlay import MeasuredOverlay
+    from lab.experiments.batch_bottleneck import BatchBottleneck
+
+    exp = BatchBottleneck(batch=16)
+    chart = ChartView(experiment=exp)
+    step = chart._batch[0]
+    before = len(step.figure.renderers), len(step.figure.tools)
+    overlay = MeasuredOverlay(experiment=exp, chart=chart)
+    exp.batch = 32  # off: nothing is added to the figure
+    assert step.measured is None and (len(step.figure.renderers), len(step.figure.tools)) == before
+    overlay.show = True
+    marks = step.measured
+    assert all(r.visible for r in marks.renderers)
+    assert overlay.key() == (f"On the step-time chart, at batch 1, 16, 32, 64, 128, 256, 512: "
+                             f"{MEASURED_LABEL}; {IDEAL_ATTENTION_LABEL}. Hover a marker for "
+                             "its value and source.")
+    assert "lab-measured-key" in overlay._html(True, None)
+    measured, ideal = marks.measured.data, marks.ideal.data
+    # 32-8-128 at tp 1 and 8,192 tokens is measured at batch 1, 16, 32, ..., 512.
+    assert list(measured["batch"]) == [1, 16, 32, 64, 128, 256, 512] == list(ideal["batch"])
+    # Batch 16: 182.171 µs per layer × 32 layers = 5.8295 ms; ideal 5.1283 ms (the sentence's).
+    at16 = list(measured["batch"]).index(16)
+    assert measured["attention_ms"][at16] == pytest.approx(0.182171 * 32)
+    assert ideal["attention_ms"][at16] == pytest.approx(5.12832, rel=1e-5)
+    assert set(measured["unit"]) == {"ms"} and "Apache License 2.0" in measured["source"][0]
+    assert "not a measurement" in ideal["source"][0]
+    hover = step.figure.tools[-1]
+    assert [name for name, _ in hover.tooltips] == ["Attention phase", "Batch (sequences)",
+                                                    "Value", "Source"]
+    # A context with no measurement for this shape: the markers go, the sentence says why.
+    exp.context = 8000
+    assert not any(r.visible for r in marks.renderers) and len(marks.measured.data["batch"]) == 0
+    assert "no real kernel was measured" in overlay.sentence() and overlay.key() == ""
+    exp.context = 8192
+    assert all(r.visible for r in marks.renderers)
+    overlay.show = False
+    assert not any(r.visible for r in marks.renderers) and overlay.key() == ""

@@ -98,7 +98,10 @@ def test_typed_value_out_of_range_shows_a_sentence(document, name, value, senten
     assert getattr(view.experiment, name) == before == widget.value
     assert sentence in message(view)
     (model, _parent), = widget._models.values()
-    assert model.data.value == widget.value  # the box in the browser goes back as well
+    # the box in the browser goes back as well (a dropdown shows the value's name, issue 11)
+    shown = (widget.labels[widget.values.index(widget.value)] if hasattr(widget, "labels")
+             else widget.value)
+    assert model.data.value == shown
 
 
 def test_a_valid_change_after_a_refused_one_clears_the_sentence(document):

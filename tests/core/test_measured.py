@@ -219,3 +219,17 @@ def test_fp8_gemm_uses_the_fp8_peak_and_needs_one(tmp_path, capsys):
     assert table["floor_s"].values[0] * 1e6 == pytest.approx(416.6921, rel=1e-6)
     with pytest.raises(LabInputError, match="has no FP8 peak"):
         measured_table(data, "a100-sxm-80gb")
+
+
+def test_cli_decode_measured_attention(capsys):
+    assert main(["calc", "decode", "--batch", "16", "--measured-attention", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)["measured_attention"]
+    # 182.171 µs per layer (32-8-128, tp 1, batch 16 × 8,192) × 32 layers, by hand.
+    assert out["available"] and out["measured_s"] == pytest.approx(182.171e-6 * 32)
+    assert out["ratio"] == pytest.approx(182.171e-6 * 32 / out["ideal_s"])
+    assert "Apache License 2.0" in out["source"]
+    assert main(["calc", "decode", "--measured-attention"]) == 0  # batch 8 was not measured
+    assert capsys.readouterr().out.splitlines()[-1].startswith(
+        "Measured attention: no real kernel was measured for this configuration.")
+    assert main(["calc", "decode", "--batch", "16"]) == 0
+    assert "Measured attention" not in capsys.readouterr().out  # off by default

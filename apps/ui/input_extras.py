@@ -1,0 +1,108 @@
+"""What makes the inputs usable: a powers-of-two slider beside wide whole-number boxes, names
+in the model and GPU dropdowns, and number boxes that show small coefficients in full.
+
+Batch, context and the other wide counts are typed exactly in their number box; the slider
+under the box moves over the powers of two (a log scale), so 1 to 1,048,576 is reachable in
+twenty steps. Nothing here reads the server's state.
+"""
+
+from __future__ import annotations
+
+import math
+
+import panel as pn
+import panel_material_ui as pmui
+import param
+from bokeh.models import NumeralTickFormatter
+
+from lab.catalog import gpu_catalog, model_catalog
+
+LOG_RATIO = 256
+"""A whole-number input whose upper bound is at least this many times its lower (≥ 1) gets a
+powers-of-two slider."""
+
+NUMBER_FORMAT = "0,0.[000000000]"
+"""Display format of decimal boxes: up to nine decimals, so 5e-7 reads 0.0000005, not 0.0."""
+
+
+STEP_BUTTONS_SX = {"& .MuiIconButton-root, & button": {"color": "text.primary", "opacity": 0.9}}
+"""The number boxes' − and + buttons in the theme's text colour: visible in dark as in light."""
+
+
+def is_wide_count(parameter: param.Parameter) -> bool:
+    """True for an integer input spanning many orders of two (batch, context, prompt…)."""
+    if not isinstance(parameter, param.Integer) or not parameter.bounds:
+        return False
+    lo, hi = parameter.bounds
+    return lo is not None and hi is not None and lo >= 1 and hi / lo >= LOG_RATIO
+
+
+def powers_of_two(lo: int, hi: int) -> list[int]:
+    """The powers of two from ``lo`` to ``hi`` inclusive."""
+    return [2**k for k in range(math.ceil(math.log2(lo)), math.floor(math.log2(hi)) + 1)]
+
+
+def nearest_power(value: int, options: list[int]) -> int:
+    """The option nearest ``value`` on a log scale."""
+    return min(options, key=lambda o: abs(math.log2(o) - math.log2(max(value, 1))))
+
+
+def log2_slider(owner: param.Parameterized, name: str) -> pmui.DiscreteSlider:
+    """A slider over the powers of two for ``owner.name``: moving it sets the input, and it
+    follows typed values to the nearest power (without changing them)."""
+    lo, hi = owner.param[name].bounds
+    options = powers_of_two(lo, hi)
+    slider = pmui.DiscreteSlider(options=options, value=nearest_power(getattr(owner, name),
+                                                                      options),
+                                 label=f"{owner.param[name].label} (powers of two)",
+                                 sizing_mode="stretch_width", css_classes=[f"lab-log-{name}"])
+
+    following = []  # non-empty while the slider is moved to follow a typed value
+
+    def moved(event) -> None:
+        if not following and event.new is not None and event.new != getattr(owner, name):
+            setattr(owner, name, int(event.new))
+
+    def typed(event) -> None:
+        near = nearest_power(event.new, options)
+        if slider.value != near:
+            following.append(True)
+            try:
+                slider.value = near
+            finally:
+                following.clear()
+
+    slider.param.watch(moved, "value")
+    owner.param.watch(typed, name)
+    return slider
+
+
+def catalog_names(name: str) -> dict[str, str] | None:
+    """``{shown name: id}`` for the model or GPU dropdown, None for other inputs."""
+    if name == "model":
+        return {spec.name: key for key, spec in model_catalog().items()}
+    if name == "gpu":
+        return {spec.name: key for key, spec in gpu_catalog().items()}
+    return None
+
+
+def improve(panel: pn.Param, owner: param.Parameterized) -> None:
+    """Names in the catalog dropdowns, full decimals in number boxes, and a powers-of-two
+    slider under each wide count, in ``panel`` (a ``pn.Param`` of ``owner``)."""
+    for name, widget in list(panel._widgets.items()):
+        if name not in owner.param:
+            continue
+        names = catalog_names(name) if isinstance(widget, pmui.Select) else None
+        if names is not None:
+            objects = set(owner.param[name].objects)
+            widget.options = {label: key for label, key in names.items() if key in objects}
+        if isinstance(widget, pmui.FloatInput):
+            widget.format = NumeralTickFormatter(format=NUMBER_FORMAT)
+        if isinstance(widget, (pmui.FloatInput, pmui.IntInput)):
+            widget.sx = STEP_BUTTONS_SX
+        if is_wide_count(owner.param[name]) and widget in panel.layout.objects:
+            index = panel.layout.objects.index(widget)
+            slider = log2_slider(owner, name)
+            slider.visible = widget.visible
+            widget.param.watch(lambda e, s=slider: setattr(s, "visible", e.new), "visible")
+            panel.layout.insert(index + 1, slider)

@@ -1,0 +1,50 @@
+"""Screenshots of every page of a running lab at 1440×900 and 390×844, for docs/ and the README.
+
+Usage (with ``inference-lab serve --port 5006`` running)::
+
+    python docs/take_screenshots.py http://127.0.0.1:5006 docs/screenshots
+
+Writes ``<page>-desktop.png`` and ``<page>-phone.png`` per page (the landing page is
+``home``). Uses Debian's Chromium and reaches nothing but the given server.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+from apps.ui.pages import all_pages
+
+VIEWPORTS = {"desktop": (1440, 900), "phone": (390, 844)}
+"""Screenshot name → (width, height) in CSS px."""
+
+IDLE = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
+        "Bokeh.documents.every(d => d.is_idle) && !document.querySelector('.pn-loading')")
+"""True once every Bokeh document on the page has rendered."""
+
+
+def main(base: str, out: Path) -> None:
+    """Screenshot every page of the lab served at ``base`` into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    host = base.split("/")[2]
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium",
+                                     args=["--no-sandbox", "--disable-gpu"])
+        for kind, (width, height) in VIEWPORTS.items():
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.route("**/*", lambda r: r.continue_() if r.request.url.split("/")[2] == host
+                       else r.abort())
+            for info in all_pages():
+                page.goto(f"{base}/?view={info.slug}" if info.slug else f"{base}/",
+                          timeout=120_000)
+                page.wait_for_function(IDLE, timeout=120_000)
+                page.wait_for_timeout(800)
+                page.screenshot(path=str(out / f"{info.slug or 'home'}-{kind}.png"))
+            page.close()
+        browser.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1].rstrip("/"), Path(sys.argv[2] if len(sys.argv) > 2 else "docs/screenshots"))

@@ -1,0 +1,252 @@
+"""Bokeh-document checks that each page teaches its lesson (issue 11), without a browser."""
+
+from __future__ import annotations
+
+import numpy as np
+import panel as pn
+
+from apps.ui.calculation import CalculationView
+from apps.ui.cards import CardsView
+from apps.ui.chart_view import BUDGET_NOTE, ChartView
+from apps.ui.experiment_view import ExperimentView
+from lab.experiments.batch_bottleneck import BatchBottleneck
+from lab.experiments.context_growth import ContextGrowth
+from lab.experiments.goodput_contract import GoodputContract
+from lab.experiments.precision_switch import PrecisionSwitch
+from lab.experiments.prefill_deadline import PrefillDeadline
+from lab.experiments.prefix_ownership import PrefixOwnership
+from lab.experiments.sequences_fit import SequencesFit
+from lab.experiments.tensor_parallel import TensorParallel
+
+OVER = {"model": "llama-3.1-70b", "gpu": "l40s", "precision": "bf16", "batch": 64}
+"""Llama 3.1 70B BF16 at batch 64 on one L40S: far over its memory."""
+
+
+def chart_alphas(view: ChartView) -> list[float]:
+    """Every marker's fill alpha across the view's series charts."""
+    return [a for chart in view._series for source in chart.sources
+            for a in source.data["fill_alpha"]]
+
+
+def caption(view: ChartView) -> str:
+    return next(p.object for p in view.__panel__() if isinstance(p, pn.pane.Markdown))
+
+
+def test_over_budget_is_hollow_and_carded_on_experiments_3_and_4():
+    for cls in (TensorParallel, PrecisionSwitch):
+        exp = cls(**OVER)
+        view = ChartView(experiment=exp)
+        alphas = chart_alphas(view)
+        assert alphas and 0.0 in alphas, cls.__name__
+        html = CardsView(experiment=exp)._html(exp.result)
+        assert "does not fit" in html and "lab-card-over" in html, cls.__name__
+        assert BUDGET_NOTE in caption(view)
+        fine = cls()
+        assert "does not fit" not in CardsView(experiment=fine)._html(fine.result)
+
+
+def test_tensor_parallel_fills_the_degrees_that_fit():
+    exp = TensorParallel(**OVER)
+    view = ChartView(experiment=exp)
+    source = view._series[0].sources[0].data
+    ds = exp.sweep(tp=exp.chart_data()["tp"])
+    np.testing.assert_array_equal(source["fill_alpha"] == 1.0, np.asarray(ds["fits"].values))
+
+
+def test_budget_caption_only_on_pages_with_a_budget():
+    view = ChartView(experiment=ContextGrowth())
+    assert BUDGET_NOTE not in caption(view)
+    assert 0.0 not in chart_alphas(view)
+
+
+def annotations(chart, kind: str) -> list:
+    return [m for m in chart.figure.center if type(m).__name__ == kind]
+
+
+def chart_of(view: ChartView, variable: str):
+    return next(c for c in view._series if c.variable == variable)
+
+
+def test_prefill_marks_chunk_limits_and_the_feasible_range():
+    exp = PrefillDeadline()
+    view = ChartView(experiment=exp)
+    ttft = chart_of(view, "ttft_s")
+    assert ttft.current.location == exp.chunk
+    assert exp.deadline_ms in [s.location for s in annotations(ttft, "Span")]
+    itl = chart_of(view, "itl_during_prefill_s")
+    assert exp.itl_ms in [s.location for s in annotations(itl, "Span")]
+    band = annotations(ttft, "BoxAnnotation")[0]
+    r = exp.result
+    assert (band.left, band.right) == (r["smallest_chunk_meeting_deadline"],
+                                       r["largest_chunk_meeting_itl"])
+    exp.deadline_ms = 3000.0
+    view._update()
+    assert 3000.0 in [s.location for s in annotations(ttft, "Span")]
+    assert band.left == exp.result["smallest_chunk_meeting_deadline"]
+
+
+def test_context_growth_plots_the_doubling_ratio_and_the_crossover():
+    exp = ContextGrowth()
+    view = ChartView(experiment=exp)
+    ratio = chart_of(view, "doubling_ratio")
+    values = ratio.sources[0].data["doubling_ratio"]
+    assert values.min() >= 2.0 and values.max() <= 4.0
+    spans = [s.location for s in annotations(ratio, "Span")]
+    assert 2.0 in spans and 4.0 in spans and exp.result["crossover_tokens"] in spans
+    assert (ratio.figure.y_range.start, ratio.figure.y_range.end) == (1.9, 4.3)
+    assert any("crossover" in label.text for label in annotations(ratio, "Label"))
+
+
+def test_prefix_caching_one_scale_and_the_block_sawtooth():
+    exp = PrefixOwnership()
+    view = ChartView(experiment=exp)
+    kv = chart_of(view, "kv_bytes")
+    assert kv.layout.keys == ("prefix caching on", "prefix caching off")  # one chart, one scale
+    saw = chart_of(view, "private_blocks_per_request_by_prefix")
+    blocks = saw.sources[0].data["private_blocks_per_request_by_prefix"]
+    steps = np.diff(blocks)
+    assert (steps > 0).any() and (steps < 0).any()  # it rises and falls back: a sawtooth
+    assert saw.current.location == exp.prefix
+
+
+def test_ridge_line_is_labelled_and_goodput_draws_each_curve_once():
+    view = ChartView(experiment=BatchBottleneck())
+    assert all(c.ridge_label.text.startswith("ridge batch") for c in view._batch)
+    goodput = ChartView(experiment=GoodputContract())
+    drawn = [c.variable for c in goodput._series]
+    assert "attainment" in drawn and "good_requests" not in drawn
+
+
+def test_inputs_that_drive_nothing_are_not_shown():
+    four = ExperimentView(experiment=PrecisionSwitch(), sync_url=False)
+    assert "precision" not in four.inputs._widgets and "batch" in four.inputs._widgets
+    two = ExperimentView(experiment=SequencesFit(), sync_url=False)
+    assert "batch" not in two.inputs._widgets and "context" in two.inputs._widgets
+    eight = ExperimentView(experiment=ContextGrowth(), sync_url=False)
+    widgets = eight.inputs._widgets
+    assert not widgets["model"].visible and not widgets["gpu"].visible
+    assert widgets["a_ms"].visible
+    eight.experiment.from_model = True
+    assert widgets["model"].visible and widgets["precision"].visible
+    assert not widgets["a_ms"].visible and not widgets["c_ms"].visible
+    three = ExperimentView(experiment=TensorParallel(), sync_url=False)
+    assert not three.inputs._widgets["allreduce_latency_us"].visible
+
+
+def test_invalid_inputs_say_why_there_is_no_chart_data_or_calculation():
+    exp = BatchBottleneck()
+    view = ChartView(experiment=exp)
+    assert not view._why.visible and view._download.visible
+    exp.gpu = "a100-sxm-80gb"
+    exp.precision = "fp8"
+    assert exp.error
+    assert view._why.visible and not view._download.visible
+    why = view._why_html(exp.result)
+    assert "no chart data (CSV)" in why and "FP8" in why
+    calc = CalculationView(experiment=exp)
+    assert "FP8" in calc._html(exp.result)
+
+
+def test_prediction_reveals_after_a_choice_and_judges_the_first_one():
+    from apps.ui.prediction import PredictionView
+
+    exp = BatchBottleneck()
+    view = PredictionView(experiment=exp)
+    assert view._button.disabled
+    view.param.trigger("reveal")
+    assert not view.revealed  # nothing chosen: nothing revealed
+    wrong = next(c for i, c in enumerate(exp.prediction.choices) if i != exp.prediction.answer)
+    view.choice = wrong
+    assert not view._button.disabled
+    view.param.trigger("reveal")
+    assert view.revealed and view._choices.disabled
+    view.choice = exp.prediction.choices[exp.prediction.answer]
+    assert view._answer_text(True, view.choice, exp.result).startswith("**Not quite")
+
+
+def test_wide_counts_have_a_powers_of_two_slider_and_exact_typing():
+    view = ExperimentView(experiment=BatchBottleneck(), sync_url=False)
+    layout = list(view.inputs.layout)
+    box = view.inputs._widgets["batch"]
+    slider = layout[layout.index(box) + 1]
+    assert slider.options[:4] == [1, 2, 4, 8] and slider.options[-1] == 1024
+    view.experiment.batch = 24  # typed exactly
+    assert view.experiment.batch == 24 and slider.value == 32
+    slider.value = 128
+    assert view.experiment.batch == 128 and box.value == 128
+
+
+def test_dropdowns_show_names_and_small_coefficients_keep_their_digits():
+    view = ExperimentView(experiment=BatchBottleneck(), sync_url=False)
+    assert view.inputs._widgets["model"].options["Llama 3.1 8B"] == "llama-3.1-8b"
+    assert view.inputs._widgets["gpu"].options["NVIDIA H100 SXM"] == "h100-sxm"
+    eight = ExperimentView(experiment=ContextGrowth(), sync_url=False)
+    fmt = eight.inputs._widgets["c_ms"].format.format
+    from bokeh.models import NumeralTickFormatter  # noqa: F401  (the format is numeral.js)
+    assert fmt.count("0") >= 7  # 5e-7 ms shows as 0.0000005, not 0.0
+
+
+def test_ticks_are_plain_numbers_and_legends_sit_below_the_data():
+    view = ChartView(experiment=GoodputContract())
+    for chart in view._series:
+        assert "toLocaleString" in chart.figure.yaxis[0].formatter.code
+    prefix = ChartView(experiment=PrefixOwnership())
+    kv = chart_of(prefix, "kv_bytes").figure
+    assert kv.legend[0] in kv.below and kv.legend[0] not in kv.center
+
+
+def test_sources_legend_gib_parts_and_chart_csv_inputs():
+    from apps.ui.downloads import chart_csv
+    from apps.ui.sources import LEGEND_TEXT, gpu_frame
+
+    assert "**P** primary" in LEGEND_TEXT and "*K* KV heads" in LEGEND_TEXT
+    gpus = gpu_frame().set_index("id")
+    assert "GiB" in gpus.loc["mi300x", "memory label"]
+    assert gpus.loc["h100-sxm", "memory label"] == "GB"
+    exp = BatchBottleneck()
+    view = ChartView(experiment=exp)
+    text = chart_csv(*view.data[:2])
+    assert text.splitlines()[0].startswith("batch,")
+    assert "# model = llama-3.1-8b" in text and "# batch = 8" in text
+    goodput = ChartView(experiment=GoodputContract())
+    text = chart_csv(*goodput.data[:2])
+    assert "# trace = default.csv" in text and "/" not in text.split("# trace = ")[1]
+
+
+def test_busy_note_shows_while_the_charts_catch_up(monkeypatch):
+    from apps.ui.chart_view import BUSY_CSS
+
+    scheduled = []
+    monkeypatch.setattr(pn.state, "execute", lambda fn, schedule=False: scheduled.append(fn))
+    exp = ContextGrowth()
+    view = ChartView(experiment=exp)
+    assert not view._busy.visible
+    exp.tokens = 1024
+    assert view._busy.visible and len(scheduled) == 1
+    scheduled[0]()
+    assert not view._busy.visible
+    assert "0.3s" in BUSY_CSS  # it appears only after 300 ms
+
+
+def test_marks_added_to_a_served_document_are_valid():
+    from bokeh.document import Document
+
+    exp = PrefillDeadline()
+    view = ChartView(experiment=exp)
+    doc = Document()
+    for chart in view._series:
+        doc.add_root(chart.figure)
+    exp.chunk = 512
+    view._update()
+    for chart in view._series:
+        for model in chart.figure.center:
+            if type(model).__name__ == "Label":
+                assert model.x is not None and model.y is not None
+    doc.validate()
+
+
+def test_step_buttons_use_the_theme_text_colour():
+    view = ExperimentView(experiment=ContextGrowth(), sync_url=False)
+    for name in ("a_ms", "c_ms", "tokens"):
+        assert view.inputs._widgets[name].sx["& .MuiIconButton-root, & button"]["color"] == (
+            "text.primary")

@@ -1,0 +1,56 @@
+"""Browser checks of issue 11's layout and state items: every page at phone size (390×844),
+and the theme and inputs carried across pages. Uses the session's served lab."""
+
+from __future__ import annotations
+
+from lab_browser import open_page
+from playwright.sync_api import expect
+
+from apps.ui.pages import all_pages, experiment_pages
+
+PHONE = {"width": 390, "height": 844}
+"""An iPhone-sized viewport, CSS px."""
+
+
+def url(base: str, slug: str, query: str = "") -> str:
+    return f"{base}/?view={slug}{query}" if slug else f"{base}/?{query.lstrip('&')}"
+
+
+def test_every_page_at_phone_size(lab_url, lab_page, console_errors):
+    """The menu starts closed, nothing is wider than the screen, and on experiment pages the
+    inputs sit above the results and every chart is (nearly) the screen's width."""
+    lab_page.set_viewport_size(PHONE)
+    experiments = {p.slug for p in experiment_pages()}
+    for info in all_pages():
+        open_page(lab_page, url(lab_url, info.slug))
+        expect(lab_page.locator(".lab-nav")).to_have_count(0)  # the drawer starts closed
+        width = lab_page.evaluate("() => document.documentElement.scrollWidth")
+        assert width <= PHONE["width"] + 1, (info.slug, width)
+        if info.slug not in experiments:
+            continue
+        inputs = lab_page.locator(".lab-inputs-column").first.bounding_box()
+        cards = lab_page.locator(".lab-cards-pane").first.bounding_box()
+        assert inputs["y"] + inputs["height"] <= cards["y"] + 1, info.slug
+        for chart in lab_page.locator(".lab-chart").all():
+            box = chart.bounding_box()
+            assert box["width"] >= 0.85 * PHONE["width"], (info.slug, box)
+    assert console_errors == []
+
+
+def test_theme_and_inputs_follow_the_reader_across_pages(lab_url, browser):
+    """The browser's dark preference is honoured, and a sidebar link keeps it and the model."""
+    context = browser.new_context(color_scheme="dark", viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    page.route("**/*", lambda r: r.continue_() if r.request.url.split("/")[2].startswith(
+        ("127.0.0.1", "localhost")) else r.abort())
+    try:
+        open_page(page, url(lab_url, "batch", "&model=llama-3.1-70b"))
+        page.wait_for_function("() => [...Bokeh.documents].flatMap(d => [..."
+                               "d._all_models.values()]).some(m => m.data && m.data.dark_theme)")
+        page.get_by_role("link", name="3. Tensor parallelism").click()
+        page.wait_for_url("**view=tp**")
+        assert "model=llama-3.1-70b" in page.url and "theme=dark" in page.url
+        open_page(page, page.url)
+        expect(page.locator(".lab-cards-pane")).to_contain_text("does not fit")
+    finally:
+        context.close()
