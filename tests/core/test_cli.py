@@ -33,6 +33,8 @@ def assert_one_sentence_error(status, err, fragment):
         (["calc", "decode", "--batch", "0"], "batch must be between 1 and 1,024"),
         (["calc", "decode", "--batch", "2000"], "batch must be between 1 and 1,024"),
         (["calc", "decode", "--tp", "3"], "tp 3 does not divide the 32 query heads"),
+        # beyond the allowed degrees: the range check says so, not a validity reason later
+        (["calc", "decode", "--tp", "16"], "tp must be between 1 and 8, not 16."),
         (["calc", "decode", "--context", "0"], "context must be between"),
         (["calc", "decode", "--precision", "int4"], "Precision 'int4' is not one of bf16, fp8"),
         (["calc", "decode", "--gpu", "a100-sxm-80gb", "--precision", "fp8"], "has no FP8 peak"),

@@ -99,3 +99,12 @@ def test_precision_speedup_falls_with_context():
     speedup = PrecisionSwitch().chart_data()["speedup"].sel(batch=8).values
     assert np.all(np.diff(speedup) < 0)
     assert np.all((speedup > 1) & (speedup < 2))
+
+
+def test_page_bounds_are_the_cli_limits():
+    """One limit per input: the experiment classes bound tp and the reserve as the CLI does."""
+    from lab.experiments.batch_bottleneck import BatchBottleneck
+    from lab.limits import MAX_RESERVE_GB, TP_DEGREES
+
+    assert BatchBottleneck.param.tp.objects == list(TP_DEGREES)
+    assert BatchBottleneck.param.reserve_gb.bounds[1] == MAX_RESERVE_GB
