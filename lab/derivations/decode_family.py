@@ -70,7 +70,7 @@ def decode_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
                                      inputs["precision"])
     n_lin = int(linear_params(model))
     nbytes = int(bytes_per_weight(precision))
-    kv_tok = int(kv_bytes_per_token(model))
+    kv_tok = int(kv_bytes_per_token(model, inputs.get("kv_precision", "bf16")))
     peak_name = "FP8" if precision == "fp8" else "BF16"
     peak = peak_flops(gpu, precision)
     bottleneck = "HBM" if record["linear_bottleneck"] == "hbm" else "compute"
@@ -123,7 +123,7 @@ def memory_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
     """Experiment 2's derivation: free memory, KV per sequence, and how many sequences fit."""
     inputs = record["inputs"]
     tp, context, page = inputs["tp"], inputs["context"], inputs["page"]
-    kv_tok = int(kv_bytes_per_token(model))
+    kv_tok = int(kv_bytes_per_token(model, inputs.get("kv_precision", "bf16")))
     n_pages = int(pages(context, page))
     steps = [
         Step("Budget", f"{inputs['budget']:.2f} × {fmt_gb(gpu.capacity_bytes)}",

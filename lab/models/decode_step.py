@@ -10,9 +10,9 @@ Formulas (per GPU, tensor parallel degree ``tp``, linear precision ``p``)::
     W        = N_lin · bytes(p) / tp            t_hbm = W / BW
     FLOP_lin = 2 · N_lin · B / tp               t_lin_comp = FLOP_lin / peak(p)
     t_lin    = max(t_hbm, t_lin_comp)
-    kv_tok   = 2 · L · K · h · 2
+    kv_tok   = 2 · L · K · h · b_kv                (b_kv: 2 B for a BF16 KV cache, 1 B for FP8)
     KV_read  = B · S · kv_tok / tp              FLOP_att = 4 · B · S · L · H · h / tp
-    t_att    = max(KV_read / BW, FLOP_att / peak(bf16))
+    t_att    = max(KV_read / BW, FLOP_att / peak(bf16))   (attention arithmetic stays BF16)
     t_step   = t_lin + t_att                    aggregate = B / t_step
 """
 
@@ -28,7 +28,18 @@ from lab.models.inputs import DecodeInputs
 PRECISIONS = ("bf16", "fp8")
 """Linear-layer precisions the lab models."""
 KV_BYTES_PER_ELEMENT = 2
-"""KV cache and attention stay BF16: 2 bytes per element."""
+"""The default (BF16) KV cache: 2 bytes per element."""
+KV_PRECISIONS = ("bf16", "fp8")
+"""KV-cache precisions: BF16 (2 bytes per element, the default) and FP8 (1 byte)."""
+
+
+def kv_bytes_per_element(kv_precision: ArrayLike = "bf16") -> ArrayLike:
+    """Bytes per cached K or V element: 2 for ``"bf16"``, 1 for ``"fp8"`` (B).
+
+    A plain Python int for a string, so a scalar configuration keeps plain arithmetic."""
+    if isinstance(kv_precision, str):
+        return 1 if kv_precision == "fp8" else KV_BYTES_PER_ELEMENT
+    return where(kv_precision == "fp8", 1, KV_BYTES_PER_ELEMENT)
 
 
 def bytes_per_weight(precision: ArrayLike) -> ArrayLike:
@@ -57,9 +68,10 @@ def linear_flops_per_token(model) -> ArrayLike:
     return 2.0 * linear_params(model)
 
 
-def kv_bytes_per_token(model) -> ArrayLike:
-    """KV cache bytes per token over all layers, K and V in BF16: ``2·L·K·h·2`` (bytes)."""
-    return 2 * model.layers * model.kv_heads * model.head_dim * KV_BYTES_PER_ELEMENT
+def kv_bytes_per_token(model, kv_precision: ArrayLike = "bf16") -> ArrayLike:
+    """KV cache bytes per token over all layers, K and V: ``2·L·K·h·b_kv`` (bytes), ``b_kv``
+    2 for a BF16 cache (the default), 1 for FP8."""
+    return 2 * model.layers * model.kv_heads * model.head_dim * kv_bytes_per_element(kv_precision)
 
 
 def attention_flops_per_token(model) -> ArrayLike:
@@ -88,7 +100,7 @@ def linear_phase(model, gpu, tp: ArrayLike, precision: ArrayLike, batch: ArrayLi
     }
 
 
-def attention_terms(model, gpu, tp: ArrayLike):
+def attention_terms(model, gpu, tp: ArrayLike, kv_precision: ArrayLike = "bf16"):
     """The attention phase's formula, as a function of the cached tokens.
 
     Returns ``terms(kv_tokens) -> (kv_read_bytes, attention_flops, memory_time_s,
@@ -96,9 +108,9 @@ def attention_terms(model, gpu, tp: ArrayLike):
     the larger time. The per-model constants are computed once, so the goodput simulation
     (experiment 7) calls the returned function for every step at the cost of plain float
     arithmetic, and :func:`attention_phase` calls it on whole grids: one copy of the formula.
-    Attention stays BF16.
+    The KV cache is read at ``kv_precision``; the attention arithmetic stays BF16.
     """
-    kv_per_token = kv_bytes_per_token(model)
+    kv_per_token = kv_bytes_per_token(model, kv_precision)
     flops_per_token = attention_flops_per_token(model)
     hbm_bw, peak = gpu.hbm_bw, gpu.peak_bf16
 
@@ -110,15 +122,16 @@ def attention_terms(model, gpu, tp: ArrayLike):
     return terms
 
 
-def attention_phase(model, gpu, tp: ArrayLike, kv_tokens: ArrayLike) -> dict:
+def attention_phase(model, gpu, tp: ArrayLike, kv_tokens: ArrayLike,
+                    kv_precision: ArrayLike = "bf16") -> dict:
     """KV reads, attention FLOPs and the phase floor for ``kv_tokens`` cached tokens in all.
 
     ``kv_tokens`` is the sum of the context lengths of the decoding sequences (``B·S`` when all
-    share one context). Attention stays BF16. Returns ``kv_read_bytes`` (B),
-    ``attention_flops`` (FLOP), ``attention_memory_time_s``, ``attention_compute_time_s`` and
-    ``attention_time_s`` (s), from :func:`attention_terms`.
+    share one context), read at ``kv_precision``; attention arithmetic stays BF16. Returns
+    ``kv_read_bytes`` (B), ``attention_flops`` (FLOP), ``attention_memory_time_s``,
+    ``attention_compute_time_s`` and ``attention_time_s`` (s), from :func:`attention_terms`.
     """
-    kv_bytes, flops, memory_time, compute_time = attention_terms(model, gpu, tp)(kv_tokens)
+    kv_bytes, flops, memory_time, compute_time = attention_terms(model, gpu, tp, kv_precision)(kv_tokens)
     return {
         "kv_read_bytes": kv_bytes,
         "attention_flops": flops,
@@ -149,7 +162,7 @@ def decode_step(
     """
     model, gpu, tp, batch = inputs.model, inputs.gpu, inputs.tp, inputs.batch
     out = linear_phase(model, gpu, tp, inputs.precision, batch)
-    out.update(attention_phase(model, gpu, tp, batch * inputs.context))
+    out.update(attention_phase(model, gpu, tp, batch * inputs.context, inputs.kv_precision))
     out = apply_mask(out, mask)
     step = out["linear_time_s"] + out["attention_time_s"]
     if np.ndim(extra_time_s) or extra_time_s:  # adding a scalar 0 would only cost a pass

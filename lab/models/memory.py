@@ -1,10 +1,10 @@
-"""Experiments 1–2's memory model: weights plus a paged BF16 KV cache inside a budget.
+"""Experiments 1–2's memory model: weights plus a paged KV cache inside a budget.
 
 All functions broadcast over numbers, numpy arrays and xarray objects; results in bytes::
 
     mem_params = P_total · bytes(p) / tp
     pages(S)   = ceil((S + 1) / page)          # the cache holds the next token too
-    mem_kv     = B · pages(S) · page · kv_tok / tp
+    mem_kv     = B · pages(S) · page · kv_tok / tp    # kv_tok at the KV precision (BF16 default)
     budget     = fraction · capacity
     remaining  = budget − mem_params − mem_kv − reserve
     free       = budget − mem_params − reserve
@@ -35,9 +35,11 @@ def params_bytes(model, tp: ArrayLike, precision: ArrayLike) -> ArrayLike:
     return 1.0 * model.total_params * bytes_per_weight(precision) / tp
 
 
-def kv_bytes_per_sequence(model, tp: ArrayLike, context: ArrayLike, page: ArrayLike) -> ArrayLike:
-    """Paged KV cache bytes per GPU for one sequence at ``context`` tokens (B)."""
-    return 1.0 * pages(context, page) * page * kv_bytes_per_token(model) / tp
+def kv_bytes_per_sequence(model, tp: ArrayLike, context: ArrayLike, page: ArrayLike,
+                          kv_precision: ArrayLike = "bf16") -> ArrayLike:
+    """Paged KV cache bytes per GPU for one sequence at ``context`` tokens, the cache at
+    ``kv_precision`` (B)."""
+    return 1.0 * pages(context, page) * page * kv_bytes_per_token(model, kv_precision) / tp
 
 
 def memory_budget(gpu, fraction: ArrayLike) -> ArrayLike:
@@ -70,7 +72,8 @@ def memory_fit(inputs: DecodeInputs, mask: ArrayLike | None = None) -> dict:
     model, tp, page = inputs.model, inputs.tp, inputs.page
     out = apply_mask({
         "memory_params_bytes": params_bytes(model, tp, inputs.precision),
-        "memory_kv_bytes": inputs.batch * kv_bytes_per_sequence(model, tp, inputs.context, page),
+        "memory_kv_bytes": inputs.batch * kv_bytes_per_sequence(model, tp, inputs.context, page,
+                                                               inputs.kv_precision),
         "memory_budget_bytes": memory_budget(inputs.gpu, inputs.budget_fraction),
         "memory_reserve_bytes": inputs.reserve_bytes * 1.0,
     }, mask)
@@ -93,11 +96,13 @@ def sequence_capacity(inputs: DecodeInputs, mask: ArrayLike | None = None) -> di
     model, tp, context, page = inputs.model, inputs.tp, inputs.context, inputs.page
     held_tokens = pages(context, page) * page
     out = apply_mask({
-        "kv_bytes_per_sequence": kv_bytes_per_sequence(model, tp, context, page),
+        "kv_bytes_per_sequence": kv_bytes_per_sequence(model, tp, context, page,
+                                                       inputs.kv_precision),
         "free_for_kv_bytes": kv_free_bytes(model, inputs.gpu, tp, inputs.precision,
                                            inputs.budget_fraction, inputs.reserve_bytes),
         "page_waste_bytes_per_sequence":
-            1.0 * (held_tokens - (context + 1)) * kv_bytes_per_token(model) / tp,
+            1.0 * (held_tokens - (context + 1)) * kv_bytes_per_token(model, inputs.kv_precision)
+            / tp,
     }, mask)
     free = out["free_for_kv_bytes"]
     max_seqs = where(free > 0, np.floor(free / out["kv_bytes_per_sequence"]), 0.0)

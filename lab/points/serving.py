@@ -228,7 +228,8 @@ def calc_goodput(trace: str | Path = DEFAULT_TRACE, batch_cap: int = GOODPUT_DEF
               "tpot_limit_s": tpot_ms * MS, "c0_s": c0_ms * MS, "c1_s": c1_ms * MS,
               "memory_check": memory_check, "model": model.id, "gpu": gpu.id, "tp": decode.tp,
               "precision": decode.precision, "budget": decode.budget,
-              "reserve_bytes": decode.reserve_gb * GB, "page": decode.page}
+              "reserve_bytes": decode.reserve_gb * GB, "page": decode.page,
+              "kv_precision": decode.kv_precision}
     result = {"inputs": inputs, **record, "kv_free_bytes": sim.kv_free_bytes,
               "first_arrival_s": float(loaded.arrival_s[0]), "trace_note": loaded.note}
     if with_requests:
