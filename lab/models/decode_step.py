@@ -14,6 +14,11 @@ Formulas (per GPU, tensor parallel degree ``tp``, linear precision ``p``)::
     KV_read  = B · S · kv_tok / tp              FLOP_att = 4 · B · S · L · H · h / tp
     t_att    = max(KV_read / BW, FLOP_att / peak(bf16))   (attention arithmetic stays BF16)
     t_step   = t_lin + t_att                    aggregate = B / t_step
+
+A mixture-of-experts or MLA model (a :class:`~lab.catalog.moe_spec.MoESpec`) takes its weight
+reads, linear FLOPs, KV reads and attention FLOPs from :mod:`lab.models.moe` and
+:mod:`lab.models.kv_shapes` (the experts the batch touches; MLA's replicated latent); a dense
+model keeps the expressions above, bit for bit.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ from __future__ import annotations
 import numpy as np
 
 from lab.arrays import ArrayLike, apply_mask, where
+from lab.catalog.moe_spec import MoESpec
 from lab.catalog.params_count import linear_params_per_layer
 from lab.limits import TP_DEGREES  # noqa: F401  (re-exported: the degrees are a stated limit)
+from lab.models import kv_shapes, moe
 from lab.models.inputs import DecodeInputs
 
 PRECISIONS = ("bf16", "fp8")
@@ -85,9 +92,13 @@ def linear_phase(model, gpu, tp: ArrayLike, precision: ArrayLike, batch: ArrayLi
     Returns ``linear_weight_bytes`` (B), ``linear_flops`` (FLOP), ``hbm_time_s``,
     ``linear_compute_time_s``, ``linear_time_s`` (s) and ``linear_compute_bound`` (bool).
     """
-    n_lin = linear_params(model)
-    weight_bytes = 1.0 * n_lin * bytes_per_weight(precision) / tp
-    flops = linear_flops_per_token(model) * batch / tp
+    if isinstance(model, MoESpec):
+        weight_bytes = 1.0 * moe.step_weight_bytes(model, tp, precision, batch)
+        flops = moe.linear_flops(model, tp, batch)
+    else:
+        n_lin = linear_params(model)
+        weight_bytes = 1.0 * n_lin * bytes_per_weight(precision) / tp
+        flops = linear_flops_per_token(model) * batch / tp
     hbm_time = weight_bytes / gpu.hbm_bw
     compute_time = flops / peak_flops(gpu, precision)
     return {
@@ -110,9 +121,19 @@ def attention_terms(model, gpu, tp: ArrayLike, kv_precision: ArrayLike = "bf16")
     arithmetic, and :func:`attention_phase` calls it on whole grids: one copy of the formula.
     The KV cache is read at ``kv_precision``; the attention arithmetic stays BF16.
     """
+    hbm_bw, peak = gpu.hbm_bw, gpu.peak_bf16
+    if isinstance(model, MoESpec):  # GQA or MLA (the latent replicated, not split by tp)
+        kv_per_token_gpu = kv_shapes.kv_bytes_per_token_per_gpu(model, tp, kv_precision)
+        flops_per_pair = kv_shapes.attention_flops_per_pair(model)
+
+        def moe_terms(kv_tokens: ArrayLike) -> tuple:
+            kv_bytes = 1.0 * kv_tokens * kv_per_token_gpu
+            flops = 1.0 * kv_tokens * flops_per_pair / tp
+            return kv_bytes, flops, kv_bytes / hbm_bw, flops / peak
+
+        return moe_terms
     kv_per_token = kv_bytes_per_token(model, kv_precision)
     flops_per_token = attention_flops_per_token(model)
-    hbm_bw, peak = gpu.hbm_bw, gpu.peak_bf16
 
     def terms(kv_tokens: ArrayLike) -> tuple:
         kv_bytes = 1.0 * kv_tokens * kv_per_token / tp
