@@ -168,7 +168,7 @@ def _register_goodput(subparsers) -> None:
                         "experiment 2's free memory (requests that never fit are rejected)")
     parser.add_argument("--per-request", action="store_true",
                         help="also list every request's TTFT, TPOT and whether it is good")
-    _model_flags(parser, "model", "gpu", "tp", "precision")
+    _model_flags(parser, "model", "gpu", "tp", "precision", "kv_precision")
     add_flags(parser, MEMORY_FLAGS, "memory (with --memory-check)")
     add_json_flag(parser)
     parser.set_defaults(func=_goodput)

@@ -28,6 +28,8 @@ DECODE_FLAGS: dict[str, dict] = {
     "reserve_gb": {"type": float, "default": DEFAULTS.reserve_gb,
                    "help": "GB (10^9 B) held back from the budget"},
     "page": {"type": int, "default": DEFAULTS.page, "help": "KV cache page size in tokens"},
+    "kv_precision": {"default": DEFAULTS.kv_precision,
+                     "help": "KV cache precision: bf16 or fp8 (FP8 halves KV and page bytes)"},
 }
 """Every decode-configuration flag (``--reserve-gb`` for ``reserve_gb``), defined once."""
 
@@ -64,7 +66,7 @@ def decode_config(args: argparse.Namespace) -> DecodeConfig:
     return DecodeConfig(
         model=args.model, gpu=args.gpu, tp=args.tp, precision=args.precision,
         batch=args.batch, context=args.context, budget=args.budget,
-        reserve_gb=args.reserve_gb, page=args.page,
+        reserve_gb=args.reserve_gb, page=args.page, kv_precision=args.kv_precision,
         allreduce=getattr(args, "allreduce", False),
         allreduce_latency_us=getattr(args, "allreduce_latency_us",
                                      DEFAULTS.allreduce_latency_us),

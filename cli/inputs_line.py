@@ -14,8 +14,11 @@ import argparse
 from lab.catalog import get_gpu, get_model
 from lab.points.serving import CONTEXT_DEFAULTS, PREFILL_DEFAULTS
 
-DECODE = ("tp", "precision", "batch", "context", "budget", "reserve_gb", "page")
+DECODE = ("tp", "precision", "batch", "context", "budget", "reserve_gb", "page", "kv_precision")
 """Decode-configuration inputs after the model and GPU."""
+SHOWN_WHEN_SET = {"kv_precision": "bf16"}
+"""Inputs named only when they differ from this default (added after the line was fixed, so
+every earlier line reads as before)."""
 
 
 def _used(command: str, args: argparse.Namespace) -> tuple[bool, bool, tuple[str, ...]]:
@@ -33,7 +36,7 @@ def _used(command: str, args: argparse.Namespace) -> tuple[bool, bool, tuple[str
     if command == "goodput":
         memory = ("memory_check", "budget", "reserve_gb", "page") if args.memory_check else ()
         return True, True, ("trace", "batch_cap", "ttft_ms", "tpot_ms", "c0_ms", "c1_ms",
-                            "tp", "precision", *memory)
+                            "tp", "precision", "kv_precision", *memory)
     if command == "context":
         if args.from_model:
             return True, True, ("from_model", "precision", "tokens", "window")
@@ -71,5 +74,6 @@ def inputs_line(command: str, args: argparse.Namespace) -> str:
               else getattr(args, name) for name in names}
     if getattr(args, "trace", None) == "-":
         values["trace"] = "-"
-    flags = " ".join(f for name in names if (f := _flag(name, values[name])))
+    flags = " ".join(f for name in names if values[name] != SHOWN_WHEN_SET.get(name, object())
+                     and (f := _flag(name, values[name])))
     return "Inputs: " + "; ".join(part for part in (" on ".join(head), flags) if part)

@@ -3,12 +3,11 @@
 from lab.catalog.entries import SUPPORTED_ARCHITECTURES, GPUSpec, ModelSpec
 from lab.catalog.loader import (
     get_gpu,
-    get_model,
     gpu_catalog,
     load_gpu_file,
-    load_model_config,
     model_catalog,
 )
+from lab.catalog.lookup import get_model, load_model_config
 from lab.catalog.params_count import total_parameters
 from lab.catalog.tables import gpu_table, model_table
 

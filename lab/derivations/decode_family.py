@@ -10,8 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lab.catalog import GPUSpec, ModelSpec
+from lab.catalog.moe_params import active_linear_params
+from lab.catalog.moe_spec import MoESpec
+from lab.models import kv_shapes
 from lab.models.decode_step import bytes_per_weight, kv_bytes_per_token, linear_params, peak_flops
 from lab.models.memory import pages
+from lab.models.moe import experts_touched, step_weight_params
 from lab.units import (
     MIB,
     MS_PER_S,
@@ -70,10 +74,12 @@ def decode_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
                                      inputs["precision"])
     n_lin = int(linear_params(model))
     nbytes = int(bytes_per_weight(precision))
-    kv_tok = int(kv_bytes_per_token(model))
+    kv_tok = int(kv_bytes_per_token(model, inputs.get("kv_precision", "bf16")))
     peak_name = "FP8" if precision == "fp8" else "BF16"
     peak = peak_flops(gpu, precision)
     bottleneck = "HBM" if record["linear_bottleneck"] == "hbm" else "compute"
+    if isinstance(model, MoESpec):
+        return _moe_decode_steps(record, model, gpu, peak_name, peak, bottleneck)
     steps = [
         Step("Linear weight reads", f"{fmt_int(n_lin)} params × {nbytes} B / {tp}",
              f"{fmt_gb(record['linear_weight_bytes'])} / GPU"),
@@ -96,6 +102,12 @@ def decode_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
              f"{fmt_ms(record['attention_compute_time_s'])})",
              fmt_ms(record["attention_time_s"])),
     ]
+    return steps + _step_and_memory(record, model, batch)
+
+
+def _step_and_memory(record: dict, model: ModelSpec, batch: int) -> list[Step]:
+    """The step floor, the aggregate ceiling and the memory card, any model."""
+    steps: list[Step] = []
     step_terms = (f"{fmt_number(record['linear_time_s'] * MS_PER_S)} + "
                   f"{fmt_number(record['attention_time_s'] * MS_PER_S)}")
     if record.get("allreduce_time_s"):
@@ -119,25 +131,80 @@ def decode_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
     return steps
 
 
+def _moe_decode_steps(record: dict, model: MoESpec, gpu: GPUSpec, peak_name: str, peak,
+                      bottleneck: str) -> list[Step]:
+    """Experiment 1's derivation for a mixture-of-experts or MLA model (docs/model.md §0,
+    "Mixture of experts, MLA and KV precision")."""
+    inputs = record["inputs"]
+    tp, batch, context, precision = (inputs["tp"], inputs["batch"], inputs["context"],
+                                     inputs["precision"])
+    kv_precision = inputs.get("kv_precision", "bf16")
+    nbytes = int(bytes_per_weight(precision))
+    n_read = round(float(step_weight_params(model, batch)))
+    n_act = int(active_linear_params(model))
+    touched = float(experts_touched(model.experts, model.experts_per_token, batch))
+    mla = model.kv_lora_rank > 0
+    kv_tok_gpu = int(kv_shapes.kv_bytes_per_token_per_gpu(model, 1, kv_precision))
+    kv_split = " (MLA latent, replicated on every GPU)" if mla else f" / {tp}"
+    per_pair = int(kv_shapes.attention_flops_per_pair(model))
+    steps = [
+        Step("Experts touched per MoE layer",
+             f"{model.experts} × (1 − (1 − {model.experts_per_token}/{model.experts})^{batch:,}) "
+             "(uniform routing)", f"{touched:.2f} of {model.experts}"),
+        Step("Linear weight reads",
+             f"{fmt_int(n_read)} params (shared + touched experts) × {nbytes} B, / {tp} "
+             "(routers and MLA down-projections whole)",
+             f"{fmt_gb(record['linear_weight_bytes'])} / GPU"),
+        Step("Linear FLOPs", f"2 × {fmt_int(n_act)} active params × {batch:,}, / {tp}",
+             f"{fmt_gflop(record['linear_flops'])} / GPU"),
+        Step("HBM time", f"{fmt_gb(record['linear_weight_bytes'])} / {_tbps(gpu.hbm_bw)}",
+             fmt_ms(record["hbm_time_s"])),
+        Step("Linear compute time",
+             f"{fmt_gflop(record['linear_flops'])} / {_tflops(peak)} {peak_name}",
+             fmt_ms(record["linear_compute_time_s"])),
+        Step("Linear phase", "max(HBM, compute)",
+             f"{fmt_ms(record['linear_time_s'])} ({bottleneck}-bound)"),
+        Step("KV reads", f"{batch:,} × {context:,} × {kv_tok_gpu:,} B{kv_split}",
+             f"{fmt_gb(record['kv_read_bytes'])} / GPU"),
+        Step("Attention FLOPs",
+             f"{fmt_int(per_pair)} FLOP per pair{' (MLA, absorbed)' if mla else ''} × "
+             f"{batch:,} × {context:,} / {tp}",
+             f"{fmt_gflop(record['attention_flops'])} / GPU"),
+        Step("Attention phase",
+             f"max(KV / bandwidth, FLOPs / BF16 peak) = max({fmt_ms(record['attention_memory_time_s'])}, "
+             f"{fmt_ms(record['attention_compute_time_s'])})",
+             fmt_ms(record["attention_time_s"])),
+    ]
+    return steps + _step_and_memory(record, model, batch)
+
+
 def memory_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
     """Experiment 2's derivation: free memory, KV per sequence, and how many sequences fit."""
     inputs = record["inputs"]
     tp, context, page = inputs["tp"], inputs["context"], inputs["page"]
-    kv_tok = int(kv_bytes_per_token(model))
+    kv_tok = int(kv_bytes_per_token(model, inputs.get("kv_precision", "bf16")))
+    split = f" / {tp}"
+    if isinstance(model, MoESpec):
+        kv_tok = int(kv_shapes.kv_bytes_per_token_per_gpu(model, 1, inputs.get("kv_precision",
+                                                                               "bf16")))
+        if model.kv_lora_rank > 0:
+            split = " (MLA latent, replicated on every GPU)"
     n_pages = int(pages(context, page))
     steps = [
         Step("Budget", f"{inputs['budget']:.2f} × {fmt_gb(gpu.capacity_bytes)}",
              fmt_gb(record["memory_budget_bytes"])),
         Step("Weights per GPU", f"{fmt_int(model.total_params)} params × "
-             f"{int(bytes_per_weight(inputs['precision']))} B / {tp}",
+             f"{int(bytes_per_weight(inputs['precision']))} B / {tp}"
+             + (" (every expert; routers and MLA down-projections whole)"
+                if isinstance(model, MoESpec) else ""),
              fmt_gb(record["memory_params_bytes"])),
         Step("Free for KV", f"{fmt_gb(record['memory_budget_bytes'])} − "
              f"{fmt_gb(record['memory_params_bytes'])} − {fmt_gb(record['memory_reserve_bytes'])}",
              fmt_gb(record["free_for_kv_bytes"])),
         Step("Pages per sequence", f"ceil(({context:,} + 1) / {page})", f"{n_pages:,}"),
-        Step("KV per sequence", f"{n_pages:,} × {page} × {kv_tok:,} B / {tp}",
+        Step("KV per sequence", f"{n_pages:,} × {page} × {kv_tok:,} B{split}",
              fmt_gb(record["kv_bytes_per_sequence"])),
-        Step("Page-rounding waste", f"({n_pages * page:,} − {context + 1:,}) × {kv_tok:,} B / {tp}",
+        Step("Page-rounding waste", f"({n_pages * page:,} − {context + 1:,}) × {kv_tok:,} B{split}",
              f"{fmt_number(record['page_waste_bytes_per_sequence'] / MIB)} MiB per sequence"),
     ]
     if record["weights_fit"]:

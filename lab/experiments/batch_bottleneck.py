@@ -27,7 +27,7 @@ class BatchBottleneck(DecodeExperiment):
         "adds sequential linear and attention phase floors; it leaves out launch gaps, "
         "communication, sampling, softmax overhead, activation traffic, KV writes and cache "
         "effects. FP8 is idealised native linear arithmetic. Memory counts all parameters at a "
-        "uniform precision, BF16 KV with page rounding, and a chosen reserve. Dense vendor "
+        "uniform precision, BF16 KV (FP8 as an input) with page rounding, and a chosen reserve. Dense vendor "
         "peaks, not achieved performance."
     )
     sources = (

@@ -10,7 +10,7 @@ from lab.catalog import gpu_catalog, model_catalog
 from lab.experiments.base import Experiment
 from lab.limits import MAX_RESERVE_GB, TP_DEGREES
 from lab.models.decode_metrics import UNITS, decode_metrics
-from lab.models.decode_step import PRECISIONS
+from lab.models.decode_step import KV_PRECISIONS, PRECISIONS
 from lab.points.decode_family import BUDGET_RANGE, MAX_BATCH, MAX_CONTEXT, MAX_PAGE, DecodeConfig, prepare
 
 DEFAULTS = DecodeConfig()
@@ -49,7 +49,7 @@ class DecodeExperiment(Experiment):
                         doc="GPUs the model is sharded over; must divide the query and KV heads.")
     precision = param.Selector(default=DEFAULTS.precision, objects=list(PRECISIONS),
                                label="Precision",
-                               doc="Linear-layer weights and arithmetic; KV and attention stay BF16.")
+                               doc="Linear-layer weights and arithmetic; attention arithmetic stays BF16.")
     batch = param.Integer(default=DEFAULTS.batch, bounds=(1, MAX_BATCH), label="Batch (sequences)",
                           doc="Sequences decoding together in one step.")
     context = param.Integer(default=DEFAULTS.context, bounds=(1, MAX_CONTEXT),
@@ -63,6 +63,10 @@ class DecodeExperiment(Experiment):
                               doc="GB (10^9 B) held back for activations and the runtime.")
     page = param.Integer(default=DEFAULTS.page, bounds=(1, MAX_PAGE), label="KV page (tokens)",
                          doc="Tokens per KV cache page; the last page of a sequence is padded.")
+    kv_precision = param.Selector(default=DEFAULTS.kv_precision, objects=list(KV_PRECISIONS),
+                                  label="KV cache precision",
+                                  doc="KV cache elements: BF16 (2 B) or FP8 (1 B, half the KV and "
+                                  "page bytes).")
 
     def config(self, **changes) -> DecodeConfig:
         """The current inputs as a :class:`~lab.points.decode_family.DecodeConfig`."""

@@ -11,7 +11,7 @@ from lab.derivations.serving import goodput_steps
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.experiments.serving_common import dataset
 from lab.limits import MAX_MS, MAX_RESERVE_GB, MIN_LIMIT_MS, TP_DEGREES
-from lab.models.decode_step import PRECISIONS
+from lab.models.decode_step import KV_PRECISIONS, PRECISIONS
 from lab.models.goodput import UNITS, load_trace, simulate
 from lab.models.goodput.metrics import good_mask
 from lab.models.goodput.sweep import DEFAULT_CAPS, cap_sweep
@@ -76,13 +76,18 @@ class GoodputContract(Experiment):
                               label="Reserve (GB)", doc="GB held back, for the memory check.")
     page = param.Integer(default=DEFAULT_PAGE_TOKENS, bounds=(1, MAX_PAGE), label="KV page (tokens)",
                          doc="Tokens per KV page, for the memory check.")
+    kv_precision = param.Selector(default="bf16", objects=list(KV_PRECISIONS),
+                                  label="KV cache precision",
+                                  doc="KV cache elements: BF16 (2 B) or FP8 (1 B): KV reads and "
+                                  "the memory check's KV bytes.")
 
     def decode_config(self) -> DecodeConfig:
         """Model, GPU, tp, precision and memory inputs as a
         :class:`~lab.points.decode_family.DecodeConfig`."""
         return DecodeConfig(model=self.model, gpu=self.gpu, tp=self.tp,
                             precision=self.precision, budget=self.budget,
-                            reserve_gb=self.reserve_gb, page=self.page)
+                            reserve_gb=self.reserve_gb, page=self.page,
+                            kv_precision=self.kv_precision)
 
     def compute(self) -> dict:
         return calc_goodput(trace=self.trace, batch_cap=self.batch_cap, ttft_ms=self.ttft_ms,

@@ -30,8 +30,9 @@ class PrecisionSwitch(DecodeExperiment):
     limits = (
         "FP8 is idealised native linear arithmetic at the GPU's dense FP8 peak: scale "
         "overheads, mixed-precision exceptions and quality loss are not modelled. The KV cache "
-        "and attention stay BF16, so the attention phase does not speed up. A GPU without an "
-        "FP8 peak cannot run fp8."
+        "keeps its own precision (the KV precision input, BF16 by default) and attention "
+        "arithmetic stays BF16, so switching the linear precision does not speed up "
+        "attention. A GPU without an FP8 peak cannot run fp8."
     )
     sources = ("Dense FP8 peaks: the catalog (inference-lab catalog), each with its source.",)
 

@@ -26,7 +26,8 @@ class SequencesFit(DecodeExperiment):
         answer=1,
     )
     limits = (
-        "All parameters are resident at one uniform precision; the KV cache is BF16 and paged, "
+        "All parameters are resident at one uniform precision; the KV cache is paged (BF16 "
+        "unless the KV precision is FP8), "
         "each sequence holding ceil((S + 1) / page) pages so the next token has a slot. "
         "Activations, fragmentation beyond the last page, CUDA graphs and allocator overhead "
         "are folded into the reserve you choose. The 90 % budget and 4 GB reserve are "

@@ -10,10 +10,15 @@ Formulas (per GPU, tensor parallel degree ``tp``, linear precision ``p``)::
     W        = N_lin · bytes(p) / tp            t_hbm = W / BW
     FLOP_lin = 2 · N_lin · B / tp               t_lin_comp = FLOP_lin / peak(p)
     t_lin    = max(t_hbm, t_lin_comp)
-    kv_tok   = 2 · L · K · h · 2
+    kv_tok   = 2 · L · K · h · b_kv                (b_kv: 2 B for a BF16 KV cache, 1 B for FP8)
     KV_read  = B · S · kv_tok / tp              FLOP_att = 4 · B · S · L · H · h / tp
-    t_att    = max(KV_read / BW, FLOP_att / peak(bf16))
+    t_att    = max(KV_read / BW, FLOP_att / peak(bf16))   (attention arithmetic stays BF16)
     t_step   = t_lin + t_att                    aggregate = B / t_step
+
+A mixture-of-experts or MLA model (a :class:`~lab.catalog.moe_spec.MoESpec`) takes its weight
+reads, linear FLOPs, KV reads and attention FLOPs from :mod:`lab.models.moe` and
+:mod:`lab.models.kv_shapes` (the experts the batch touches; MLA's replicated latent); a dense
+model keeps the expressions above, bit for bit.
 """
 
 from __future__ import annotations
@@ -21,14 +26,27 @@ from __future__ import annotations
 import numpy as np
 
 from lab.arrays import ArrayLike, apply_mask, where
+from lab.catalog.moe_spec import MoESpec
 from lab.catalog.params_count import linear_params_per_layer
 from lab.limits import TP_DEGREES  # noqa: F401  (re-exported: the degrees are a stated limit)
+from lab.models import kv_shapes, moe
 from lab.models.inputs import DecodeInputs
 
 PRECISIONS = ("bf16", "fp8")
 """Linear-layer precisions the lab models."""
 KV_BYTES_PER_ELEMENT = 2
-"""KV cache and attention stay BF16: 2 bytes per element."""
+"""The default (BF16) KV cache: 2 bytes per element."""
+KV_PRECISIONS = ("bf16", "fp8")
+"""KV-cache precisions: BF16 (2 bytes per element, the default) and FP8 (1 byte)."""
+
+
+def kv_bytes_per_element(kv_precision: ArrayLike = "bf16") -> ArrayLike:
+    """Bytes per cached K or V element: 2 for ``"bf16"``, 1 for ``"fp8"`` (B).
+
+    A plain Python int for a string, so a scalar configuration keeps plain arithmetic."""
+    if isinstance(kv_precision, str):
+        return 1 if kv_precision == "fp8" else KV_BYTES_PER_ELEMENT
+    return where(kv_precision == "fp8", 1, KV_BYTES_PER_ELEMENT)
 
 
 def bytes_per_weight(precision: ArrayLike) -> ArrayLike:
@@ -57,9 +75,10 @@ def linear_flops_per_token(model) -> ArrayLike:
     return 2.0 * linear_params(model)
 
 
-def kv_bytes_per_token(model) -> ArrayLike:
-    """KV cache bytes per token over all layers, K and V in BF16: ``2·L·K·h·2`` (bytes)."""
-    return 2 * model.layers * model.kv_heads * model.head_dim * KV_BYTES_PER_ELEMENT
+def kv_bytes_per_token(model, kv_precision: ArrayLike = "bf16") -> ArrayLike:
+    """KV cache bytes per token over all layers, K and V: ``2·L·K·h·b_kv`` (bytes), ``b_kv``
+    2 for a BF16 cache (the default), 1 for FP8."""
+    return 2 * model.layers * model.kv_heads * model.head_dim * kv_bytes_per_element(kv_precision)
 
 
 def attention_flops_per_token(model) -> ArrayLike:
@@ -73,9 +92,13 @@ def linear_phase(model, gpu, tp: ArrayLike, precision: ArrayLike, batch: ArrayLi
     Returns ``linear_weight_bytes`` (B), ``linear_flops`` (FLOP), ``hbm_time_s``,
     ``linear_compute_time_s``, ``linear_time_s`` (s) and ``linear_compute_bound`` (bool).
     """
-    n_lin = linear_params(model)
-    weight_bytes = 1.0 * n_lin * bytes_per_weight(precision) / tp
-    flops = linear_flops_per_token(model) * batch / tp
+    if isinstance(model, MoESpec):
+        weight_bytes = 1.0 * moe.step_weight_bytes(model, tp, precision, batch)
+        flops = moe.linear_flops(model, tp, batch)
+    else:
+        n_lin = linear_params(model)
+        weight_bytes = 1.0 * n_lin * bytes_per_weight(precision) / tp
+        flops = linear_flops_per_token(model) * batch / tp
     hbm_time = weight_bytes / gpu.hbm_bw
     compute_time = flops / peak_flops(gpu, precision)
     return {
@@ -88,7 +111,7 @@ def linear_phase(model, gpu, tp: ArrayLike, precision: ArrayLike, batch: ArrayLi
     }
 
 
-def attention_terms(model, gpu, tp: ArrayLike):
+def attention_terms(model, gpu, tp: ArrayLike, kv_precision: ArrayLike = "bf16"):
     """The attention phase's formula, as a function of the cached tokens.
 
     Returns ``terms(kv_tokens) -> (kv_read_bytes, attention_flops, memory_time_s,
@@ -96,11 +119,21 @@ def attention_terms(model, gpu, tp: ArrayLike):
     the larger time. The per-model constants are computed once, so the goodput simulation
     (experiment 7) calls the returned function for every step at the cost of plain float
     arithmetic, and :func:`attention_phase` calls it on whole grids: one copy of the formula.
-    Attention stays BF16.
+    The KV cache is read at ``kv_precision``; the attention arithmetic stays BF16.
     """
-    kv_per_token = kv_bytes_per_token(model)
-    flops_per_token = attention_flops_per_token(model)
     hbm_bw, peak = gpu.hbm_bw, gpu.peak_bf16
+    if isinstance(model, MoESpec):  # GQA or MLA (the latent replicated, not split by tp)
+        kv_per_token_gpu = kv_shapes.kv_bytes_per_token_per_gpu(model, tp, kv_precision)
+        flops_per_pair = kv_shapes.attention_flops_per_pair(model)
+
+        def moe_terms(kv_tokens: ArrayLike) -> tuple:
+            kv_bytes = 1.0 * kv_tokens * kv_per_token_gpu
+            flops = 1.0 * kv_tokens * flops_per_pair / tp
+            return kv_bytes, flops, kv_bytes / hbm_bw, flops / peak
+
+        return moe_terms
+    kv_per_token = kv_bytes_per_token(model, kv_precision)
+    flops_per_token = attention_flops_per_token(model)
 
     def terms(kv_tokens: ArrayLike) -> tuple:
         kv_bytes = 1.0 * kv_tokens * kv_per_token / tp
@@ -110,15 +143,16 @@ def attention_terms(model, gpu, tp: ArrayLike):
     return terms
 
 
-def attention_phase(model, gpu, tp: ArrayLike, kv_tokens: ArrayLike) -> dict:
+def attention_phase(model, gpu, tp: ArrayLike, kv_tokens: ArrayLike,
+                    kv_precision: ArrayLike = "bf16") -> dict:
     """KV reads, attention FLOPs and the phase floor for ``kv_tokens`` cached tokens in all.
 
     ``kv_tokens`` is the sum of the context lengths of the decoding sequences (``B·S`` when all
-    share one context). Attention stays BF16. Returns ``kv_read_bytes`` (B),
-    ``attention_flops`` (FLOP), ``attention_memory_time_s``, ``attention_compute_time_s`` and
-    ``attention_time_s`` (s), from :func:`attention_terms`.
+    share one context), read at ``kv_precision``; attention arithmetic stays BF16. Returns
+    ``kv_read_bytes`` (B), ``attention_flops`` (FLOP), ``attention_memory_time_s``,
+    ``attention_compute_time_s`` and ``attention_time_s`` (s), from :func:`attention_terms`.
     """
-    kv_bytes, flops, memory_time, compute_time = attention_terms(model, gpu, tp)(kv_tokens)
+    kv_bytes, flops, memory_time, compute_time = attention_terms(model, gpu, tp, kv_precision)(kv_tokens)
     return {
         "kv_read_bytes": kv_bytes,
         "attention_flops": flops,
@@ -149,7 +183,7 @@ def decode_step(
     """
     model, gpu, tp, batch = inputs.model, inputs.gpu, inputs.tp, inputs.batch
     out = linear_phase(model, gpu, tp, inputs.precision, batch)
-    out.update(attention_phase(model, gpu, tp, batch * inputs.context))
+    out.update(attention_phase(model, gpu, tp, batch * inputs.context, inputs.kv_precision))
     out = apply_mask(out, mask)
     step = out["linear_time_s"] + out["attention_time_s"]
     if np.ndim(extra_time_s) or extra_time_s:  # adding a scalar 0 would only cost a pass

@@ -45,6 +45,9 @@ class DecodeInputs:
         Bytes held back from the budget per GPU, B (default 4e9).
     page
         KV page size, tokens (default 16).
+    kv_precision
+        Precision of the KV cache, ``"bf16"`` (2 bytes per element, the default) or ``"fp8"``
+        (1 byte): FP8 halves KV bytes per token, per page and per step's KV reads.
     """
 
     model: Any
@@ -56,6 +59,7 @@ class DecodeInputs:
     budget_fraction: ArrayLike = DEFAULT_BUDGET_FRACTION
     reserve_bytes: ArrayLike = DEFAULT_RESERVE_BYTES
     page: ArrayLike = DEFAULT_PAGE_TOKENS
+    kv_precision: ArrayLike = "bf16"
 
     def with_(self, **changes) -> DecodeInputs:
         """A copy with ``changes`` applied."""

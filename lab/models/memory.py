@@ -1,14 +1,19 @@
-"""Experiments 1–2's memory model: weights plus a paged BF16 KV cache inside a budget.
+"""Experiments 1–2's memory model: weights plus a paged KV cache inside a budget.
 
 All functions broadcast over numbers, numpy arrays and xarray objects; results in bytes::
 
     mem_params = P_total · bytes(p) / tp
     pages(S)   = ceil((S + 1) / page)          # the cache holds the next token too
-    mem_kv     = B · pages(S) · page · kv_tok / tp
+    mem_kv     = B · pages(S) · page · kv_tok / tp    # kv_tok at the KV precision (BF16 default)
     budget     = fraction · capacity
     remaining  = budget − mem_params − mem_kv − reserve
     free       = budget − mem_params − reserve
     max_seqs   = floor(free / (pages(S) · page · kv_tok / tp)), 0 when free ≤ 0
+
+A mixture-of-experts or MLA model (:class:`~lab.catalog.moe_spec.MoESpec`) holds every expert
+(:func:`lab.models.moe.resident_weight_bytes`: MLA down-projections and routers whole on every
+GPU) and its KV per GPU from :func:`lab.models.kv_shapes.kv_bytes_per_token_per_gpu` (MLA's
+latent replicated, not split by tp).
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from lab.arrays import ArrayLike, apply_mask, ceil_div, where
+from lab.catalog.moe_spec import MoESpec
+from lab.models import kv_shapes, moe
 from lab.models.decode_step import bytes_per_weight, kv_bytes_per_token
 from lab.models.inputs import (  # noqa: F401  (the defaults, re-exported where they are used)
     DEFAULT_BUDGET_FRACTION,
@@ -31,13 +38,27 @@ def pages(context: ArrayLike, page: ArrayLike) -> ArrayLike:
 
 
 def params_bytes(model, tp: ArrayLike, precision: ArrayLike) -> ArrayLike:
-    """Resident parameter bytes per GPU, every parameter at the uniform precision (B)."""
+    """Resident parameter bytes per GPU, every parameter (every expert) at the uniform
+    precision (B)."""
+    if isinstance(model, MoESpec):
+        return 1.0 * moe.resident_weight_bytes(model, tp, precision)
     return 1.0 * model.total_params * bytes_per_weight(precision) / tp
 
 
-def kv_bytes_per_sequence(model, tp: ArrayLike, context: ArrayLike, page: ArrayLike) -> ArrayLike:
-    """Paged KV cache bytes per GPU for one sequence at ``context`` tokens (B)."""
-    return 1.0 * pages(context, page) * page * kv_bytes_per_token(model) / tp
+def kv_bytes_per_sequence(model, tp: ArrayLike, context: ArrayLike, page: ArrayLike,
+                          kv_precision: ArrayLike = "bf16") -> ArrayLike:
+    """Paged KV cache bytes per GPU for one sequence at ``context`` tokens, the cache at
+    ``kv_precision`` (B)."""
+    if isinstance(model, MoESpec):
+        return 1.0 * pages(context, page) * page * kv_token_bytes_per_gpu(model, tp, kv_precision)
+    return 1.0 * pages(context, page) * page * kv_bytes_per_token(model, kv_precision) / tp
+
+
+def kv_token_bytes_per_gpu(model, tp: ArrayLike, kv_precision: ArrayLike = "bf16") -> ArrayLike:
+    """KV bytes per cached token one GPU holds (B): ``kv_tok / tp``, MLA's latent whole."""
+    if isinstance(model, MoESpec):
+        return kv_shapes.kv_bytes_per_token_per_gpu(model, tp, kv_precision)
+    return kv_bytes_per_token(model, kv_precision) / tp
 
 
 def memory_budget(gpu, fraction: ArrayLike) -> ArrayLike:
@@ -70,7 +91,8 @@ def memory_fit(inputs: DecodeInputs, mask: ArrayLike | None = None) -> dict:
     model, tp, page = inputs.model, inputs.tp, inputs.page
     out = apply_mask({
         "memory_params_bytes": params_bytes(model, tp, inputs.precision),
-        "memory_kv_bytes": inputs.batch * kv_bytes_per_sequence(model, tp, inputs.context, page),
+        "memory_kv_bytes": inputs.batch * kv_bytes_per_sequence(model, tp, inputs.context, page,
+                                                               inputs.kv_precision),
         "memory_budget_bytes": memory_budget(inputs.gpu, inputs.budget_fraction),
         "memory_reserve_bytes": inputs.reserve_bytes * 1.0,
     }, mask)
@@ -79,6 +101,13 @@ def memory_fit(inputs: DecodeInputs, mask: ArrayLike | None = None) -> dict:
     out["memory_remaining_bytes"] = free - out["memory_kv_bytes"]
     out["fits"] = out["memory_remaining_bytes"] >= 0
     return out
+
+
+def _waste_bytes(model, tp: ArrayLike, tokens: ArrayLike, kv_precision: ArrayLike) -> ArrayLike:
+    """Bytes of ``tokens`` padding slots of the last page, one GPU (B)."""
+    if isinstance(model, MoESpec):
+        return 1.0 * tokens * kv_token_bytes_per_gpu(model, tp, kv_precision)
+    return 1.0 * tokens * kv_bytes_per_token(model, kv_precision) / tp
 
 
 def sequence_capacity(inputs: DecodeInputs, mask: ArrayLike | None = None) -> dict:
@@ -93,11 +122,12 @@ def sequence_capacity(inputs: DecodeInputs, mask: ArrayLike | None = None) -> di
     model, tp, context, page = inputs.model, inputs.tp, inputs.context, inputs.page
     held_tokens = pages(context, page) * page
     out = apply_mask({
-        "kv_bytes_per_sequence": kv_bytes_per_sequence(model, tp, context, page),
+        "kv_bytes_per_sequence": kv_bytes_per_sequence(model, tp, context, page,
+                                                       inputs.kv_precision),
         "free_for_kv_bytes": kv_free_bytes(model, inputs.gpu, tp, inputs.precision,
                                            inputs.budget_fraction, inputs.reserve_bytes),
         "page_waste_bytes_per_sequence":
-            1.0 * (held_tokens - (context + 1)) * kv_bytes_per_token(model) / tp,
+            _waste_bytes(model, tp, held_tokens - (context + 1), inputs.kv_precision),
     }, mask)
     free = out["free_for_kv_bytes"]
     max_seqs = where(free > 0, np.floor(free / out["kv_bytes_per_sequence"]), 0.0)

@@ -25,7 +25,7 @@ from lab.limits import (  # the decode family's limits, re-exported for the flag
     TP_DEGREES,
 )
 from lab.models.decode_metrics import decode_metrics
-from lab.models.decode_step import PRECISIONS
+from lab.models.decode_step import KV_PRECISIONS, PRECISIONS
 from lab.models.inputs import DecodeInputs
 from lab.models.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
 from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S
@@ -60,6 +60,7 @@ class DecodeConfig:
     page: int = DEFAULT_PAGE_TOKENS
     allreduce: bool = False
     allreduce_latency_us: float = DEFAULT_ALLREDUCE_LATENCY_S * US_PER_S
+    kv_precision: str = "bf16"
 
     def resolved(self) -> tuple[ModelSpec, GPUSpec]:
         """The model and GPU records, loading files where paths were given."""
@@ -79,12 +80,16 @@ class DecodeConfig:
             raise LabInputError(
                 f"Precision '{self.precision}' is not one of {', '.join(PRECISIONS)}."
             )
+        if self.kv_precision not in KV_PRECISIONS:
+            raise LabInputError(f"KV precision '{self.kv_precision}' is not one of "
+                                f"{', '.join(KV_PRECISIONS)}.")
 
     def decode_inputs(self, model, gpu, **fields) -> DecodeInputs:
         """This configuration as :class:`~lab.models.inputs.DecodeInputs` (SI units) for the
         resolved ``model`` and ``gpu``; ``fields`` replace any of its fields (e.g. grid axes)."""
         values = {"tp": self.tp, "precision": self.precision, "batch": self.batch,
-                  "context": self.context, **memory_options(self.budget, self.reserve_gb, self.page)}
+                  "context": self.context, "kv_precision": self.kv_precision,
+                  **memory_options(self.budget, self.reserve_gb, self.page)}
         values.update(fields)
         return DecodeInputs(model, gpu, **values)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lab.catalog.moe_spec import MoESpec
 from lab.errors import LabInputError
 from lab.limits import (  # re-exported for the experiments and the grids
     MAX_MS,
@@ -115,6 +116,15 @@ def calc_prefill(prompt: int = PREFILL_DEFAULTS["prompt"], chunk: int = PREFILL_
     return {"inputs": inputs, **record, **sweep, "decode": decode}
 
 
+def _refuse_moe(model, what: str) -> None:
+    """Raise :class:`LabInputError` for a mixture-of-experts or MLA model where the experiment
+    still uses the dense formulas (its KV blocks or coefficients would be wrong)."""
+    if isinstance(model, MoESpec):
+        raise LabInputError(f"{what} models dense grouped-query-attention models only; "
+                            f"{model.name} is a mixture-of-experts model (experiments 1–4 and 7 "
+                            "model it).")
+
+
 def calc_prefix(model: str = DecodeConfig.model, tp: int = DecodeConfig.tp,
                 prefix: int = PREFIX_DEFAULTS["prefix"], own: int = PREFIX_DEFAULTS["own"],
                 requests: int = PREFIX_DEFAULTS["requests"],
@@ -127,6 +137,7 @@ def calc_prefix(model: str = DecodeConfig.model, tp: int = DecodeConfig.tp,
     if prefix + own < 1:
         raise LabInputError("prefix and own tokens cannot both be 0; a request needs a token.")
     spec, _ = prepare(DecodeConfig(model=model, tp=tp, context=prefix + own, page=block))
+    _refuse_moe(spec, "Experiment 6 (prefix ownership)")
     record = _python(prefix_metrics(spec, tp, prefix, own, requests, block))
     inputs = {"model": spec.id, "tp": tp, "prefix": prefix, "own": own, "requests": requests,
               "block": block}
@@ -136,6 +147,7 @@ def calc_prefix(model: str = DecodeConfig.model, tp: int = DecodeConfig.tp,
 def model_coefficients(config: DecodeConfig) -> dict:
     """Experiment 8's a and c from experiment 1's model: ``2·N_lin/peak(p)``, ``4·L·H·h/peak(bf16)``."""
     model, gpu = prepare(config.with_(context=1, tp=1))
+    _refuse_moe(model, "Experiment 8's --from-model")
     n_lin = int(linear_params(model))
     return {"model": model.id, "gpu": gpu.id, "precision": config.precision,
             "linear_params": n_lin,
@@ -228,7 +240,8 @@ def calc_goodput(trace: str | Path = DEFAULT_TRACE, batch_cap: int = GOODPUT_DEF
               "tpot_limit_s": tpot_ms * MS, "c0_s": c0_ms * MS, "c1_s": c1_ms * MS,
               "memory_check": memory_check, "model": model.id, "gpu": gpu.id, "tp": decode.tp,
               "precision": decode.precision, "budget": decode.budget,
-              "reserve_bytes": decode.reserve_gb * GB, "page": decode.page}
+              "reserve_bytes": decode.reserve_gb * GB, "page": decode.page,
+              "kv_precision": decode.kv_precision}
     result = {"inputs": inputs, **record, "kv_free_bytes": sim.kv_free_bytes,
               "first_arrival_s": float(loaded.arrival_s[0]), "trace_note": loaded.note}
     if with_requests:

@@ -12,6 +12,7 @@ from enum import IntEnum
 import numpy as np
 
 from lab.arrays import ArrayLike, where
+from lab.catalog.moe_spec import MoESpec
 from lab.errors import LabInputError, shown, shown_number
 from lab.limits import TP_DEGREES
 from lab.models.decode_step import PRECISIONS
@@ -39,12 +40,21 @@ REASON_TEXT = {
 """Short text of each reason code, stored as the grid's ``reason`` flag meanings."""
 
 
+def _kv_heads_split(model, tp: ArrayLike):
+    """Where tp fails to divide the KV heads; never for MLA, whose latent is replicated (tp
+    need only divide the query heads)."""
+    uneven = model.kv_heads % tp != 0
+    if isinstance(model, MoESpec) and model.kv_lora_rank > 0:
+        return uneven & False
+    return uneven
+
+
 def decode_reason(model, gpu, tp: ArrayLike, precision: ArrayLike, context: ArrayLike):
     """Reason code per cell (0 where the decode configuration is valid); first failure wins."""
     tp_allowed = (tp == 1) | (tp == 2) | (tp == 4) | (tp == 8)
     checks = [
         (model.heads % tp != 0, Reason.TP_HEADS),
-        (model.kv_heads % tp != 0, Reason.TP_KV_HEADS),
+        (_kv_heads_split(model, tp), Reason.TP_KV_HEADS),
         (np.logical_not(tp_allowed), Reason.TP_DEGREE),
         ((precision == "fp8") & np.isnan(gpu.peak_fp8), Reason.FP8_UNSUPPORTED),
         (context > model.max_context, Reason.CONTEXT_TOO_LONG),

@@ -241,11 +241,14 @@ def test_moe_catalog_matches_the_configs():
     assert get_moe_model("deepseek-v3") is catalog["deepseek-v3"]
 
 
-def test_decode_experiments_still_refuse_moe_configs():
-    with pytest.raises(CatalogError, match="does not model"):
-        get_model(str(CONFIGS / "deepseek-v3" / "config.json"))
-    with pytest.raises(CatalogError, match="mixture-of-experts"):
-        get_model(str(CONFIGS / "qwen3-30b-a3b" / "config.json"))
+def test_decode_experiments_read_moe_configs_and_refuse_chunked_attention():
+    """Issue 14 wires the MoE reader into get_model: the configs load as MoESpec records
+    (the totals of the model cards); Llama 4's chunked attention stays refused."""
+    assert get_model(str(CONFIGS / "deepseek-v3" / "config.json")).total_params == 671_026_419_200
+    assert get_model(str(CONFIGS / "qwen3-30b-a3b" / "config.json")).total_params == 30_532_122_624
+    assert isinstance(get_model(str(CONFIGS / "mixtral-8x7b-v0.1" / "config.json")), MoESpec)
+    with pytest.raises(CatalogError, match="8,192-token chunks"):
+        get_model(str(CONFIGS / "llama-4-scout-17b-16e" / "config.json"))
 
 
 def test_llama_4_chunked_attention_is_named_for_the_decode_step():

@@ -56,11 +56,11 @@ def _buffer(code: str, values) -> array:
     return out
 
 
-def scalar_attention_time(model, gpu, tp: int):
+def scalar_attention_time(model, gpu, tp: int, kv_precision: str = "bf16"):
     """:func:`lab.models.decode_step.attention_phase`'s ``attention_time_s`` for one Python ``int`` of
     cached tokens: :func:`lab.models.decode_step.attention_terms` (the one copy of the formula)
     and the larger of its two times, without building a dict of five numpy values per step."""
-    terms = attention_terms(model, gpu, tp)
+    terms = attention_terms(model, gpu, tp, kv_precision)
 
     def attention_time(kv_tokens: int) -> float:
         _, _, memory_time, compute_time = terms(kv_tokens)
@@ -152,10 +152,10 @@ def simulate(
     linear = np.asarray(
         linear_phase(model, gpu, tp, precision, np.arange(cap + 1))["linear_time_s"], float)
     linear_list = linear.tolist()
-    attention_time = scalar_attention_time(model, gpu, tp)
-    terms = attention_terms(model, gpu, tp)  # the decode step's attention formula
+    attention_time = scalar_attention_time(model, gpu, tp, inputs.kv_precision)
+    terms = attention_terms(model, gpu, tp, inputs.kv_precision)  # the decode step's formula
 
-    kv_need = kv_bytes_per_sequence(model, tp, prompt + output, inputs.page)
+    kv_need = kv_bytes_per_sequence(model, tp, prompt + output, inputs.page, inputs.kv_precision)
     free = None
     rejected = np.zeros(n, dtype=bool)
     if memory_check:
