@@ -49,7 +49,8 @@ class SequencesFit(DecodeExperiment):
             Card("Weights per GPU", fmt_gb(r["memory_params_bytes"]),
                  f"{self.precision.upper()}, tp {self.tp}"),
             Card("KV per sequence", fmt_gb(r["kv_bytes_per_sequence"]),
-                 f"{self.context:,} tokens + 1, in {self.page}-token pages"),
+                 f"{self.context:,} tokens + 1, in {self.page}-token pages"
+                 + (", FP8 KV cache" if self.kv_precision == "fp8" else "")),
             Card("Free for KV", fmt_gb(r["free_for_kv_bytes"]),
                  f"budget {fmt_gb(r['memory_budget_bytes'])} − weights − reserve"),
             Card("Max sequences", fits_text, "floor(free / KV per sequence)"),

@@ -127,3 +127,17 @@ def test_experiment_classes_take_the_input():
     fit = SequencesFit(kv_precision="fp8", context=8192)
     assert fit.config().kv_precision == "fp8"
     assert GoodputContract(kv_precision="fp8").decode_config().kv_precision == "fp8"
+
+
+def test_experiment_cards_change_with_an_fp8_cache():
+    """Experiment 2's page: the KV per sequence halves and twice the sequences fit; experiment
+    1's attention phase halves (the figures of the module docstring)."""
+    bf16 = {card.label: card for card in SequencesFit().cards()}
+    fp8 = {card.label: card for card in SequencesFit(kv_precision="fp8").cards()}
+    assert (bf16["KV per sequence"].value, fp8["KV per sequence"].value) == ("1.08 GB", "0.54 GB")
+    assert (bf16["Max sequences"].value, fp8["Max sequences"].value) == ("48", "96")
+    assert fp8["KV per sequence"].caption.endswith(", FP8 KV cache")
+    assert not bf16["KV per sequence"].caption.endswith("FP8 KV cache")
+    step = {card.label: card.value for card in BatchBottleneck(kv_precision="fp8").cards()}
+    assert step["Ideal step time"] == "5.76 ms"
+    assert step["What attention adds"] == "1.28 ms"
