@@ -66,6 +66,20 @@ def memory_sentence(record: dict) -> str:
     return f"{fmt_gb(-remaining)} over the chosen budget."
 
 
+def _linear_time_steps(record: dict, gpu, peak_name: str, peak: float,
+                       bottleneck: str) -> list[Step]:
+    """HBM time, compute time and the linear phase of a decode record (dense or MoE)."""
+    return [
+        Step("HBM time", f"{fmt_gb(record['linear_weight_bytes'])} / {_tbps(gpu.hbm_bw)}",
+             fmt_ms(record["hbm_time_s"])),
+        Step("Linear compute time",
+             f"{fmt_gflop(record['linear_flops'])} / {_tflops(peak)} {peak_name}",
+             fmt_ms(record["linear_compute_time_s"])),
+        Step("Linear phase", "max(HBM, compute)",
+             f"{fmt_ms(record['linear_time_s'])} ({bottleneck}-bound)"),
+    ]
+
+
 def decode_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
     """Experiment 1's derivation, in the lab page's order, from a
     :func:`~lab.points.decode_family.calc_decode` record."""
@@ -85,13 +99,7 @@ def decode_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
              f"{fmt_gb(record['linear_weight_bytes'])} / GPU"),
         Step("Linear FLOPs", f"2 × {fmt_int(n_lin)} × {batch} / {tp}",
              f"{fmt_gflop(record['linear_flops'])} / GPU"),
-        Step("HBM time", f"{fmt_gb(record['linear_weight_bytes'])} / {_tbps(gpu.hbm_bw)}",
-             fmt_ms(record["hbm_time_s"])),
-        Step("Linear compute time",
-             f"{fmt_gflop(record['linear_flops'])} / {_tflops(peak)} {peak_name}",
-             fmt_ms(record["linear_compute_time_s"])),
-        Step("Linear phase", "max(HBM, compute)",
-             f"{fmt_ms(record['linear_time_s'])} ({bottleneck}-bound)"),
+        *_linear_time_steps(record, gpu, peak_name, peak, bottleneck),
         Step("KV reads", f"{batch:,} × {context:,} × {kv_tok:,} B / {tp}",
              f"{fmt_gb(record['kv_read_bytes'])} / GPU"),
         Step("Attention FLOPs",
@@ -157,13 +165,7 @@ def _moe_decode_steps(record: dict, model: MoESpec, gpu: GPUSpec, peak_name: str
              f"{fmt_gb(record['linear_weight_bytes'])} / GPU"),
         Step("Linear FLOPs", f"2 × {fmt_int(n_act)} active params × {batch:,}, / {tp}",
              f"{fmt_gflop(record['linear_flops'])} / GPU"),
-        Step("HBM time", f"{fmt_gb(record['linear_weight_bytes'])} / {_tbps(gpu.hbm_bw)}",
-             fmt_ms(record["hbm_time_s"])),
-        Step("Linear compute time",
-             f"{fmt_gflop(record['linear_flops'])} / {_tflops(peak)} {peak_name}",
-             fmt_ms(record["linear_compute_time_s"])),
-        Step("Linear phase", "max(HBM, compute)",
-             f"{fmt_ms(record['linear_time_s'])} ({bottleneck}-bound)"),
+        *_linear_time_steps(record, gpu, peak_name, peak, bottleneck),
         Step("KV reads", f"{batch:,} × {context:,} × {kv_tok_gpu:,} B{kv_split}",
              f"{fmt_gb(record['kv_read_bytes'])} / GPU"),
         Step("Attention FLOPs",
