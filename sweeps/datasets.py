@@ -128,20 +128,21 @@ def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: 
         one (any other unverifiable dataset is reported)."""
         return refresh or (path is None and exc.grid_name == "default")
 
+    def checked() -> xr.Dataset:
+        ds, spec = open_grid_spec(target)
+        _check_default(ds, name, target, spec)
+        return ds
+
     if target.exists() and not refresh:
         try:
-            ds, spec = open_grid_spec(target)
-            _check_default(ds, name, target, spec)
-            return ds
+            return checked()
         except UnverifiedDatasetError as exc:
             if not recompute_unverified(exc):
                 raise
-    with _lock(target):
+    with _lock(target):  # another process may have written it meanwhile: look again
         if target.exists():
             try:
-                ds, spec = open_grid_spec(target)
-                _check_default(ds, name, target, spec)
-                return ds
+                return checked()
             except UnverifiedDatasetError as exc:
                 if not recompute_unverified(exc):
                     raise

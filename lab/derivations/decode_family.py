@@ -66,6 +66,15 @@ def memory_sentence(record: dict) -> str:
     return f"{fmt_gb(-remaining)} over the chosen budget."
 
 
+def _attention_phase_step(record: dict) -> Step:
+    """The attention phase of a decode record: the larger of its memory and compute times."""
+    return Step("Attention phase",
+                f"max(KV / bandwidth, FLOPs / BF16 peak) = "
+                f"max({fmt_ms(record['attention_memory_time_s'])}, "
+                f"{fmt_ms(record['attention_compute_time_s'])})",
+                fmt_ms(record["attention_time_s"]))
+
+
 def _linear_time_steps(record: dict, gpu, peak_name: str, peak: float,
                        bottleneck: str) -> list[Step]:
     """HBM time, compute time and the linear phase of a decode record (dense or MoE)."""
@@ -105,10 +114,7 @@ def decode_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
         Step("Attention FLOPs",
              f"4 × {batch:,} × {context:,} × {model.layers} × {model.heads} × {model.head_dim} / {tp}",
              f"{fmt_gflop(record['attention_flops'])} / GPU"),
-        Step("Attention phase",
-             f"max(KV / bandwidth, FLOPs / BF16 peak) = max({fmt_ms(record['attention_memory_time_s'])}, "
-             f"{fmt_ms(record['attention_compute_time_s'])})",
-             fmt_ms(record["attention_time_s"])),
+        _attention_phase_step(record),
     ]
     return steps + _step_and_memory(record, model, batch)
 
@@ -172,10 +178,7 @@ def _moe_decode_steps(record: dict, model: MoESpec, gpu: GPUSpec, peak_name: str
              f"{fmt_int(per_pair)} FLOP per pair{' (MLA, absorbed)' if mla else ''} × "
              f"{batch:,} × {context:,} / {tp}",
              f"{fmt_gflop(record['attention_flops'])} / GPU"),
-        Step("Attention phase",
-             f"max(KV / bandwidth, FLOPs / BF16 peak) = max({fmt_ms(record['attention_memory_time_s'])}, "
-             f"{fmt_ms(record['attention_compute_time_s'])})",
-             fmt_ms(record["attention_time_s"])),
+        _attention_phase_step(record),
     ]
     return steps + _step_and_memory(record, model, batch)
 
