@@ -19,8 +19,8 @@ from sweeps.runner import Runner
 def checked_report_path(path: str | None, scheduler: str | None) -> Path | None:
     """``path`` as a :class:`~pathlib.Path`, or one sentence why a report cannot go there.
 
-    Checked before any cluster starts: the scheduler must be a cluster, and the folder must
-    exist and the path must not be a folder.
+    Checked before any cluster starts: the scheduler must be a cluster, the folder must exist,
+    and nothing may be at the path yet (a report never replaces a file of someone else's).
     """
     if path is None:
         return None
@@ -33,6 +33,9 @@ def checked_report_path(path: str | None, scheduler: str | None) -> Path | None:
     if target.is_dir():
         raise LabInputError(f"--performance-report {path} is a folder; give a file name such "
                             "as sweep-report.html.")
+    if target.exists() or target.is_symlink():
+        raise LabInputError(f"--performance-report {path} already exists and is not replaced; "
+                            "give a new file name.")
     if not target.parent.is_dir():
         raise LabInputError(f"--performance-report {path}: the folder {target.parent} does "
                             "not exist.")

@@ -75,3 +75,13 @@ def test_a_report_that_cannot_be_written_is_one_sentence_before_any_work(argv, w
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1
     assert not (tmp_path / "g").exists()
+
+
+def test_a_report_never_replaces_an_existing_file(tmp_path, capsys):
+    mine = tmp_path / "report.html"
+    mine.write_text("my own report", encoding="utf-8")
+    assert main(["sweep", "--experiment", "prefill", "--out", str(tmp_path / "g"),
+                 "--performance-report", str(mine)]) == 2
+    err = capsys.readouterr().err
+    assert "already exists and is not replaced" in err and err.count("\n") == 1
+    assert mine.read_text(encoding="utf-8") == "my own report"
