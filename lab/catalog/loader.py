@@ -260,18 +260,21 @@ def gpu_catalog() -> dict[str, GPUSpec]:
     return out
 
 
+def model_entries(file: Path, build) -> dict:
+    """Every ``[[model]]`` entry of the catalog ``file``, by id in file order, made by
+    ``build(entry, where, model_id=…, name=…)`` (dense or mixture-of-experts)."""
+    out = {}
+    for index, entry in enumerate(_read_toml(file).get("model", [])):
+        model_id = str(entry.get("id", index + 1))
+        out[model_id] = build(entry, f"{file.name} entry {model_id}", model_id=model_id,
+                              name=_text(entry, "name", model_id))
+    return out
+
+
 @cache
 def model_catalog() -> dict[str, ModelSpec]:
     """Every catalog model by id, in catalog order."""
-    data = _read_toml(MODEL_FILE)
-    out: dict[str, ModelSpec] = {}
-    for index, entry in enumerate(data.get("model", [])):
-        model_id = str(entry.get("id", index + 1))
-        where = f"{MODEL_FILE.name} entry {model_id}"
-        out[model_id] = model_from_config(
-            entry, where, model_id=model_id, name=_text(entry, "name", model_id)
-        )
-    return out
+    return model_entries(MODEL_FILE, model_from_config)
 
 
 def _looks_like_path(value: str) -> bool:

@@ -21,8 +21,8 @@ from lab.catalog.entries import SUPPORTED_ARCHITECTURES
 from lab.catalog.loader import (
     CATALOG_DIR,
     _positive_number,
-    _read_toml,
     _text,
+    model_entries,
     read_config_json,
 )
 from lab.catalog.moe_params import total_params
@@ -249,14 +249,7 @@ def load_moe_config(path: str | Path) -> MoESpec:
 @cache
 def moe_model_catalog() -> dict[str, MoESpec]:
     """Every model of ``models_moe.toml`` by id, in file order."""
-    data = _read_toml(MOE_MODEL_FILE)
-    out: dict[str, MoESpec] = {}
-    for index, entry in enumerate(data.get("model", [])):
-        model_id = str(entry.get("id", index + 1))
-        where = f"{MOE_MODEL_FILE.name} entry {model_id}"
-        out[model_id] = moe_model_from_config(entry, where, model_id=model_id,
-                                              name=_text(entry, "name", model_id))
-    return out
+    return model_entries(MOE_MODEL_FILE, moe_model_from_config)
 
 
 def get_moe_model(model: str | MoESpec) -> MoESpec:

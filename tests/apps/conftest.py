@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import sys
 
+import panel as pn
 import pytest
+from bokeh.document import Document
 from lab_browser import (
     AUTH_PASSWORD,
     CHROMIUM,
@@ -18,9 +20,20 @@ from lab_browser import (
     start_server,
     stop_server,
 )
+from panel.io.state import set_curdoc
 from playwright.sync_api import expect
 
 expect.set_options(timeout=EXPECT_TIMEOUT_MS)  # Playwright's default is 5 s
+
+
+@pytest.fixture
+def document():
+    """A fresh Bokeh document as the current one (a page built in-process, no server); its
+    URL location is forgotten afterwards."""
+    doc = Document()
+    with set_curdoc(doc):
+        yield doc
+    pn.state._locations.pop(doc, None)
 
 
 @pytest.fixture(scope="session")

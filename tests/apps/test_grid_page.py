@@ -9,9 +9,7 @@ import shutil
 import numpy as np
 import panel as pn
 import pytest
-from bokeh.document import Document
 from panel.io.location import Location
-from panel.io.state import set_curdoc
 
 from apps.ui import grid
 from apps.ui.grid import GridExplorer
@@ -23,14 +21,6 @@ from tests.sweeps.conftest import write_small
 def small_store(tmp_path_factory):
     """A small decode grid (model × gpu × tp 1, 2, 8 × precision × batch × context)."""
     return write_small(tmp_path_factory.mktemp("grid-page") / "small.zarr")
-
-
-@pytest.fixture
-def document():
-    doc = Document()
-    with set_curdoc(doc):
-        yield doc
-    pn.state._locations.pop(doc, None)
 
 
 def page(document, store, search: str = "") -> GridExplorer:

@@ -96,14 +96,6 @@ def test_upload_size_limit_is_the_measurements_own():
 
 
 # -- the inputs in the URL ------------------------------------------------------------------
-@pytest.fixture
-def document():
-    doc = Document()
-    with set_curdoc(doc):
-        yield doc
-    pn.state._locations.pop(doc, None)
-
-
 def linked(document, search: str) -> MeasuredPage:
     """The page as the server builds it for a request with ``search``."""
     pn.state._locations[document] = Location(search=search)

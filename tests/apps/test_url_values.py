@@ -8,9 +8,7 @@ import json
 
 import panel as pn
 import pytest
-from bokeh.document import Document
 from panel.io.location import Location
-from panel.io.state import set_curdoc
 
 from apps.ui.experiment_view import ExperimentView
 from apps.ui.pages import experiment_class
@@ -18,14 +16,6 @@ from apps.ui.url_values import accepts, page_value_problem, url_problems
 from lab.points.decode_family import DecodeConfig
 
 DEFAULTS = DecodeConfig()
-
-
-@pytest.fixture
-def document():
-    doc = Document()
-    with set_curdoc(doc):
-        yield doc
-    pn.state._locations.pop(doc, None)
 
 
 def page(document, slug: str, search: str = "") -> ExperimentView:
