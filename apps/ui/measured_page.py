@@ -184,9 +184,10 @@ class MeasuredPage(Viewer):
     def __panel__(self):
         exp = self.experiment
         header = pn.pane.Markdown(
-            f"# {exp.number}. {exp.title}\n\n**{exp.headline}**\n\nEvery other page shows an "
-            "ideal phase cost. This one puts real H100 kernel times beside the lab's floor for "
-            "the same work, with the formulas of experiments 1 and 8.",
+            f"# {exp.number}. {exp.title}\n\n**{exp.headline}**\n\nReal kernels sit near the "
+            "lab's floor once there is enough work — and far above it when there is not. Every "
+            "other page shows an ideal phase cost. This one puts real H100 kernel times beside "
+            "the lab's floor for the same work, with the formulas of experiments 1 and 8.",
             sizing_mode="stretch_width")
         limits = pn.pane.Markdown(limits_markdown(exp), stylesheets=[PROSE_CSS],
                                   sizing_mode="stretch_width")
