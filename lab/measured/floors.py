@@ -61,7 +61,8 @@ class OneLayer:
 def decode_attention(heads: ArrayLike, kv_heads: ArrayLike, head_dim: ArrayLike, tp: ArrayLike,
                      batch: ArrayLike, context: ArrayLike, gpu: GPUSpec) -> dict:
     """Experiment 1's attention phase for one layer: ``batch·context`` cached tokens."""
-    phase = attention_phase(OneLayer(heads, kv_heads, head_dim), gpu, tp, batch * context)
+    phase = attention_phase(OneLayer(heads, kv_heads, head_dim), gpu, tp=tp,
+                            kv_tokens=batch * context)
     return {"bytes": phase["kv_read_bytes"], "flops": phase["attention_flops"],
             "memory_time_s": phase["attention_memory_time_s"],
             "compute_time_s": phase["attention_compute_time_s"]}
