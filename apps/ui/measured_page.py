@@ -196,9 +196,12 @@ class MeasuredPage(Viewer):
                           sizing_mode="stretch_width")
         results = pn.Column(self.cards, self.flag, self.regions, chart, self.calculation, limits,
                             stylesheets=[CARD_CSS], sizing_mode="stretch_width",
-                            styles={"flex": "1 1 0", "min-width": "0"})
+                            styles={"flex": "1 1 340px", "min-width": "min(340px, 100%)"})
         inputs = pn.Column(pn.pane.Markdown("### Inputs"), self.message, self.inputs,
-                           self.upload, width=300, styles={"flex": "0 0 300px"})
-        body = pn.FlexBox(inputs, results, flex_wrap="nowrap", align_items="flex-start",
-                          sizing_mode="stretch_width")
+                           self.upload, width=300, css_classes=["lab-inputs-column"],
+                           styles={"flex": "0 0 300px"})
+        # As every experiment page: side by side where both fit; on a phone the results wrap
+        # below the inputs.
+        body = pn.FlexBox(inputs, results, flex_wrap="wrap", align_items="flex-start",
+                          sizing_mode="stretch_width", css_classes=["lab-experiment-body"])
         return pn.Column(header, self.prediction, body, sizing_mode="stretch_width")
