@@ -14,6 +14,7 @@ import pytest
 from lab.catalog import get_gpu, get_model, gpu_catalog, model_catalog
 from lab.derivations.decode_family import decode_steps, render_text
 from lab.experiments import all_experiments
+from lab.experiments.registry import count, count_words
 from lab.points.decode_family import DecodeConfig, calc_decode
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,10 +97,21 @@ def _slug(heading: str) -> str:
 
 
 def test_model_md_has_a_section_per_experiment():
+    """§0, then one section per registered experiment, then the validity rules and the units."""
     sections = _sections()
-    assert sorted(sections) == list(range(11))
-    for number in range(1, 9):
+    assert sorted(sections) == list(range(count() + 3))
+    for number in range(1, count() + 1):
         assert f"(experiment {number})" in sections[number]
+
+
+def test_the_counts_in_prose_are_the_registrys():
+    """README and model.md say how many experiments the registry holds ("Nine …")."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    words = count_words()
+    assert readme.split("\n")[2].startswith(f"{words.capitalize()} interactive experiments ")
+    assert f"## The {words} experiments\n" in readme
+    assert f"every formula of the {words} experiments" in readme
+    assert f"Each of the {words}\nexperiments" in MODEL_MD.read_text(encoding="utf-8")
 
 
 def test_model_md_links_resolve():

@@ -86,8 +86,9 @@ def attention_flops_per_token(model) -> ArrayLike:
     return 4 * model.layers * model.heads * model.head_dim
 
 
-def linear_phase(model, gpu, tp: ArrayLike, precision: ArrayLike, batch: ArrayLike) -> dict:
-    """Weight reads, FLOPs and the phase floor of the linear layers for one decode step.
+def linear_phase(model, gpu, *, tp: ArrayLike, precision: ArrayLike, batch: ArrayLike) -> dict:
+    """Weight reads, FLOPs and the phase floor of the linear layers for one decode step of
+    ``batch`` sequences at tensor-parallel degree ``tp`` and weight precision ``precision``.
 
     Returns ``linear_weight_bytes`` (B), ``linear_flops`` (FLOP), ``hbm_time_s``,
     ``linear_compute_time_s``, ``linear_time_s`` (s) and ``linear_compute_bound`` (bool).
@@ -143,7 +144,7 @@ def attention_terms(model, gpu, tp: ArrayLike, kv_precision: ArrayLike = "bf16")
     return terms
 
 
-def attention_phase(model, gpu, tp: ArrayLike, kv_tokens: ArrayLike,
+def attention_phase(model, gpu, *, tp: ArrayLike, kv_tokens: ArrayLike,
                     kv_precision: ArrayLike = "bf16") -> dict:
     """KV reads, attention FLOPs and the phase floor for ``kv_tokens`` cached tokens in all.
 
@@ -182,8 +183,9 @@ def decode_step(
     ``per_sequence_tokens_per_s`` and ``ridge_batch``.
     """
     model, gpu, tp, batch = inputs.model, inputs.gpu, inputs.tp, inputs.batch
-    out = linear_phase(model, gpu, tp, inputs.precision, batch)
-    out.update(attention_phase(model, gpu, tp, batch * inputs.context, inputs.kv_precision))
+    out = linear_phase(model, gpu, tp=tp, precision=inputs.precision, batch=batch)
+    out.update(attention_phase(model, gpu, tp=tp, kv_tokens=batch * inputs.context,
+                               kv_precision=inputs.kv_precision))
     out = apply_mask(out, mask)
     step = out["linear_time_s"] + out["attention_time_s"]
     if np.ndim(extra_time_s) or extra_time_s:  # adding a scalar 0 would only cost a pass

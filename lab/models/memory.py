@@ -71,7 +71,7 @@ def free_memory(budget: ArrayLike, weights: ArrayLike, reserve_bytes: ArrayLike)
     return budget - weights - reserve_bytes
 
 
-def kv_free_bytes(model, gpu, tp: ArrayLike, precision: ArrayLike,
+def kv_free_bytes(model, gpu, *, tp: ArrayLike, precision: ArrayLike,
                   budget_fraction: ArrayLike = DEFAULT_BUDGET_FRACTION,
                   reserve_bytes: ArrayLike = DEFAULT_RESERVE_BYTES) -> ArrayLike:
     """Bytes left for the KV cache on one GPU for a model and GPU (B): experiment 2's free."""
@@ -124,8 +124,9 @@ def sequence_capacity(inputs: DecodeInputs, mask: ArrayLike | None = None) -> di
     out = apply_mask({
         "kv_bytes_per_sequence": kv_bytes_per_sequence(model, tp, context, page,
                                                        inputs.kv_precision),
-        "free_for_kv_bytes": kv_free_bytes(model, inputs.gpu, tp, inputs.precision,
-                                           inputs.budget_fraction, inputs.reserve_bytes),
+        "free_for_kv_bytes": kv_free_bytes(model, inputs.gpu, tp=tp, precision=inputs.precision,
+                                           budget_fraction=inputs.budget_fraction,
+                                           reserve_bytes=inputs.reserve_bytes),
         "page_waste_bytes_per_sequence":
             _waste_bytes(model, tp, held_tokens - (context + 1), inputs.kv_precision),
     }, mask)
