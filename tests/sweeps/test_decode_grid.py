@@ -106,7 +106,8 @@ def test_every_variable_and_coordinate_is_labelled(default_decode):
         assert var.attrs.get("long_name"), name
         assert var.attrs.get("units"), name
     assert ds["step_time_s"].attrs["units"] == "s"
-    assert ds["context"].attrs["units"] == "tokens"
+    assert ds["context"].attrs["units"] == "1"                 # a count, CF: dimensionless
+    assert ds["context"].attrs["counted_as"] == "tokens"
     assert ds["reason"].attrs["flag_values"][0] == 0
 
 

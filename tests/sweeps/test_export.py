@@ -33,8 +33,12 @@ def _frame_matches(frame: pd.DataFrame, expected: xr.Dataset) -> None:
     reference = reference.set_index(["gpu", "tp", "precision", "batch", "context"]).sort_index()
     assert len(frame) == len(reference) == expected["step_time_s"].size
     for name in expected.data_vars:
-        np.testing.assert_array_equal(frame[name].to_numpy(), reference[name].to_numpy(),
+        column = f"{name}_code" if name == "reason" else name  # reason is text, its code beside
+        np.testing.assert_array_equal(frame[column].to_numpy(), reference[name].to_numpy(),
                                       err_msg=name)
+    meanings = np.array(expected["reason"].attrs["flag_meanings"].split())
+    np.testing.assert_array_equal(frame["reason"].to_numpy(dtype=str),
+                                  meanings[reference["reason"].to_numpy()])
     assert (frame["model"] == "llama-3.1-8b").all()
 
 
