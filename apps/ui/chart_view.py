@@ -175,9 +175,14 @@ class ChartView(Viewer):
                     chart.figure, chart.variable, chart.layout.x)
             layer.show(marks)
 
-    def __panel__(self):
+    def parts(self) -> list:
+        """The busy note, the charts, why there are none, the caption and the CSV download, in
+        order: an experiment page places them in its own column (one layout level fewer)."""
         note = f"{BUDGET_NOTE} {CHART_NOTE}" if has_budget(self.experiment) else CHART_NOTE
-        return pn.Column(self._busy, self._grid, self._why,
-                         pn.pane.Markdown(f"*{note}* ({NOTE}; save a chart as PNG from "
-                                          "its toolbar.)", sizing_mode="stretch_width"),
-                         self._download, sizing_mode="stretch_width")
+        return [self._busy, self._grid, self._why,
+                pn.pane.Markdown(f"*{note}* ({NOTE}; save a chart as PNG from its toolbar.)",
+                                 sizing_mode="stretch_width"),
+                self._download]
+
+    def __panel__(self):
+        return pn.Column(*self.parts(), sizing_mode="stretch_width")
