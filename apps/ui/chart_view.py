@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from html import escape
+
 import panel as pn
 import param
 from panel.viewable import Viewer
@@ -76,9 +78,11 @@ class ChartView(Viewer):
             self._layers: dict[int, MarkLayer] = {}
             self._mark()
             figures = [chart.figure for chart in self._series]
-        self._routing = pn.pane.Markdown(f"*{ROUTING_ASSUMPTION}*", sizing_mode="stretch_width",
-                                         visible=self._has_experts(),
-                                         css_classes=["lab-routing-note"])
+        self._routing = pn.pane.HTML(f'<p class="lab-routing-note"><em>{escape(ROUTING_ASSUMPTION)}'
+                                     '</em></p>', sizing_mode="stretch_width",
+                                     visible=self._has_experts(),
+                                     css_classes=["lab-routing-note"])
+        """The expert-read figure's caption: the routing assumption (shown with that figure)."""
         visible = pn.bind(lambda _r: exp.error is None, exp.param.result)
         wide = True if record(exp.slug).chart == "batch" else None
         self._grid = pn.FlexBox(*self._panes(figures, wide), flex_wrap="wrap",
