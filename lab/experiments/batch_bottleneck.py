@@ -36,7 +36,10 @@ class BatchBottleneck(DecodeExperiment):
         "communication, sampling, softmax overhead, activation traffic, KV writes and cache "
         "effects. FP8 is idealised native linear arithmetic. Memory counts all parameters at a "
         "uniform precision, BF16 KV (FP8 as an input) with page rounding, and a chosen reserve. Dense vendor "
-        "peaks, not achieved performance."
+        "peaks, not achieved performance. Mixture-of-experts models: uniform, independent "
+        "routing (E·(1 − (1 − k/E)^B) experts read per layer; skewed routers read fewer), "
+        "experts split by tensor parallelism (no expert parallelism, no all-to-all), every "
+        "expert resident; MLA's latent KV is replicated across the tp group."
     )
     sources = (
         "GPU peaks and model shapes: the catalog (inference-lab catalog), each with its source.",

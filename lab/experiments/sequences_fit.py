@@ -34,7 +34,9 @@ class SequencesFit(DecodeExperiment):
         "each sequence holding ceil((S + 1) / page) pages so the next token has a slot. "
         "Activations, fragmentation beyond the last page, CUDA graphs and allocator overhead "
         "are folded into the reserve you choose. The 90 % budget and 4 GB reserve are "
-        "illustrative inputs, not vLLM defaults."
+        "illustrative inputs, not vLLM defaults. A mixture-of-experts model holds every expert; "
+        "an MLA model (DeepSeek-V2/V3) caches its latent whole on every GPU of the tp group, "
+        "so its KV per sequence does not fall with tp."
     )
     sources = (
         "vLLM CacheConfig: block size 16, gpu_memory_utilization (vllm/config/cache.py).",
