@@ -44,7 +44,9 @@ class ChartView(Viewer):
 
     Every chart is a Bokeh figure whose data sources are updated in place, so zoom survives
     updates: experiment 1's two (:mod:`apps.ui.batch_chart`), where moving only the batch
-    moves only the current-point markers, and one per variable for the others
+    moves only the current-point markers, plus, for a mixture-of-experts model, the weight
+    reads against batch (:mod:`apps.ui.expert_chart`) with the routing assumption under the
+    charts; and one per variable for the others
     (:mod:`apps.ui.series_chart`), rebuilt only if an update changes a figure's layout. On
     a server the chart update runs on the next tick, after the cards have been sent. While
     the inputs are invalid the last valid chart is hidden.
@@ -172,10 +174,9 @@ class ChartView(Viewer):
                 chart.show_series(lines, ridge)
         for chart in self._batch:
             chart.show_point(ds, inputs["batch"])
-        had = self._experts
+        had = self._experts is not None
         figures = self._expert_figure(self.experiment)
-        if (had is None) != (self._experts is None) or (had is not None
-                                                       and had is not self._experts):
+        if had != (self._experts is not None):  # a model with experts came or went
             self._grid[:] = self._panes([c.figure for c in self._batch] + figures, wide=True)
         self._routing.visible = self._has_experts()
 
