@@ -99,7 +99,9 @@ def expert_chart(lines: xr.Dataset, ds: xr.Dataset, batch: int, ceiling_bytes: f
     ceiling = Span(dimension="width", line_color=CEILING_COLOR, line_dash="dotted",
                    line_width=1.5)
     fig.add_layout(ceiling)
-    label = Label(x=8, x_units="screen", y=0, y_offset=3, text="", text_color=CEILING_COLOR,
+    # Below the line, at the left: the curve is low there, and above it the title would clip.
+    label = Label(x=8, x_units="screen", y=0, y_offset=-4, text_baseline="top", text="",
+                  text_color=CEILING_COLOR,
                   text_font_size="11px", background_fill_color="white",
                   background_fill_alpha=0.7)
     fig.add_layout(label)
