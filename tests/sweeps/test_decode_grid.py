@@ -92,7 +92,7 @@ def test_acceptance_cell_is_bit_identical(default_decode):
 def test_default_grid_shape(default_decode):
     ds = default_decode
     assert tuple(ds.dims) == DIMS
-    assert ds.sizes["model"] == 13 and ds.sizes["gpu"] == 16
+    assert ds.sizes["model"] == 17 and ds.sizes["gpu"] == 16  # 13 dense, 4 MoE
     assert list(ds.tp.values) == [1, 2, 4, 8]
     assert list(ds.precision.values) == ["bf16", "fp8"]
     assert ds.batch.values[0] == 1 and ds.batch.values[-1] == 1024
@@ -133,3 +133,42 @@ def test_invalid_cells_are_nan_with_reason(default_decode):
     too_long = default_decode.sel(model="qwen2.5-7b", gpu="h100-sxm", tp=1, precision="bf16",
                                   batch=8, context=131072)
     assert too_long["reason"].values.item() == Reason.CONTEXT_TOO_LONG
+
+
+@pytest.mark.parametrize("model", ["mixtral-8x7b", "deepseek-v2-lite"])
+def test_moe_cells_equal_calc_decode(default_decode, model):
+    """A MoE model's cells (experts touched, MLA's replicated latent) equal the point model's,
+    in the default grid where its chunk may hold dense models too."""
+    ds = default_decode.sel(model=[model])
+    names = list(ds.data_vars)
+    loaded = ds.compute()
+    valid_seen = invalid_seen = 0
+    for index in _random_cells(ds, 150, seed=14):
+        inputs = _cell_inputs(ds, index)
+        cell = {name: loaded[name].values[index].item() for name in names}
+        config = DecodeConfig(**{k: (str(v) if k in ("model", "gpu", "precision") else int(v))
+                                 for k, v in inputs.items()})
+        if cell["valid"]:
+            valid_seen += 1
+            _assert_matches(cell, calc_decode(config))
+        else:
+            invalid_seen += 1
+            with pytest.raises(LabInputError):
+                calc_decode(config)
+    assert valid_seen > 50
+
+
+@pytest.mark.parametrize("inputs", [
+    {"model": "mixtral-8x7b", "gpu": "h200", "tp": 2, "precision": "bf16", "batch": 8,
+     "context": 4096},
+    {"model": "mixtral-8x7b", "gpu": "h100-sxm", "tp": 1, "precision": "fp8", "batch": 1024,
+     "context": 128},
+    {"model": "deepseek-v2-lite", "gpu": "h100-sxm", "tp": 8, "precision": "bf16", "batch": 64,
+     "context": 32768},
+    {"model": "deepseek-v2-lite", "gpu": "mi300x", "tp": 1, "precision": "fp8", "batch": 1,
+     "context": 131072},
+])
+def test_moe_cells_equal_cli_json(default_decode, inputs):
+    test_cells_equal_cli_json(default_decode, inputs)
+    cell = default_decode.sel(inputs)
+    assert bool(cell["valid"].values.item())
