@@ -4,7 +4,7 @@ current-point marker (the numbers themselves are checked in tests/apps/test_moe_
 
 from __future__ import annotations
 
-from lab_browser import open_page, set_number
+from lab_browser import open_page, screenshot, set_number
 from playwright.sync_api import expect
 
 EXPERT_POINT = """(batch) => {
@@ -28,4 +28,6 @@ def test_mixtral_page_draws_the_expert_reads(lab_url, lab_page, console_errors):
     expect(lab_page.locator(".lab-card .value", has_text="7.92 of 8")).to_be_visible()
     touched = lab_page.wait_for_function(f"() => ({EXPERT_POINT})(16)").json_value()
     assert abs(touched - 8 * (1 - 0.75**16)) < 1e-9
+    lab_page.locator(".lab-chart").nth(2).scroll_into_view_if_needed()
+    screenshot(lab_page, "decode-mixtral-16")
     assert console_errors == []
