@@ -49,6 +49,8 @@ def test_mixtral_on_experiment_1_draws_the_expert_read_curve(document):
     assert chart is not None and len(view.chart._grid) == 3
     assert abs(MIXTRAL_TOUCHED_AT_8 - 7.19909668) < 1e-8
     line = chart.series.data
+    data = view.chart.data[0]  # what the chart data (CSV) download holds
+    assert data["experts_touched"].sel(batch=8).item() == pytest.approx(MIXTRAL_TOUCHED_AT_8)
     assert list(line["batch"]) == [2.0**i for i in range(11)]
     assert list(line["experts_touched"][:3]) == pytest.approx([2.0, 3.5, 5.46875])
     # Weight reads (GB, tp 1, BF16): shared once + 32 layers × n(B) experts, 2 B each.
