@@ -81,7 +81,7 @@ def test_zarr_export_rewrites_existing(small, tmp_path):
 
 @pytest.mark.parametrize("items,message", [
     (["foo=1"], "'foo' is not a dimension of the decode dataset; valid: model, gpu, tp, "
-                "precision, batch, context."),
+                "precision, kv_precision, batch, context."),
     (["batch=5"], "batch=5 is not on the grid; valid batch values: 1, 8, 64."),
     (["batch=x"], "batch=x is not a number; valid batch values: 1, 8, 64."),
     (["gpu=h100"], "gpu=h100 is not on the grid; valid gpu values: h100-sxm, l4, tpu-v5e."),

@@ -36,7 +36,7 @@ def test_first_use_computes_the_default_grid(data):
     assert ds.attrs[md.ATTR_NAME] == "default"
     assert ds.sizes["model"] == 17  # 13 dense, 4 MoE
     cell = ds["step_time_s"].sel(model="llama-3.1-8b", gpu="h100-sxm", tp=1,
-                                 precision="bf16", batch=8, context=8192)
+                                 precision="bf16", kv_precision="bf16", batch=8, context=8192)
     assert f"{cell.values.item() * 1e3:.2f}" == "7.04"
     again = lab.open_dataset("decode")
     assert again.attrs[md.ATTR_HASH] == ds.attrs[md.ATTR_HASH]
