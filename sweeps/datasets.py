@@ -117,6 +117,7 @@ def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: 
         CorruptDatasetError,
         StaleDatasetError,
         UnverifiedDatasetError,
+        grid_name_of,
         open_grid,
         open_grid_spec,
     )
@@ -139,11 +140,21 @@ def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: 
         _check_default(ds, name, target, spec)
         return ds
 
+    def own_default() -> bool:
+        """The data directory's own default grid: the lab wrote it from its default preset, so
+        when a newer version of the lab changed that grid (a new model, a new axis, a corrected
+        catalog figure) it is recomputed, like a missing one. A dataset at a path the caller
+        names, or a sweep of another grid written to the data directory, is reported instead."""
+        return path is None and grid_name_of(target) == "default"
+
     if target.exists() and not refresh:
         try:
             return checked()
         except UnverifiedDatasetError as exc:
             if not recompute_unverified(exc):
+                raise
+        except StaleDatasetError:
+            if not own_default():
                 raise
     with _lock(target):  # another process may have written it meanwhile: look again
         if target.exists():
@@ -152,7 +163,10 @@ def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: 
             except UnverifiedDatasetError as exc:
                 if not recompute_unverified(exc):
                     raise
-            except (StaleDatasetError, CorruptDatasetError):
+            except StaleDatasetError:
+                if not (refresh or own_default()):
+                    raise
+            except CorruptDatasetError:
                 if not refresh:
                     raise
         elif not compute_missing:

@@ -320,6 +320,15 @@ def _root_attrs(path: Path) -> dict:
     return attrs
 
 
+def grid_name_of(path: Path) -> object:
+    """The preset or spec name the store at ``path`` says it was computed from (None when its
+    root metadata cannot be read)."""
+    try:
+        return _root_attrs(path).get(md.ATTR_NAME)
+    except CorruptDatasetError:
+        return None
+
+
 def _digests(path: Path, attrs: dict) -> dict[str, str]:
     digests = attrs.get(md.ATTR_DIGESTS)
     if digests is None:

@@ -42,13 +42,22 @@ def test_first_use_computes_the_default_grid(data):
     assert again.attrs[md.ATTR_HASH] == ds.attrs[md.ATTR_HASH]
 
 
-def test_older_default_grid_is_stale_then_refreshed(data, monkeypatch):
+def test_older_default_grid_at_a_named_path_is_stale_then_refreshed(data, monkeypatch):
     lab.open_dataset("decode")
     monkeypatch.setitem(PRESETS, "default", {"decode": {"batch": [1, 2]}})
     with pytest.raises(StaleDatasetError, match="stale: it was computed from an older "
                        "default grid"):
-        lab.open_dataset("decode")
+        lab.open_dataset("decode", path=data / "decode.zarr")
     assert lab.open_dataset("decode", refresh=True).sizes["batch"] == 2
+
+
+def test_the_data_directorys_older_default_grid_is_recomputed(data, monkeypatch):
+    """After an upgrade that changes the default grid (a new model, a new axis), the lab's own
+    default dataset is recomputed on open, like a missing one, not reported as stale."""
+    assert lab.open_dataset("decode").sizes["batch"] > 2
+    monkeypatch.setitem(PRESETS, "default", {"decode": {"batch": [1, 2]}})
+    assert lab.open_dataset("decode").sizes["batch"] == 2
+    assert lab.open_dataset("decode").sizes["batch"] == 2  # and kept
 
 
 def test_corrupt_dataset_is_reported_then_refreshed(data):
@@ -101,5 +110,23 @@ def test_older_default_grid_with_finalize_is_stale(data, monkeypatch, counted_pr
     lab.open_dataset("prefix")
     monkeypatch.setitem(PRESETS, "default", {"prefix": {"block": [16]}})
     with pytest.raises(StaleDatasetError, match="older default grid"):
-        lab.open_dataset("prefix")
-    assert lab.open_dataset("prefix", refresh=True).sizes["block"] == 1
+        lab.open_dataset("prefix", path=data / "prefix.zarr")
+    assert lab.open_dataset("prefix").sizes["block"] == 1
+
+
+def test_a_stale_sweep_of_another_grid_in_the_data_directory_is_kept(data):
+    """Only the lab's default grid is recomputed when stale: a user's own sweep written to the
+    data directory is reported, never replaced."""
+    import json
+
+    lab.open_dataset("decode")
+    meta_path = data / "decode.zarr" / "zarr.json"
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    spec = json.loads(meta["attributes"][md.ATTR_SPEC])
+    spec["axes"]["model"] = ["a-retired-model"]
+    meta["attributes"][md.ATTR_SPEC] = json.dumps(spec)
+    meta["attributes"][md.ATTR_NAME] = "mine"
+    meta_path.write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(StaleDatasetError, match="is stale"):
+        lab.open_dataset("decode")
+    assert json.loads(meta_path.read_text(encoding="utf-8")) == meta
