@@ -1,11 +1,12 @@
 """The page's busy note: shown while an update (calculation and redraw) runs, seen only when
 it takes more than :data:`BUSY_DELAY_S`.
 
-The note is made visible as an update starts and hidden when its last part has finished. On a
+The note is switched on as an update starts and off when its last part has finished. On a
 server, a change made while a browser event is processed is written to the page at once, so
-the browser has the note before the calculation begins; a CSS animation keeps it invisible for
-the first :data:`BUSY_DELAY_S`, so quick updates never flash it. It floats over the page (no
-layout shift when it comes and goes). Nothing here knows about experiments.
+the browser has the note before the calculation begins. The browser waits the delay declared
+in :data:`BUSY_CSS` (a timer, started when the note arrives) before showing it, so quick
+updates never flash it. It floats over the page: no layout shift when it comes and goes.
+Nothing here knows about experiments.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import panel as pn
+import param
 
 BUSY_DELAY_S = 0.3
 """How long an update runs before the note becomes visible, s."""
@@ -22,28 +24,57 @@ BUSY_TEXT = "Updating…"
 """What the note says."""
 
 BUSY_CSS = f"""
-:host {{ height: 0; }}
+:host {{ --lab-busy-delay: {BUSY_DELAY_S}s; height: 0; }}
 .lab-busy {{ position: fixed; top: 72px; left: 50%; transform: translateX(-50%);
   z-index: 1300; font-size: 0.95rem; padding: 6px 16px; border-radius: 16px;
   color: #fff; background: rgba(0, 114, 178, 0.95); box-shadow: 0 2px 8px rgba(0,0,0,0.3);
-  pointer-events: none; animation: lab-busy-appear 0s linear {BUSY_DELAY_S}s both; }}
-@keyframes lab-busy-appear {{ from {{ visibility: hidden; }} to {{ visibility: visible; }} }}
+  pointer-events: none; }}
+.lab-busy[hidden] {{ display: none; }}
 """
-"""The note floats at the top of the window; it appears only when an update has taken more
-than 0.3 s (the animation restarts each time the note is shown)."""
+"""The note floats at the top of the window; ``--lab-busy-delay`` is how long an update runs
+before the browser shows it (0.3 s)."""
 
 
-class BusyNote(pn.pane.HTML):
+class BusyNote(pn.custom.JSComponent):
     """"Updating…" while at least one part of an update is running.
 
     Each part calls :meth:`begin` when it starts and :meth:`end` when it is done (or uses
-    :meth:`during`); the note is hidden when every part that began has ended.
+    :meth:`during`); the note is switched off when every part that began has ended. While it
+    is on (``busy``, and ``visible`` for the layout), the browser shows it once
+    ``--lab-busy-delay`` has passed; a timer, not a CSS animation, because the page's
+    animation clock stands still while the browser is busy handling messages.
     """
 
+    busy = param.Boolean(default=False, doc="An update is running (the browser shows the note "
+                                            "after the delay).")
+
+    _esm = """
+    export function render({ model, el }) {
+      const note = document.createElement("div");
+      note.className = "lab-busy";
+      note.setAttribute("role", "status");
+      note.textContent = TEXT;
+      note.hidden = true;
+      let timer = null;
+      const delay = () => {
+        const value = parseFloat(getComputedStyle(el).getPropertyValue("--lab-busy-delay"));
+        return Number.isFinite(value) ? value * 1000 : 300;
+      };
+      const follow = () => {
+        clearTimeout(timer);
+        note.hidden = true;
+        if (model.busy) { timer = setTimeout(() => { note.hidden = false; }, delay()); }
+      };
+      model.on("busy", follow);
+      follow();
+      return note;
+    }
+    """.replace("TEXT", f'"{BUSY_TEXT}"')
+
     def __init__(self, **params):
-        super().__init__(f'<div class="lab-busy" role="status">{BUSY_TEXT}</div>',
-                         visible=False, stylesheets=[BUSY_CSS], margin=0,
-                         css_classes=["lab-busy-note"], sizing_mode="stretch_width", **params)
+        params = {"visible": False, "stylesheets": [BUSY_CSS], "margin": 0,
+                  "css_classes": ["lab-busy-note"], "sizing_mode": "stretch_width", **params}
+        super().__init__(**params)
         self._running = 0
 
     @property
@@ -52,16 +83,16 @@ class BusyNote(pn.pane.HTML):
         return self._running
 
     def begin(self) -> None:
-        """A part of an update starts: show the note (seen after :data:`BUSY_DELAY_S`)."""
+        """A part of an update starts: switch the note on (seen after the delay)."""
         self._running += 1
-        if not self.visible:
-            self.visible = True
+        if not self.busy:
+            self.param.update(busy=True, visible=True)
 
     def end(self) -> None:
-        """A part of an update has finished: hide the note if it was the last one."""
+        """A part of an update has finished: switch the note off if it was the last one."""
         self._running = max(self._running - 1, 0)
-        if self._running == 0 and self.visible:
-            self.visible = False
+        if self._running == 0 and self.busy:
+            self.param.update(busy=False, visible=False)
 
     @contextmanager
     def during(self) -> Iterator[None]:

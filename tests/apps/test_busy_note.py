@@ -83,7 +83,7 @@ def test_note_hides_after_a_slow_calculation_that_fails(document, monkeypatch, s
 
 
 def test_note_counts_the_parts_of_an_update_and_waits_0_3_s():
-    assert f"{BUSY_DELAY_S}s both" in BUSY_CSS and BUSY_DELAY_S == 0.3
+    assert f"--lab-busy-delay: {BUSY_DELAY_S}s" in BUSY_CSS and BUSY_DELAY_S == 0.3
     note = BusyNote()
     with note.during():
         with note.during():
