@@ -94,6 +94,11 @@ class BusyNote(pn.custom.JSComponent):
         if self._running == 0 and self.busy:
             self.param.update(busy=False, visible=False)
 
+    def follow(self, owner: param.Parameterized, flag: str) -> None:
+        """Count ``owner.flag`` as a part of each update: begun when it turns True, ended when
+        it turns False (e.g. an experiment's ``computing``)."""
+        owner.param.watch(lambda event: self.begin() if event.new else self.end(), flag)
+
     @contextmanager
     def during(self) -> Iterator[None]:
         """Show the note while the body runs."""

@@ -55,7 +55,7 @@ class ChartView(Viewer):
         """(chart dataset, inputs, result) of the last valid inputs: drawn and downloaded."""
         self._pending = False
         self._busy = BusyNote()
-        exp.param.watch(self._computing, "computing")
+        self._busy.follow(exp, "computing")  # shown on a server before the calculation runs
         exp.param.watch(self._refresh, "result")
         ds, inputs, result = self.data
         if record(exp.slug).chart == "batch":
@@ -103,13 +103,6 @@ class ChartView(Viewer):
     def busy(self) -> BusyNote:
         """The page's busy note (shown by :meth:`__panel__`)."""
         return self._busy
-
-    def _computing(self, event) -> None:
-        """The calculation starts (shown on a server before it runs) or has finished."""
-        if event.new:
-            self._busy.begin()
-        else:
-            self._busy.end()
 
     def _refresh(self, _event) -> None:
         if self.experiment.error is None and not self._pending:

@@ -20,6 +20,7 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
+from apps.ui.busy import BusyNote
 from apps.ui.calculation import CalculationView
 from apps.ui.cards import CardsView
 from apps.ui.charts import CANVAS, heatmap
@@ -96,6 +97,8 @@ class MeasuredPage(Viewer):
                                     css_classes=["lab-measured-regions"])
         self.chart = pn.pane.HoloViews(pn.bind(self._plot, exp.param.result),
                                        sizing_mode="stretch_width", min_height=440)
+        self.busy = BusyNote()  # the chart follows the result within the calculation's span
+        self.busy.follow(exp, "computing")
 
     def _sync_url(self, names: list[str]) -> list[str]:
         """Keep ``names`` in the URL; return a sentence per URL value the page refused.
@@ -200,4 +203,4 @@ class MeasuredPage(Viewer):
                            self.upload, width=300, styles={"flex": "0 0 300px"})
         body = pn.FlexBox(inputs, results, flex_wrap="nowrap", align_items="flex-start",
                           sizing_mode="stretch_width")
-        return pn.Column(header, self.prediction, body, sizing_mode="stretch_width")
+        return pn.Column(self.busy, header, self.prediction, body, sizing_mode="stretch_width")

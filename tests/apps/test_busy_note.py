@@ -92,3 +92,24 @@ def test_note_counts_the_parts_of_an_update_and_waits_0_3_s():
     assert not note.visible and note.running == 0
     note.end()  # an extra end does not go below zero
     assert note.running == 0 and not note.visible
+
+
+def test_measured_page_note_covers_a_slow_calculation(document, monkeypatch):
+    from apps.ui.measured_page import MeasuredPage
+    from lab.measured.experiment import FloorsAgainstMeasurements
+
+    page = MeasuredPage(experiment=FloorsAgainstMeasurements())
+    page.__panel__().get_root(document)
+    original = FloorsAgainstMeasurements.compute
+    during = []
+
+    def slow_compute(self):
+        time.sleep(SLOW_S)
+        during.append(page.busy.visible and shown_in_document(page.busy))
+        return original(self)
+
+    monkeypatch.setattr(FloorsAgainstMeasurements, "compute", slow_compute)
+    assert not page.busy.visible
+    page.experiment.batch = page.experiment.batch * 2
+    assert during == [True]
+    assert not page.busy.visible and not shown_in_document(page.busy)
