@@ -193,8 +193,8 @@ class MeasuredPage(Viewer):
             sizing_mode="stretch_width")
         limits = pn.pane.Markdown(limits_markdown(exp), stylesheets=[PROSE_CSS],
                                   sizing_mode="stretch_width")
-        chart = pn.Column(self.chart, pn.pane.Markdown(f"*{CHART_NOTE}*",
-                                                      sizing_mode="stretch_width"),
+        chart = pn.Column(self.busy, self.chart,
+                          pn.pane.Markdown(f"*{CHART_NOTE}*", sizing_mode="stretch_width"),
                           sizing_mode="stretch_width")
         results = pn.Column(self.cards, self.flag, self.regions, chart, self.calculation, limits,
                             stylesheets=[CARD_CSS], sizing_mode="stretch_width",
@@ -203,4 +203,4 @@ class MeasuredPage(Viewer):
                            self.upload, width=300, styles={"flex": "0 0 300px"})
         body = pn.FlexBox(inputs, results, flex_wrap="nowrap", align_items="flex-start",
                           sizing_mode="stretch_width")
-        return pn.Column(self.busy, header, self.prediction, body, sizing_mode="stretch_width")
+        return pn.Column(header, self.prediction, body, sizing_mode="stretch_width")
