@@ -10,6 +10,8 @@ from panel.viewable import Viewer
 
 from apps.ui.batch_chart import BatchChart, batch_charts, power_of_two_rows
 from apps.ui.budget import has_budget, with_fits
+from apps.ui.busy import BUSY_CSS as BUSY_CSS  # the note's style, re-exported
+from apps.ui.busy import BusyNote
 from apps.ui.cards import error_html
 from apps.ui.charts import NOTE
 from apps.ui.downloads import chart_csv_button
@@ -24,13 +26,6 @@ from lab.models.moe import ROUTING_ASSUMPTION
 
 CHART_HEIGHT = 340
 """Height of each chart pane in px (the plots are 320 px tall plus their margins)."""
-
-BUSY_CSS = """
-.lab-busy { font-size: 0.9rem; padding: 4px 10px; border-radius: 6px;
-  background: rgba(0, 114, 178, 0.12); animation: lab-busy-appear 0s linear 0.3s both; }
-@keyframes lab-busy-appear { from { visibility: hidden; } to { visibility: visible; } }
-"""
-"""The busy note appears only when an update has taken more than 0.3 s."""
 
 BUDGET_NOTE = "Hollow markers exceed the chosen memory budget."
 """Caption sentence on pages with a memory budget (experiments 1–4)."""
@@ -50,6 +45,10 @@ class ChartView(Viewer):
     (:mod:`apps.ui.series_chart`), rebuilt only if an update changes a figure's layout. On
     a server the chart update runs on the next tick, after the cards have been sent. While
     the inputs are invalid the last valid chart is hidden.
+
+    Its busy note (:class:`~apps.ui.busy.BusyNote`) covers the whole update: it is shown as
+    the experiment starts computing (``computing``) and hidden once the calculation and the
+    chart redraw that follows it have both finished.
     """
 
     experiment = param.ClassSelector(class_=Experiment, doc="The experiment drawn.")
@@ -61,9 +60,8 @@ class ChartView(Viewer):
         self.data = (source.chart_data(), source.inputs(), source.result)
         """(chart dataset, inputs, result) of the last valid inputs: drawn and downloaded."""
         self._pending = False
-        self._busy = pn.pane.HTML('<div class="lab-busy" role="status">Updating the charts…</div>',
-                                  visible=False, stylesheets=[BUSY_CSS],
-                                  css_classes=["lab-busy-note"], sizing_mode="stretch_width")
+        self._busy = BusyNote()
+        self._busy.follow(exp, "computing")  # shown on a server before the calculation runs
         exp.param.watch(self._refresh, "result")
         ds, inputs, result = self.data
         if record(exp.slug).chart == "batch":
@@ -138,10 +136,15 @@ class ChartView(Viewer):
         return error_html("no chart and no chart data (CSV) for these inputs: "
                           + shown_error(self.experiment))
 
+    @property
+    def busy(self) -> BusyNote:
+        """The page's busy note (shown by :meth:`__panel__`)."""
+        return self._busy
+
     def _refresh(self, _event) -> None:
         if self.experiment.error is None and not self._pending:
             self._pending = True
-            self._busy.visible = True  # sent with the cards; shows only if the charts lag
+            self._busy.begin()  # ended after the redraw, on the next tick
             pn.state.execute(self._update, schedule=True)
 
     def _update(self) -> None:
@@ -149,7 +152,7 @@ class ChartView(Viewer):
         try:
             self._draw()
         finally:
-            self._busy.visible = False
+            self._busy.end()
 
     def _draw(self) -> None:
         if self.experiment.error is None:

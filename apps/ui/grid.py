@@ -4,7 +4,9 @@ The dataset is opened once per process (``pn.cache``) through ``lab.open_dataset
 nothing is recomputed here. A dataset that cannot be opened, or whose files turn out missing or
 damaged when a selection is read (deleted or replaced under the running server), is reported
 on the page in one sentence, and the cache is dropped so the next page load opens it afresh.
-URL values the page does not offer are reported in one sentence and not applied.
+URL values the page does not offer are reported in one sentence and not applied. The model
+and GPU dropdowns show catalog names; the URL keeps ids. A redraw that takes more than 0.3 s
+shows the busy note.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ import param
 import xarray as xr
 from panel.viewable import Viewer
 
+from apps.ui.busy import BusyNote
 from apps.ui.downloads import WholeDatasetDownload, csv_button
 from apps.ui.grid_heatmap import grid_view, styled_heatmap
+from apps.ui.input_extras import catalog_options
 from apps.ui.inputs import InputMessage
 from apps.ui.url_values import strict_selectors, url_problems
 from lab.errors import LabInputError
@@ -87,6 +91,7 @@ class GridExplorer(Viewer):
     def __init__(self, dataset: xr.Dataset | None = None, **params):
         super().__init__(**params)
         self.message = InputMessage()
+        self.busy = BusyNote()
         self._plot = None
         self._selectors: list[str] = []
         try:
@@ -137,7 +142,13 @@ class GridExplorer(Viewer):
         return selection(self._ds, **{d: getattr(self, d) for d in self._selectors})
 
     def _redraw(self, *_events) -> None:
-        self._plot.object = self._view()
+        """Draw the current choices; the busy note shows until the redraw has gone out (its
+        end is scheduled after any part of the update the pane defers to the next tick)."""
+        self.busy.begin()
+        try:
+            self._plot.object = self._view()
+        finally:
+            pn.state.execute(self.busy.end, schedule=True)
 
     def _view(self) -> hv.Element:
         """The heatmap of the current choices with its over-budget cells crossed."""
@@ -171,6 +182,8 @@ class GridExplorer(Viewer):
                                         "sizing_mode": "stretch_width"}
                                     for n in shown},
                            sizing_mode="stretch_width", default_layout=pn.Column)
+        for name in ("model", "gpu"):
+            widgets._widgets[name].options = catalog_options(name, self.param[name].objects)
         netcdf = WholeDatasetDownload(dataset=self._ds, filename="decode-grid.nc",
                                       label="Whole dataset (NetCDF)")
         csv = csv_button(self.current, "decode-grid-selection.csv", "Selection (CSV)")
@@ -179,7 +192,7 @@ class GridExplorer(Viewer):
                  "configurations, crossed cells do not fit the memory budget; hover a cell "
                  "for every variable. Signed variables (memory remaining) are coloured red "
                  "below 0 and blue above; `reason` is coloured by its meaning.")
-        return pn.Column(pn.pane.Markdown(intro, sizing_mode="stretch_width"),
+        return pn.Column(self.busy, pn.pane.Markdown(intro, sizing_mode="stretch_width"),
                          pn.Row(pn.Column(self.message, widgets, csv, netcdf.button,
                                           netcdf.message,
                                           width=300), self._plot,

@@ -86,16 +86,30 @@ def catalog_names(name: str) -> dict[str, str] | None:
     return None
 
 
+def catalog_options(name: str, ids: list) -> dict[str, str] | None:
+    """``{shown name: id}`` of the ``ids`` a model or GPU dropdown offers, in catalog order
+    (an id the catalog does not know, e.g. from an older dataset, is shown as itself, last);
+    None for other inputs."""
+    names = catalog_names(name)
+    if names is None:
+        return None
+    offered = set(ids)
+    options = {label: key for label, key in names.items() if key in offered}
+    known = set(options.values())
+    options.update({str(key): key for key in ids if key not in known})
+    return options
+
+
 def improve(panel: pn.Param, owner: param.Parameterized) -> None:
     """Names in the catalog dropdowns, full decimals in number boxes, and a powers-of-two
     slider under each wide count, in ``panel`` (a ``pn.Param`` of ``owner``)."""
     for name, widget in list(panel._widgets.items()):
         if name not in owner.param:
             continue
-        names = catalog_names(name) if isinstance(widget, pmui.Select) else None
-        if names is not None:
-            objects = set(owner.param[name].objects)
-            widget.options = {label: key for label, key in names.items() if key in objects}
+        options = (catalog_options(name, owner.param[name].objects)
+                   if isinstance(widget, pmui.Select) else None)
+        if options is not None:
+            widget.options = options
         if isinstance(widget, pmui.FloatInput):
             widget.format = NumeralTickFormatter(format=NUMBER_FORMAT)
         if isinstance(widget, (pmui.FloatInput, pmui.IntInput)):

@@ -20,6 +20,7 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
+from apps.ui.busy import BusyNote
 from apps.ui.calculation import CalculationView
 from apps.ui.cards import CardsView
 from apps.ui.charts import CANVAS, heatmap
@@ -96,6 +97,8 @@ class MeasuredPage(Viewer):
                                     css_classes=["lab-measured-regions"])
         self.chart = pn.pane.HoloViews(pn.bind(self._plot, exp.param.result),
                                        sizing_mode="stretch_width", min_height=440)
+        self.busy = BusyNote()  # the chart follows the result within the calculation's span
+        self.busy.follow(exp, "computing")
 
     def _sync_url(self, names: list[str]) -> list[str]:
         """Keep ``names`` in the URL; return a sentence per URL value the page refused.
@@ -191,8 +194,8 @@ class MeasuredPage(Viewer):
             sizing_mode="stretch_width")
         limits = pn.pane.Markdown(limits_markdown(exp), stylesheets=[PROSE_CSS],
                                   sizing_mode="stretch_width")
-        chart = pn.Column(self.chart, pn.pane.Markdown(f"*{CHART_NOTE}*",
-                                                      sizing_mode="stretch_width"),
+        chart = pn.Column(self.busy, self.chart,
+                          pn.pane.Markdown(f"*{CHART_NOTE}*", sizing_mode="stretch_width"),
                           sizing_mode="stretch_width")
         results = pn.Column(self.cards, self.flag, self.regions, chart, self.calculation, limits,
                             stylesheets=[CARD_CSS], sizing_mode="stretch_width",

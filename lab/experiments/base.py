@@ -2,7 +2,8 @@
 
 An experiment's inputs are ``param`` parameters (bounds, defaults, units in ``label``/``doc``).
 Whenever an input changes, :meth:`Experiment.compute` runs and sets ``result`` (a JSON-ready
-record from :mod:`lab.points.decode_family`) or, for bad input, ``error`` (one sentence) with ``result`` None.
+record from :mod:`lab.points.decode_family`) or, for bad input, ``error`` (one sentence) with ``result`` None;
+``computing`` is True while it runs.
 Subclasses add the text of the seven elements: headline, prediction, cards, chart data, the
 substituted derivation, and the limits with their sources.
 """
@@ -51,8 +52,12 @@ class Experiment(param.Parameterized):
                         doc="The current calculation (SI units), or None when inputs are invalid.")
     error = param.String(default=None, allow_None=True, precedence=-1,
                          doc="One sentence saying why the inputs are invalid, else None.")
+    computing = param.Boolean(default=False, precedence=-1,
+                              doc="True while the calculation for new inputs runs (set before "
+                                  "compute, cleared after result/error are set), so a view can "
+                                  "say it is busy.")
 
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("result", "error", "name")
+    OUTPUTS: ClassVar[tuple[str, ...]] = ("result", "error", "computing", "name")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -69,12 +74,16 @@ class Experiment(param.Parameterized):
         return {name: getattr(self, name) for name in self.input_names()}
 
     def _refresh(self, *_events) -> None:
+        self.computing = True
         try:
-            result = self.compute()
-        except LabInputError as exc:
-            self.param.update(result=None, error=str(exc))
-        else:
-            self.param.update(result=result, error=None)
+            try:
+                result = self.compute()
+            except LabInputError as exc:
+                self.param.update(result=None, error=str(exc))
+            else:
+                self.param.update(result=result, error=None)
+        finally:
+            self.computing = False
 
     # -- what subclasses provide -------------------------------------------------------------
     def compute(self) -> dict:

@@ -116,9 +116,12 @@ def require_chromium() -> None:
 
 IDLE = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
         "Bokeh.documents.every(d => d.is_idle) && !document.querySelector('.pn-loading') && "
-        "(document.getElementById('loader') || {style: {}}).style.display !== 'flex'")
-"""Every Bokeh document has rendered and no loading overlay (Panel's or the template's
-spinner, which the template hides on a 100 ms timer) is shown."""
+        "(document.getElementById('loader') || {style: {}}).style.display !== 'flex' && "
+        "Bokeh.documents.every(d => [...d._all_models.values()].every(m => !(m.visible && "
+        "Array.isArray(m.css_classes) && m.css_classes.includes('lab-busy-note'))))")
+"""Every Bokeh document has rendered, no loading overlay (Panel's or the template's spinner,
+which the template hides on a 100 ms timer) is shown, and no update is running (the page's
+busy note, :mod:`apps.ui.busy`, is off)."""
 
 
 def wait_idle(page) -> None:

@@ -175,7 +175,7 @@ def test_grid_explorer_switches_model(lab_url, lab_page, console_errors):
     lab_page.wait_for_function(f"() => ({HEATMAP_VALUES})() !== null")
     before = lab_page.evaluate(HEATMAP_VALUES)
     lab_page.locator(".lab-grid-model [role=combobox]").first.click()
-    lab_page.locator("li").filter(has_text=re.compile(r"^llama-3\.1-70b$")).click()
+    lab_page.locator("li").filter(has_text=re.compile(r"^Llama 3\.1 70B$")).click()
     wait_idle(lab_page)
     expect(lab_page).to_have_url(re.compile(r"model=llama-3.1-70b"))
     lab_page.wait_for_function(

@@ -179,3 +179,45 @@ def test_a_grid_without_the_kv_axis_shows_no_kv_selector(document, small_store):
     view.__panel__().get_root(document)
     assert view._selectors == ["model", "gpu", "tp", "precision"]
     assert view.current().sizes == {"batch": 3, "context": 3}
+
+
+def dropdown(layout, name: str):
+    """The grid page's select box for ``name``."""
+    import panel_material_ui as pmui
+
+    return next(w for w in layout.select(pmui.Select) if f"lab-grid-{name}" in w.css_classes)
+
+
+def test_dropdowns_show_names_and_the_url_keeps_ids(document, small_store):
+    pn.state._locations[document] = Location(search="?view=grid&model=llama-3.1-70b&gpu=l4")
+    view = GridExplorer(dataset=open_grid(small_store))
+    layout = view.__panel__()
+    layout.get_root(document)
+    model, gpu = dropdown(layout, "model"), dropdown(layout, "gpu")
+    assert model.options == {"Llama 3.1 8B": "llama-3.1-8b", "Llama 3.1 70B": "llama-3.1-70b",
+                             "Qwen3 8B": "qwen3-8b"}
+    assert gpu.options == {"NVIDIA H100 SXM": "h100-sxm", "NVIDIA L4": "l4",
+                           "Google TPU v5e": "tpu-v5e"}
+    assert (view.model, view.gpu) == ("llama-3.1-70b", "l4")  # an old URL's ids still apply
+    assert (model.value, gpu.value) == ("llama-3.1-70b", "l4")
+    model.value = "qwen3-8b"  # what choosing "Qwen3 8B" sends
+    assert view.model == "qwen3-8b"
+    assert "model=qwen3-8b" in pn.state.location.search
+
+
+def test_busy_note_shows_through_a_slow_redraw(document, small_store, monkeypatch):
+    import time
+
+    view = page(document, small_store)
+    during = []
+    original = grid.grid_view
+
+    def slow_view(ds, variable):
+        time.sleep(0.4)
+        during.append(view.busy.visible)
+        return original(ds, variable)
+
+    monkeypatch.setattr(grid, "grid_view", slow_view)
+    assert not view.busy.visible
+    view.variable = "hbm_time_s"
+    assert during == [True] and not view.busy.visible
