@@ -48,6 +48,7 @@ _FIRST_WINDOW = 64
 _SCALAR_RUN = 32
 """Runs of at most this many steps are costed step by step (a numpy call costs more); at most
 :data:`_FIRST_WINDOW`, so the running sum restarts where the vectorised path's would."""
+_NEVER = float("inf")
 _TABLE_ENTRIES = 1 << 20
 """Largest table of attention times by cached tokens (a list: ~32 MB at most)."""
 
@@ -198,8 +199,8 @@ def simulate(
     # tokens as one subtraction) and ``prefill_alone[h]`` the prefill cost of request h alone.
     # State is kept in compact typed buffers (8 bytes an entry, not a Python object): indexing
     # them is as fast as a list's and a million requests take 8 MB each.
-    order = np.flatnonzero(served) if rejected.any() else None
-    arrived = (_buffer("q", np.concatenate([[0], np.cumsum(served)])) if order is not None
+    some_rejected = bool(rejected.any())
+    arrived = (_buffer("q", np.concatenate([[0], np.cumsum(served)])) if some_rejected
                else range(n + 1))
     prompt_h, output_h = prompt[served], output[served]
     prompt_list = _buffer("q", prompt_h)
@@ -223,10 +224,12 @@ def simulate(
     scalar_run = _SCALAR_RUN
     push, pop, bisect = heappush, heappop, bisect_right
 
+    due = arrival_list[0]  # the next arrival's time (infinite when every request has arrived)
     while left:
-        if next_arrival < n and arrival_list[next_arrival] <= now:
+        if due <= now:
             next_arrival = bisect(arrival_list, now, next_arrival)
             tail = arrived[next_arrival]
+            due = arrival_list[next_arrival] if next_arrival < n else _NEVER
         start = head
         if head < tail and batch < cap:
             if memory_check:
@@ -241,7 +244,7 @@ def simulate(
                 if head > tail:
                     head = tail
         elif not batch:
-            now = max(now, arrival_list[next_arrival])  # nothing to do until the next arrival
+            now = max(now, due)  # nothing to do until the next arrival
             continue
 
         if head > start:
@@ -259,13 +262,12 @@ def simulate(
             # vectorised windows. Both add the costs in the same order (a running sum from the
             # window's start), so they give the same times to the last bit.
             run = decoding[0] // n - steps
-            watch = head == tail and batch < cap and next_arrival < n
+            watch = head == tail and batch < cap and next_arrival < n  # may one be admitted?
             if run <= scalar_run:
                 lin = linear_list[batch]
                 base = offset + batch * steps
                 total = 0.0
                 if watch:
-                    due = arrival_list[next_arrival]
                     for kv_tokens in range(base + batch, base + batch * run + 1, batch):
                         total += lin + attention[kv_tokens]
                         if now + total >= due:
@@ -285,7 +287,7 @@ def simulate(
                         model, gpu, tp, offset + batch * u)["attention_time_s"]
                     ends = now + np.cumsum(cost)
                     if watch:
-                        k = int(np.searchsorted(ends, arrival_list[next_arrival], side="left"))
+                        k = int(np.searchsorted(ends, due, side="left"))
                         if k < count:
                             now = float(ends[k])
                             steps += k + 1
@@ -322,7 +324,7 @@ def simulate(
     first_token = np.full(n, np.nan)
     finish_time = np.full(n, np.nan)
     admission = np.zeros(n, dtype=np.int64)
-    where = served if order is not None else slice(None)
+    where = served if some_rejected else slice(None)  # request h is the h-th served one
     first_token[where] = np.frombuffer(first, dtype=np.float64)
     finish_time[where] = np.frombuffer(finish, dtype=np.float64)
     admission[where] = np.frombuffer(admitted_at, dtype=np.int64)
