@@ -297,8 +297,9 @@ def simulate(
                     run -= count
                     window *= 2
 
-        if decoding and decoding[0] < (steps + 1) * n:  # requests finishing at this step
-            limit, base = (steps + 1) * n, steps * n
+        limit = (steps + 1) * n  # keys of the requests finishing at this step are below it
+        if decoding and decoding[0] < limit:
+            base = steps * n
             while decoding and decoding[0] < limit:
                 h = pop(decoding) - base
                 batch -= 1
@@ -306,18 +307,19 @@ def simulate(
                 finish[h] = now
                 kv_used -= kv_list[h]
                 left -= 1
-        for h in range(start, head):
-            first[h] = now
-            admitted_at[h] = steps
-            tokens = output_list[h]
-            if tokens == 1:
-                finish[h] = now
-                kv_used -= kv_list[h]
-                left -= 1
-            else:
-                push(decoding, (steps + tokens - 1) * n + h)
-                batch += 1
-                offset += prompt_list[h] - steps
+        if head > start:
+            for h in range(start, head):
+                first[h] = now
+                admitted_at[h] = steps
+                tokens = output_list[h]
+                if tokens == 1:
+                    finish[h] = now
+                    kv_used -= kv_list[h]
+                    left -= 1
+                else:
+                    push(decoding, (steps + tokens - 1) * n + h)
+                    batch += 1
+                    offset += prompt_list[h] - steps
         if not batch:
             kv_used = 0.0  # nothing running: no reservation can linger through rounding
 
