@@ -212,20 +212,20 @@ def simulate(
     served_count = len(prompt_list)
     first = _buffer("d", np.full(served_count, np.nan))
     finish = _buffer("d", np.full(served_count, np.nan))
-    admitted_at = _buffer("q", np.zeros(served_count, dtype=np.int64))
+    # ``prompt − admission step`` per request (its share of ``offset``; the step from it at the end)
+    offset_share = _buffer("q", np.zeros(served_count, dtype=np.int64))
 
     now, steps, next_arrival, head, tail = 0.0, 0, 0, 0, 0
     # Decoding requests as heap keys ``finish step · n + h`` (ordered as the pairs would be).
     decoding: list[int] = []
     batch = 0          # requests decoding
     offset = 0         # Σ (prompt_h − admission step_h) over the decoding set
-    kv_used = 0.0
-    left = served_count
+    kv_used = 0.0      # KV reserved by the running requests (with the memory check), bytes
     scalar_run = _SCALAR_RUN
     push, pop, bisect = heappush, heappop, bisect_right
 
     due = arrival_list[0]  # the next arrival's time (infinite when every request has arrived)
-    while left:
+    while batch or head < served_count:
         if due <= now:
             next_arrival = bisect(arrival_list, now, next_arrival)
             tail = arrived[next_arrival]
@@ -303,23 +303,23 @@ def simulate(
             while decoding and decoding[0] < limit:
                 h = pop(decoding) - base
                 batch -= 1
-                offset -= prompt_list[h] - admitted_at[h]
+                offset -= offset_share[h]
                 finish[h] = now
-                kv_used -= kv_list[h]
-                left -= 1
+                if memory_check:
+                    kv_used -= kv_list[h]
         if head > start:
             for h in range(start, head):
                 first[h] = now
-                admitted_at[h] = steps
+                share = offset_share[h] = prompt_list[h] - steps
                 tokens = output_list[h]
                 if tokens == 1:
                     finish[h] = now
-                    kv_used -= kv_list[h]
-                    left -= 1
+                    if memory_check:
+                        kv_used -= kv_list[h]
                 else:
                     push(decoding, (steps + tokens - 1) * n + h)
                     batch += 1
-                    offset += prompt_list[h] - steps
+                    offset += share
         if not batch:
             kv_used = 0.0  # nothing running: no reservation can linger through rounding
 
@@ -329,7 +329,7 @@ def simulate(
     where = served if some_rejected else slice(None)  # request h is the h-th served one
     first_token[where] = np.frombuffer(first, dtype=np.float64)
     finish_time[where] = np.frombuffer(finish, dtype=np.float64)
-    admission[where] = np.frombuffer(admitted_at, dtype=np.int64)
+    admission[where] = prompt_h - np.frombuffer(offset_share, dtype=np.int64)
     return Simulation(trace=trace, batch_cap=cap, first_token_s=first_token,
                       finish_s=finish_time, admission_step=admission,
                       rejected=rejected, steps=steps, kv_free_bytes=free)
