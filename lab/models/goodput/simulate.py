@@ -224,7 +224,7 @@ def simulate(
     scalar_run = _SCALAR_RUN
     push, pop, bisect = heappush, heappop, bisect_right
 
-    due = arrival_list[0]  # the next arrival's time (infinite when every request has arrived)
+    due = arrival_list[0] if n else _NEVER  # the next arrival (infinite once all have arrived)
     while batch or head < served_count:
         if due <= now:
             next_arrival = bisect(arrival_list, now, next_arrival)
