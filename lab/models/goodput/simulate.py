@@ -190,8 +190,10 @@ def simulate(
                                    inputs.reserve_bytes))
         rejected = kv_need > free
     served = ~rejected
+    some_rejected = bool(rejected.any())
+    prompt_h, output_h = (prompt[served], output[served]) if some_rejected else (prompt, output)
     attention = attention_times(model, gpu, tp, inputs.kv_precision,
-                                largest_cached_tokens(prompt[served], output[served], cap))
+                                largest_cached_tokens(prompt_h, output_h, cap))
 
     # The requests that can be served, in arrival order (FCFS), are numbered h = 0, 1, ...:
     # the queue is ``h in [head, tail)``, ``arrived[j]`` of them are among the first j requests
@@ -199,13 +201,11 @@ def simulate(
     # tokens as one subtraction) and ``prefill_alone[h]`` the prefill cost of request h alone.
     # State is kept in compact typed buffers (8 bytes an entry, not a Python object): indexing
     # them is as fast as a list's and a million requests take 8 MB each.
-    some_rejected = bool(rejected.any())
     arrived = (_buffer("q", np.concatenate([[0], np.cumsum(served)])) if some_rejected
                else range(n + 1))
-    prompt_h, output_h = prompt[served], output[served]
     prompt_list = _buffer("q", prompt_h)
     output_list = _buffer("q", output_h)
-    kv_list = _buffer("d", kv_need[served])
+    kv_list = _buffer("d", kv_need[served] if memory_check else [])  # read with the check only
     prompt_sum = _buffer("q", np.concatenate([[0], np.cumsum(prompt_h)]))
     prefill_alone = _buffer("d", prefill_step_cost(c0_s, c1_s, prompt_h))
     arrival_list = _buffer("d", arrival)
