@@ -61,6 +61,13 @@ def _buffer(code: str, values) -> array:
     return out
 
 
+def _scatter(values: np.ndarray, served: np.ndarray, fill) -> np.ndarray:
+    """``values`` (one per served request) at the rows ``served`` of a new array, ``fill`` elsewhere."""
+    out = np.full(served.size, fill, dtype=values.dtype)
+    out[served] = values
+    return out
+
+
 class _AttentionTimes:
     """:func:`lab.models.decode_step.attention_phase`'s ``attention_time_s`` indexed by the cached
     tokens, ``times[kv_tokens]``, one :func:`lab.models.decode_step.attention_terms` call each
@@ -323,13 +330,17 @@ def simulate(
         if not batch:
             kv_used = 0.0  # nothing running: no reservation can linger through rounding
 
-    first_token = np.full(n, np.nan)
-    finish_time = np.full(n, np.nan)
-    admission = np.zeros(n, dtype=np.int64)
-    where = served if some_rejected else slice(None)  # request h is the h-th served one
-    first_token[where] = np.frombuffer(first, dtype=np.float64)
-    finish_time[where] = np.frombuffer(finish, dtype=np.float64)
-    admission[where] = prompt_h - np.frombuffer(offset_share, dtype=np.int64)
+    # The per-request results: the buffers' memory as arrays (no copy) when every request was
+    # served, else scattered to the trace's rows; the loop's other buffers are freed first.
+    del arrival_list, prompt_list, output_list, kv_list, prompt_sum, prefill_alone, kv_need
+    first_token = np.frombuffer(first, dtype=np.float64)
+    finish_time = np.frombuffer(finish, dtype=np.float64)
+    admission = np.frombuffer(offset_share, dtype=np.int64)
+    np.subtract(prompt_h, admission, out=admission)  # prompt − (prompt − step)
+    if some_rejected:
+        first_token, finish_time, admission = (
+            _scatter(values, served, fill) for values, fill in
+            ((first_token, np.nan), (finish_time, np.nan), (admission, 0)))
     return Simulation(trace=trace, batch_cap=cap, first_token_s=first_token,
                       finish_s=finish_time, admission_step=admission,
                       rejected=rejected, steps=steps, kv_free_bytes=free)
