@@ -39,7 +39,8 @@ def main() -> None:
         ds = lab.open_dataset("decode")
         print(f"first use (computes the default grid): {time.perf_counter() - start:.2f} s")
         opens = timed_ms(lambda: lab.open_dataset("decode"), args.repeats)
-        one = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": 1, "precision": "bf16"}
+        one = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": 1, "precision": "bf16",
+               "kv_precision": "bf16"}
         reads = timed_ms(lambda: ds["step_time_s"].sel(one).values, args.repeats)
         for label, times in (("open", opens), ("slice read", reads)):
             print(f"{label}: median {statistics.median(times):.1f} ms, "

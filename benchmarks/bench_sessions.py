@@ -16,8 +16,11 @@ Debian's headless Chromium (one fresh browser context per session, as a new read
 * ``burst``: ``--sessions`` browser contexts open ``--page`` at the same moment. Per page,
   seconds from ``goto`` until its content is shown (landing: the experiment cards;
   experiment pages: the headline cards and a chart canvas), with ``--timeout`` as the
-  limit; the 1-minute load average before and at the end; CPU seconds used meanwhile by the
-  server's processes and by Chromium's, to tell where the time went. ``--client http``
+  limit; the 1-minute load average before, at its peak and at the end; CPU seconds used
+  meanwhile by the server's processes, by Chromium's (with Playwright's driver) and by every
+  other process on the machine, against the core-seconds the machine had (cores × wall
+  time), to tell where the time went. Chromium's renderers end as their pages close, so
+  CPU is read per process every half second. ``--client http``
   sends the page requests alone, all at once (the server builds every page; no browser
   runs): the server's share of a burst.
 
@@ -126,16 +129,74 @@ def rss_mb(pid: int) -> float:
     return total / 1e6
 
 
-def cpu_seconds(procs: list[psutil.Process]) -> float:
-    """User + system CPU seconds of ``procs`` (those still alive)."""
-    total = 0.0
-    for p in procs:
+def process_cpu(proc: psutil.Process) -> float | None:
+    """User + system CPU seconds of one process (None once it has exited)."""
+    try:
+        t = proc.cpu_times()
+    except psutil.NoSuchProcess:
+        return None
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def busy_cpu_seconds() -> float:
+    """CPU seconds the whole machine has spent busy (all cores, every process) since boot."""
+    t = psutil.cpu_times()
+    return sum(t) - t.idle - getattr(t, "iowait", 0.0)
+
+
+class CpuSplit:
+    """CPU seconds used by the server's processes, by Chromium's and by everything else on
+    the machine between :meth:`start` and :meth:`stop`.
+
+    Chromium starts a renderer per page and ends it when the page closes, so CPU is read per
+    process every :data:`CPU_SAMPLE_S` (the last reading of a process that has exited
+    counts; at most one interval of its work is missed). A process's CPU before ``start``
+    is subtracted.
+    """
+
+    def __init__(self, server: psutil.Process, me: psutil.Process) -> None:
+        self.server, self.me = server, me
+        self.first: dict[tuple[str, int], float] = {}
+        self.last: dict[tuple[str, int], float] = {}
+
+    def _groups(self) -> list[tuple[str, psutil.Process]]:
+        ours = tree(self.server)
+        served = {p.pid for p in ours}
         try:
-            t = p.cpu_times()
-            total += t.user + t.system + t.children_user + t.children_system
+            children = self.me.children(recursive=True)
         except psutil.NoSuchProcess:
-            pass
-    return total
+            children = []
+        return ([("server", p) for p in ours]
+                + [("chromium", p) for p in children if p.pid not in served])
+
+    def sample(self, first: bool = False) -> None:
+        """Read every process's CPU now (``first``: the readings to subtract)."""
+        for group, proc in self._groups():
+            seconds = process_cpu(proc)
+            if seconds is None:
+                continue
+            key = (group, proc.pid)
+            if first:
+                self.first[key] = seconds
+            self.last[key] = seconds
+
+    def start(self) -> None:
+        self.machine0 = busy_cpu_seconds()
+        self.sample(first=True)
+
+    def stop(self) -> dict:
+        """``{"server", "chromium", "other_processes"}`` CPU seconds since :meth:`start`."""
+        self.sample()
+        machine = busy_cpu_seconds() - self.machine0
+        used = {"server": 0.0, "chromium": 0.0}
+        for (group, pid), seconds in self.last.items():
+            used[group] += seconds - self.first.get((group, pid), 0.0)
+        others = max(0.0, machine - used["server"] - used["chromium"])
+        return {k: round(v, 1) for k, v in {**used, "other_processes": others}.items()}
+
+
+CPU_SAMPLE_S = 0.5
+"""Interval between per-process CPU readings during a burst, s."""
 
 
 def live_sessions(proc: subprocess.Popen) -> int:
@@ -262,15 +323,15 @@ async def burst(args) -> dict:
         async with async_playwright() as pw:
             browser = (await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
                        if args.client == "browser" else None)
-            chromium = [p for p in me.children(recursive=True)
-                        if p.pid != proc.pid and p not in tree(server)]
-            server_cpu0, browser_cpu0 = cpu_seconds(tree(server)), cpu_seconds(chromium)
+            split = CpuSplit(server, me)
+            split.start()
             peak = [load_before]
 
             async def sample() -> None:
                 while True:
                     peak.append(os.getloadavg()[0])
-                    await asyncio.sleep(1)
+                    split.sample()
+                    await asyncio.sleep(CPU_SAMPLE_S)
 
             sampler = asyncio.create_task(sample())
             t0 = time.perf_counter()
@@ -285,10 +346,7 @@ async def burst(args) -> dict:
                                                for _ in range(args.sessions)])
             wall = time.perf_counter() - t0
             sampler.cancel()
-            chromium = [p for p in me.children(recursive=True)
-                        if p.pid != proc.pid and p not in tree(server)]
-            server_cpu = cpu_seconds(tree(server)) - server_cpu0
-            browser_cpu = cpu_seconds(chromium) - browser_cpu0
+            cpu = split.stop()
             if browser is not None:
                 await browser.close()
     finally:
@@ -307,7 +365,11 @@ async def burst(args) -> dict:
         "wall_s": round(wall, 1),
         "load_average_1min": {"before": round(load_before, 2), "peak": round(max(peak), 2),
                               "end": round(os.getloadavg()[0], 2)},
-        "cpu_s": {"server": round(server_cpu, 1), "chromium": round(browser_cpu, 1)},
+        "cpu_s": cpu,
+        "cpu_s_per_page": {"server": round(cpu["server"] / args.sessions, 2),
+                           "chromium": round(cpu["chromium"] / args.sessions, 2)},
+        "cores": psutil.cpu_count(),
+        "core_seconds_available": round(psutil.cpu_count() * wall, 1),
     }
 
 

@@ -107,7 +107,7 @@ def plain_writes(repeat: int, workdir: Path, grid) -> tuple[float, float]:
 
 
 def _blocks(spec) -> list[dict]:
-    coords = {d: (coordinate_array(v, "str") if d in ("model", "gpu", "precision")
+    coords = {d: (coordinate_array(v, "str") if d in ("model", "gpu", "precision", "kv_precision")
                   else np.asarray(v, dtype=np.int64)) for d, v in spec.axes.items()}
     size = choose_chunks(spec.shape, spec.chunk_cells)
     starts = [range(0, n, c) for n, c in zip(spec.shape, size, strict=True)]
@@ -132,8 +132,9 @@ def compute_alone(repeat: int, threads: int) -> tuple[float, int]:
     return best_of(repeat, once), spec.cells
 
 
-def point(m, g, tp, fp8, batch, context, budget, reserve, page):
-    """Every decode-family output of one cell in plain Python floats (None when invalid)."""
+def point(m, g, tp, fp8, batch, context, budget, reserve, page, kv_fp8=False):
+    """Every decode-family output of one cell in plain Python floats (None when invalid); a
+    dense model (the loop's models), the KV cache in FP8 with ``kv_fp8``."""
     d, L, H, K, h = m.hidden, m.layers, m.heads, m.kv_heads, m.head_dim
     if (H % tp or K % tp or tp not in (1, 2, 4, 8) or (fp8 and math.isnan(g.peak_fp8))
             or context > m.max_context):
@@ -147,7 +148,7 @@ def point(m, g, tp, fp8, batch, context, budget, reserve, page):
     t_hbm = w / bw
     t_comp = flops / peak
     t_lin = max(t_hbm, t_comp)
-    kv_tok = 2 * L * K * h * 2
+    kv_tok = 2 * L * K * h * (1 if kv_fp8 else 2)
     kv_tokens = batch * context
     kv_read = 1.0 * kv_tokens * kv_tok / tp
     att_flops = 1.0 * kv_tokens * 4 * L * H * h / tp
@@ -185,10 +186,12 @@ def python_loop(repeat: int, models: int) -> tuple[float, int]:
                 for tp in axes["tp"]:
                     for precision in axes["precision"]:
                         fp8 = precision == "fp8"
-                        for batch in axes["batch"]:
-                            for context in axes["context"]:
-                                point(m, g, tp, fp8, batch, context, c["budget"], reserve,
-                                      c["page"])
+                        for kv_precision in axes["kv_precision"]:
+                            kv_fp8 = kv_precision == "fp8"
+                            for batch in axes["batch"]:
+                                for context in axes["context"]:
+                                    point(m, g, tp, fp8, batch, context, c["budget"], reserve,
+                                          c["page"], kv_fp8)
 
     cells = spec.cells // len(axes["model"]) * models
     return best_of(repeat, once), cells
@@ -204,6 +207,9 @@ def check_loop_matches() -> None:
     assert math.isclose(got[11], want["step_time_s"], rel_tol=1e-12)
     assert math.isclose(got[21], want["memory_remaining_bytes"], rel_tol=1e-12)
     assert got[26] == want["max_sequences"]
+    got = point(m, g, 1, False, 8, 8192, 0.9, 4e9, 16, kv_fp8=True)
+    assert math.isclose(got[11], calc_decode(DecodeConfig(kv_precision="fp8"))["step_time_s"],
+                        rel_tol=1e-12)
 
 
 def main() -> None:

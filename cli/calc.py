@@ -12,10 +12,6 @@ import importlib
 from cli.calc_generic import register_record
 from lab.experiments.registry import experiments
 
-OTHER_COMMANDS = ("cli.calc_measured",)
-"""Modules registering ``calc`` subcommands that are not (yet) experiment records: experiment 9,
-whose data are measurements rather than a grid (docs/architecture.md)."""
-
 
 def register(subparsers) -> None:
     """Add ``calc`` and its experiment subcommands."""
@@ -33,6 +29,4 @@ def register(subparsers) -> None:
         elif record.command not in registered:
             registered.add(record.command)
             importlib.import_module(record.command).register(calc_subparsers)
-    for module in OTHER_COMMANDS:
-        importlib.import_module(module).register(calc_subparsers)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)

@@ -19,7 +19,6 @@ import sys
 from pathlib import Path
 
 from lab.catalog import GPUSpec, ModelSpec, gpu_catalog, model_catalog
-from lab.catalog.moe_config import moe_model_catalog
 from lab.catalog.moe_params import active_params, active_params_without_input_embedding
 from lab.catalog.moe_spec import MoESpec
 from lab.measured.sources import measured_section
@@ -157,12 +156,13 @@ def model_section(models: dict[str, ModelSpec]) -> str:
 
 
 MOE_INTRO = """\
-## Mixture-of-experts models (read, not yet in the experiments)
+## Mixture-of-experts models
 
-From `lab/catalog/models_moe.toml`, read by `lab.catalog.moe_config`. These are not selectable
-in the experiments yet: the decode step would cost every expert as a dense MLP (see
+The mixture-of-experts entries of `lab/catalog/models.toml`, read by `lab.catalog.moe_config`
+and selectable in experiments 1–4 and 7 (experiments 6 and 8 refuse them in one sentence).
+The decode step reads the experts a batch touches and, for MLA, the cached latent (see
 [model.md §0](model.md#0-the-shared-decode-model-experiments-14), "Mixture of experts, MLA
-and KV precision", for the formulas and what remains). *E*: routed experts per MoE layer;
+and KV precision", for the formulas and their assumptions). *E*: routed experts per MoE layer;
 *k*: experts per token; *F_e*: expert width; *F_s*: shared-expert width; *M*: MoE layers of
 *L*; *KV/layer*: cached elements per token and layer (`2·K·h`, or MLA's latent + RoPE key).
 Derived (**D**): *P_total*, every parameter and expert; *active*, with `k` routed experts per
@@ -200,8 +200,11 @@ def moe_model_section(models: dict[str, MoESpec]) -> str:
 
 def render() -> str:
     """The whole of docs/sources.md for the catalogs as they are now."""
-    return "\n".join([HEADER, gpu_section(gpu_catalog()), model_section(model_catalog()),
-                      moe_model_section(moe_model_catalog()), measured_section()])
+    models = model_catalog()
+    dense = {key: m for key, m in models.items() if not isinstance(m, MoESpec)}
+    moe = {key: m for key, m in models.items() if isinstance(m, MoESpec)}
+    return "\n".join([HEADER, gpu_section(gpu_catalog()), model_section(dense),
+                      moe_model_section(moe), measured_section()])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,15 +1,18 @@
-"""The lab's unit strings for :mod:`pint` (and ``pint-xarray``): the counting units defined.
+"""A :mod:`pint` registry (for ``pint-xarray``) that also reads the lab's count labels.
 
-Every ``units`` attribute in the lab's datasets is an SI unit pint knows (``s``, ``B``,
-``GB``, ``µs``, ``ms``, ``1``) or a count of something — ``tokens``, ``sequences``, ``GPUs``,
-``FLOP``, ``requests``, ``blocks``, ``steps``, ``pairs`` and their rates (``tokens/s``,
-``requests/s``). Pint's default registry does not know the counts; this registry defines each
-as a dimensionless count (pint reads the plurals itself), so every variable of every dataset
-quantifies::
+The files the lab writes — every sweep dataset and export — need nothing of this: their
+``units`` are CF units that pint's default registry and UDUNITS-2 both parse (counts ``"1"``,
+their rates ``"1/s"``, what is counted in ``counted_as``; see :mod:`lab.unit_attrs`), so
+``lab.open_dataset("decode").pint.quantify()`` works with a plain pint-xarray.
 
-    import lab, pint_xarray
+The experiments' in-memory data (``Experiment.dataset()``) keep the labels the charts show:
+``tokens``, ``sequences``, ``GPUs``, ``FLOP``, ``requests``, ``blocks``, ``steps``, ``pairs``
+and their rates (``tokens/s``), ``B``, ``GB``. This registry defines each count as a
+dimensionless count (pint reads the plurals itself), so those quantify too::
+
+    import pint_xarray
     from lab.pint_units import pint_registry
-    ds = lab.open_dataset("decode").pint.quantify(unit_registry=pint_registry())
+    data.pint.quantify(unit_registry=pint_registry())
 
 Pint is not a runtime dependency of the lab: install it (``pip install pint-xarray``) to use
 this.

@@ -61,6 +61,11 @@ def fmt_gflop(flop: float, digits: int = 2) -> str:
     return f"{fmt_number(flop / GFLOP, digits)} GFLOP"
 
 
+def fmt_params(count: float, digits: int = 2) -> str:
+    """Format a parameter count in billions (10^9) (``46.70 B``)."""
+    return f"{fmt_number(count / 1e9, digits)} B"
+
+
 def fmt_ms(seconds: float, digits: int = 2) -> str:
     """Format seconds as milliseconds (``7.04 ms``)."""
     return f"{fmt_number(seconds / MS, digits)} ms"

@@ -20,6 +20,7 @@ import numpy as np
 import xarray as xr
 import zarr
 
+from lab.unit_attrs import cf_unit_attrs
 from sweeps.allocator import tune_in_dask_worker
 from sweeps.axes import choose_chunks
 from sweeps.grid_schema import ExperimentSpec, Schema
@@ -180,11 +181,11 @@ def build_dataset(spec: ExperimentSpec, schema: Schema, block: BlockFunction,
     for dim in dims:
         rule = rules[dim]
         coords[dim] = xr.Variable(dim, coordinate_array(spec.axes[dim], rule.kind),
-                                  {"long_name": rule.long_name, "units": rule.units})
+                                  {"long_name": rule.long_name, **cf_unit_attrs(rule.units)})
     for name, value in spec.constants.items():
         rule = rules[name]
         coords[name] = xr.Variable((), coordinate_array([value], rule.kind).reshape(()),
-                                   {"long_name": rule.long_name, "units": rule.units})
+                                   {"long_name": rule.long_name, **cf_unit_attrs(rule.units)})
     if dtypes is None:
         dtypes = output_dtypes(spec, schema, block)
     shape = spec.shape
@@ -202,7 +203,7 @@ def build_dataset(spec: ExperimentSpec, schema: Schema, block: BlockFunction,
     extra = var_attrs or {}
     for name in spec.variables:
         long_name, unit = units[name]
-        result[name].attrs = {"long_name": long_name, "units": unit, **extra.get(name, {})}
+        result[name].attrs = {"long_name": long_name, **cf_unit_attrs(unit), **extra.get(name, {})}
     for dim in dims:
         result[dim].attrs = dict(coords[dim].attrs)
     result.attrs = dict(attrs)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from lab.catalog import gpu_catalog, model_catalog
-from lab.models.decode_step import PRECISIONS
+from lab.models.decode_step import KV_PRECISIONS, PRECISIONS
 from lab.points.decode_family import BUDGET_RANGE, MAX_PAGE, MAX_RESERVE_GB, MAX_TP
 from sweeps.grid_schema import Rule
 
@@ -36,6 +36,13 @@ def precision_rule(default: Any) -> Rule:
     """The linear-layer ``precision`` (one of :data:`lab.models.decode_step.PRECISIONS`)."""
     return Rule("precision", "str", "linear-layer precision", "1", choices=lambda: PRECISIONS,
                 default=default)
+
+
+def kv_precision_rule(default: Any) -> Rule:
+    """The KV-cache precision ``kv_precision`` (one of
+    :data:`lab.models.decode_step.KV_PRECISIONS`, as ``calc --kv-precision``)."""
+    return Rule("kv_precision", "str", "KV-cache precision", "1",
+                choices=lambda: KV_PRECISIONS, default=default)
 
 
 def budget_rule(default: float) -> Rule:

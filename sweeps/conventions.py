@@ -7,9 +7,12 @@ compressed NetCDF, flag codes as text and per-column units in CSV/Parquet export
 - A Zarr store gets consolidated metadata, so a plain ``xarray.open_zarr(path)`` opens it
   without a warning (the lab itself reads each array's own, checksummed metadata).
 - NetCDF numeric variables are deflated (lossless).
-- In the flat exports (CSV, Parquet) a flag variable (``reason``) is followed by its meaning as
-  text (``reason_text``), and a Parquet column carries its ``units`` and ``long_name`` in its
-  Arrow field metadata.
+- Every ``units`` attribute is a CF unit UDUNITS-2 and plain pint both parse: counts are
+  ``"1"`` and their rates ``"1/s"``, with what is counted in ``counted_as`` (``"tokens"``);
+  bytes ``"byte"``, gigabytes ``"Gbyte"`` (:mod:`lab.unit_attrs`).
+- In the flat exports (CSV, Parquet) a flag variable (``reason``) is its meaning as text
+  (``valid``, ``tp_heads``, …), followed by its integer code (``reason_code``); a Parquet
+  column carries its ``units``, ``counted_as`` and ``long_name`` in its Arrow field metadata.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 import xarray as xr
+
+from lab.unit_attrs import COUNTED_AS, cf_unit_attrs
 
 CONVENTIONS = "CF-1.10"
 """The CF conventions version the attributes follow."""
@@ -75,21 +80,27 @@ def netcdf_encoding(ds: xr.Dataset) -> dict:
 
 FLAG_VARIABLES = ("reason",)
 """Variables of the lab's datasets that are flag codes (``flag_values``/``flag_meanings``)."""
-TEXT_SUFFIX = "_text"
-"""Suffix of the text column a flag variable gets in the flat exports (``reason_text``)."""
+CODE_SUFFIX = "_code"
+"""Suffix of the integer code column a flag variable keeps in the flat exports
+(``reason_code``)."""
+OLD_TEXT_SUFFIX = "_text"
+"""Suffix of the text column earlier flat exports carried (``reason_text``), still recognised
+as the lab's when an export is replaced."""
 
 
 def flags_as_text(ds: xr.Dataset) -> xr.Dataset:
-    """``ds`` with each flag variable (``flag_values``/``flag_meanings``) followed by its
-    meaning as text, for the flat exports.
+    """``ds`` with each flag variable (``flag_values``/``flag_meanings``) as text, for the flat
+    exports.
 
-    ``reason`` keeps its code (0, 1, …) and gains ``reason_text``: ``"valid"`` for 0 and the
-    word of ``flag_meanings`` for each other code (``"tp_heads"``, ``"no_fp8"``, …).
+    ``reason`` becomes its meaning: ``"valid"`` for 0 and the word of ``flag_meanings`` for each
+    other code (``"tp_heads"``, ``"no_fp8"``, …); the integer code follows it as ``reason_code``
+    with the flag attributes.
     """
-    out = ds
+    variables = {}
     for name, var in ds.data_vars.items():
         values, meanings = var.attrs.get("flag_values"), var.attrs.get("flag_meanings")
         if values is None or not isinstance(meanings, str):
+            variables[name] = var
             continue
         lookup = dict(zip(np.atleast_1d(values).tolist(), meanings.split(), strict=True))
         codes = np.asarray(var.values)
@@ -97,18 +108,35 @@ def flags_as_text(ds: xr.Dataset) -> xr.Dataset:
         for code, word in lookup.items():
             text[codes == code] = word
         long_name = str(var.attrs.get("long_name", name))
-        out = out.assign({f"{name}{TEXT_SUFFIX}": (var.dims, text,
-                                                    {"long_name": f"{long_name} (as text)"})})
+        variables[name] = xr.Variable(var.dims, text, {"long_name": f"{long_name} (as text)"})
+        variables[f"{name}{CODE_SUFFIX}"] = var.variable
+    return xr.Dataset(variables, coords=ds.coords, attrs=ds.attrs)
+
+
+def cf_units(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` with every variable's and coordinate's ``units`` a CF unit UDUNITS-2 and plain
+    pint both parse, what a count counts in ``counted_as`` (see :mod:`lab.unit_attrs`).
+
+    A dataset already in these units comes back unchanged.
+    """
+    out = ds.copy()
+    for name, var in ds.variables.items():
+        if "units" in var.attrs:
+            out[name].attrs = {**var.attrs, **cf_unit_attrs(str(var.attrs["units"]))}
     return out
 
 
+COLUMN_ATTRS = ("units", COUNTED_AS, "long_name")
+"""Attributes of a variable a flat export keeps per column (Parquet: Arrow field metadata)."""
+
+
 def arrow_field_metadata(table, columns: dict):
-    """``table`` (pyarrow) with each column's ``units``/``long_name`` as field metadata."""
+    """``table`` (pyarrow) with each column's :data:`COLUMN_ATTRS` as field metadata."""
     import pyarrow as pa
 
     fields = []
     for field in table.schema:
         attrs = columns.get(field.name, {})
-        meta = {k.encode(): str(v).encode() for k, v in attrs.items() if k in ("units", "long_name")}
+        meta = {k.encode(): str(v).encode() for k, v in attrs.items() if k in COLUMN_ATTRS}
         fields.append(field.with_metadata({**(field.metadata or {}), **meta}) if meta else field)
     return table.cast(pa.schema(fields, metadata=table.schema.metadata))

@@ -13,7 +13,7 @@ the first call.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from filelock import FileLock
 
 from lab.errors import LabInputError
+from lab.experiments.registry import record, resolve
 from sweeps.paths import DATASET_NAMES, data_dir, dataset_path
 
 if TYPE_CHECKING:
@@ -28,11 +29,7 @@ if TYPE_CHECKING:
 
     from sweeps.grid_schema import ExperimentSpec
 
-__all__ = ["DATASET_NAMES", "MEASURED", "data_dir", "open_dataset"]
-
-MEASURED = "measured"
-"""Experiment 9's dataset: the shipped kernel measurements with their floors (not a grid; the
-other arguments of :func:`open_dataset` do not apply to it)."""
+__all__ = ["DATASET_NAMES", "data_dir", "dataset_loader", "open_dataset"]
 
 
 @contextmanager
@@ -40,6 +37,15 @@ def _lock(path: Path) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(path.with_name(f".{path.name}.lock")):  # portable: no fcntl on Windows
         yield
+
+
+def dataset_loader(name: str) -> Callable[[], xr.Dataset] | None:
+    """The loader of experiment ``name``'s dataset when it is not a grid (its record's
+    ``dataset``, e.g. experiment 9's shipped measurements), else None."""
+    found = record(name)
+    if found is None or found.slug != name or found.dataset is None:
+        return None
+    return resolve(found.dataset)
 
 
 def compute_default(name: str, path: Path, *, progress: bool = False) -> Path:
@@ -83,8 +89,9 @@ def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: 
     Parameters
     ----------
     name : {"decode", "prefill", "prefix", "goodput", "context", "measured"}
-        Which experiment's grid; ``"measured"`` is experiment 9's table of measured kernel
-        times with their floors over ``point`` (in memory, from the package data).
+        Which experiment's dataset: a grid's name, or an experiment whose record names a
+        loader (``"measured"``: experiment 9's table of measured kernel times with their floors
+        over ``point``, in memory from the package data; the other arguments do not apply).
     path : path, optional
         A ``.zarr`` store to open instead of the data directory's ``<name>.zarr``.
     compute_missing : bool
@@ -114,10 +121,9 @@ def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: 
         open_grid_spec,
     )
 
-    if name == MEASURED:  # shipped measurements, not a grid (docs/model.md, Experiment 9)
-        from lab.measured.calc import measured_table
-
-        return measured_table()
+    loader = dataset_loader(name)
+    if loader is not None:  # not a grid: the record's loader (docs/architecture.md)
+        return loader()
     if name not in DATASET_NAMES:
         raise LabInputError(f"There is no dataset '{name}'; valid: {', '.join(DATASET_NAMES)}.")
     grid_kind(name)

@@ -22,8 +22,10 @@ from sweeps import files
 from sweeps import metadata as md
 from sweeps.axes import choose_chunks
 from sweeps.conventions import (
+    COLUMN_ATTRS,
     arrow_field_metadata,
     cf_attrs,
+    cf_units,
     consolidate,
     flags_as_text,
     netcdf_encoding,
@@ -164,8 +166,9 @@ def _frame(ds: xr.Dataset) -> pd.DataFrame:
 
 
 def column_attrs(ds: xr.Dataset) -> dict:
-    """``{name: {"long_name", "units"}}`` of every variable and coordinate."""
-    return {str(k): {a: v.attrs[a] for a in ("long_name", "units") if a in v.attrs}
+    """``{name: {"units", "counted_as", "long_name"}}`` of every variable and coordinate (those
+    of the three it has)."""
+    return {str(k): {a: v.attrs[a] for a in COLUMN_ATTRS if a in v.attrs}
             for k, v in ds.variables.items()}
 
 
@@ -228,9 +231,11 @@ def _missing_parents(path: Path) -> list[Path]:
 def write(ds: xr.Dataset, path: str | Path, fmt: str) -> Path:
     """Write ``ds`` to ``path`` as ``fmt``, replacing only an earlier export of this lab.
 
-    CSV is plain (one row per cell, a column per coordinate and variable). Parquet keeps the
-    dataset attributes and every column's ``units``/``long_name`` in its schema metadata (key
-    ``inference_lab``). NetCDF and Zarr keep every attribute.
+    CSV is plain (one row per cell, a column per coordinate and variable, ``reason`` as text
+    and ``reason_code`` its code). Parquet keeps the dataset attributes and every column's
+    ``units``/``counted_as``/``long_name`` in its schema metadata (key ``inference_lab``) and
+    in each field's metadata. NetCDF and Zarr keep every attribute. Every ``units`` is a CF
+    unit UDUNITS-2 and plain pint parse (:func:`~sweeps.conventions.cf_units`).
 
     The data goes to a hidden temporary name beside ``path`` and is renamed into place once
     complete: a failure (full disk, read-only folder, a file where a folder should be, a name
@@ -244,7 +249,7 @@ def write(ds: xr.Dataset, path: str | Path, fmt: str) -> Path:
     if fmt not in FORMATS:
         raise LabInputError(f"Format '{fmt}' is not one of {', '.join(FORMATS)}.")
     path = check_output(path)
-    ds = portable(ds)
+    ds = cf_units(portable(ds))
     ds.attrs = {**{k: v for k, v in ds.attrs.items() if k != md.ATTR_DIGESTS},
                 **cf_attrs(f"export as {fmt}, selection: "
                            f"{ds.attrs.get('selection', 'all')}", ds.attrs.get("history"))}

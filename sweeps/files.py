@@ -68,9 +68,10 @@ def lab_names() -> frozenset[str]:
     for kind in GRIDS.values():
         names.update(rule.name for rule in (*kind.schema.axes, *kind.schema.constants))
         names.update(kind.units)
-    from sweeps.conventions import FLAG_VARIABLES, TEXT_SUFFIX
+    from sweeps.conventions import CODE_SUFFIX, FLAG_VARIABLES, OLD_TEXT_SUFFIX
 
-    names.update(f"{name}{TEXT_SUFFIX}" for name in FLAG_VARIABLES)  # reason_text in CSV/Parquet
+    for name in FLAG_VARIABLES:  # reason_code in CSV/Parquet (reason_text in earlier exports)
+        names.update((f"{name}{CODE_SUFFIX}", f"{name}{OLD_TEXT_SUFFIX}"))
     return frozenset(names)
 
 

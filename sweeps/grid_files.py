@@ -1,7 +1,8 @@
 """Grid specs: built-in presets and user TOML files naming each experiment's axes.
 
 A spec has an optional ``name`` and one table per experiment; anything left out takes the
-experiment's defaults (the ``default`` preset is every table empty)::
+experiment's defaults (the ``default`` preset is every table empty but for the decode
+family's two KV-cache precisions)::
 
     name = "h100-long-context"
 
@@ -10,6 +11,7 @@ experiment's defaults (the ``default`` preset is every table empty)::
     gpu = ["h100-sxm", "h200"]
     tp = [1, 2, 4, 8]
     precision = ["bf16", "fp8"]
+    kv_precision = ["bf16", "fp8"]               # KV-cache precision (left out: bf16)
     batch = { pow2 = [1, 1024] }                 # powers of two and the points between
     context = { logspace = [1024, 131072], num = 32 }
     budget = 0.9                                 # constants, named as the CLI flags
@@ -27,6 +29,7 @@ from pathlib import Path
 
 from lab.errors import LabInputError, shown
 from lab.limits import MAX_SPEC_BYTES
+from lab.models.decode_step import KV_PRECISIONS
 from sweeps.grid_kinds import GRIDS, grid_kind
 from sweeps.grid_schema import ExperimentSpec, expand_section
 
@@ -36,7 +39,8 @@ LARGE_VARIABLES = ["linear_time_s", "step_time_s", "aggregate_tokens_per_s",
 """What the ``large`` preset stores: six float32 figures plus the validity flag and code."""
 
 PRESETS: dict[str, dict] = {
-    "default": {},
+    "default": {**{experiment: {} for experiment in GRIDS},
+                "decode": {"kv_precision": list(KV_PRECISIONS)}},
     "large": {
         "decode": {
             "batch": {"range": [1, 1024]},
@@ -48,9 +52,10 @@ PRESETS: dict[str, dict] = {
     },
 }
 """Built-in grids. ``default``: every experiment with its default axes (every catalog model and
-GPU, tp 1/2/4/8, bf16/fp8, batch 1–1024 and context 128–131,072 on powers of two and the points
-between). ``large``: the decode family at every batch 1–1024 and 121 log-spaced contexts —
-over 2×10^8 cells, the scale benchmark."""
+GPU, tp 1/2/4/8, bf16/fp8 weights, batch 1–1024 and context 128–131,072 on powers of two and the
+points between) and the decode family with both KV-cache precisions (bf16, fp8; a spec that
+names no ``kv_precision`` takes bf16 alone). ``large``: the decode family at every batch 1–1024
+and 121 log-spaced contexts with a BF16 KV cache — over 2×10^8 cells, the scale benchmark."""
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from lab.errors import LabInputError
 from sweeps import files
 from sweeps import metadata as md
 from sweeps.build import coordinate_array, file_digest, output_dtypes, region_tasks
-from sweeps.conventions import consolidate
+from sweeps.conventions import cf_units, consolidate
 from sweeps.grid_kinds import GridKind, grid_kind
 from sweeps.grid_schema import OPTION_KEYS, ExperimentSpec, expand_section
 from sweeps.runner import Runner, WorkersLostError
@@ -427,4 +427,4 @@ def open_grid_spec(path: str | Path, *,
                                 f"{fix}.")
     _check_coordinates(ds, path, spec)
     _check_files(path, digests)
-    return ds, spec
+    return cf_units(ds), spec  # a store written before the CF units opens as a new one does

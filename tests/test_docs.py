@@ -14,6 +14,7 @@ import pytest
 from lab.catalog import get_gpu, get_model, gpu_catalog, model_catalog
 from lab.derivations.decode_family import decode_steps, render_text
 from lab.experiments import all_experiments
+from lab.experiments.registry import count, count_words
 from lab.points.decode_family import DecodeConfig, calc_decode
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,10 +97,21 @@ def _slug(heading: str) -> str:
 
 
 def test_model_md_has_a_section_per_experiment():
+    """§0, then one section per registered experiment, then the validity rules and the units."""
     sections = _sections()
-    assert sorted(sections) == list(range(11))
-    for number in range(1, 9):
+    assert sorted(sections) == list(range(count() + 3))
+    for number in range(1, count() + 1):
         assert f"(experiment {number})" in sections[number]
+
+
+def test_the_counts_in_prose_are_the_registrys():
+    """README and model.md say how many experiments the registry holds ("Nine …")."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    words = count_words()
+    assert readme.split("\n")[2].startswith(f"{words.capitalize()} interactive experiments ")
+    assert f"## The {words} experiments\n" in readme
+    assert f"every formula of the {words} experiments" in readme
+    assert f"Each of the {words}\nexperiments" in MODEL_MD.read_text(encoding="utf-8")
 
 
 def test_model_md_links_resolve():
@@ -252,11 +264,12 @@ def test_no_file_cites_documents_outside_the_repository():
 
 
 def test_sources_md_lists_the_moe_models_apart():
-    """models_moe.toml's entries are on the page, in their own section after the shipped ones."""
-    from lab.catalog.moe_config import moe_model_catalog
+    """The catalog's mixture-of-experts entries are on the page, in their own section after the
+    dense ones."""
+    from lab.catalog.lookup import moe_model_catalog
 
     text = (DOCS / "sources.md").read_text(encoding="utf-8")
-    shipped, moe = text.split("## Mixture-of-experts models (read, not yet in the experiments)")
+    shipped, moe = text.split("## Mixture-of-experts models\n")
     for entry in moe_model_catalog().values():
         assert f"| `{entry.id}` |" in moe and f"| `{entry.id}` |" not in shipped
         assert f"- **`{entry.id}`** — " in moe

@@ -14,18 +14,17 @@ import panel_material_ui as pmui
 
 from apps.ui.browser_state import BrowserState, follow_browser
 from apps.ui.derivation import DerivationView
-from apps.ui.experiment_view import ExperimentView
 from apps.ui.grid import GridExplorer
 from apps.ui.landing import landing_page
 from apps.ui.pages import (
     DERIVATION,
     GRID,
     HOME,
-    MEASURED,
     SOURCES,
     all_pages,
     experiment_class,
     href,
+    page_builder,
     page_slug,
 )
 from apps.ui.panel_compat import detach_busy
@@ -66,14 +65,10 @@ def page_content(slug: str):
         return sources_page()
     if slug == GRID.slug:
         return GridExplorer()
-    if slug == MEASURED.slug:
-        from apps.ui.measured_page import MeasuredPage
-
-        return MeasuredPage()
-    cls = experiment_class(slug)
-    if cls is None:
+    cls, build = experiment_class(slug), page_builder(slug)
+    if cls is None or build is None:
         return unknown_page(slug)
-    return ExperimentView(experiment=cls())
+    return build(experiment=cls())
 
 
 def navigation(current: str) -> pn.pane.Markdown:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from html import escape
+
 import panel as pn
 import param
 from panel.viewable import Viewer
@@ -11,12 +13,14 @@ from apps.ui.budget import has_budget, with_fits
 from apps.ui.cards import error_html
 from apps.ui.charts import NOTE
 from apps.ui.downloads import chart_csv_button
+from apps.ui.expert_chart import ExpertChart, expert_chart
 from apps.ui.lessons import MarkLayer, chart_inputs, lesson_data, lesson_marks
 from apps.ui.plain_text import shown_error
 from apps.ui.series_chart import SeriesChart, experiment_charts, update_charts
 from apps.ui.theme import CARD_CSS
 from lab.experiments.base import Experiment
 from lab.experiments.registry import record
+from lab.models.moe import ROUTING_ASSUMPTION
 
 CHART_HEIGHT = 340
 """Height of each chart pane in px (the plots are 320 px tall plus their margins)."""
@@ -40,7 +44,9 @@ class ChartView(Viewer):
 
     Every chart is a Bokeh figure whose data sources are updated in place, so zoom survives
     updates: experiment 1's two (:mod:`apps.ui.batch_chart`), where moving only the batch
-    moves only the current-point markers, and one per variable for the others
+    moves only the current-point markers, plus, for a mixture-of-experts model, the weight
+    reads against batch (:mod:`apps.ui.expert_chart`) with the routing assumption under the
+    charts; and one per variable for the others
     (:mod:`apps.ui.series_chart`), rebuilt only if an update changes a figure's layout. On
     a server the chart update runs on the next tick, after the cards have been sent. While
     the inputs are invalid the last valid chart is hidden.
@@ -64,15 +70,24 @@ class ChartView(Viewer):
             self._lines = (power_of_two_rows(ds), result["ridge_batch"])
             self._batch: list[BatchChart] = batch_charts(ds, inputs["batch"],
                                                          result["ridge_batch"])
-            figures = [chart.figure for chart in self._batch]
+            self._experts: ExpertChart | None = None
+            self._experts_drawn = None
+            """(lines, ceiling, E) the expert figure last drew, or None (a dense model)."""
+            figures = [chart.figure for chart in self._batch] + self._expert_figure(source)
         else:
             self._series: list[SeriesChart] = experiment_charts(self._drawn(ds),
                                                                 chart_inputs(source))
             self._layers: dict[int, MarkLayer] = {}
             self._mark()
             figures = [chart.figure for chart in self._series]
+        self._routing = pn.pane.HTML(f'<p class="lab-routing-note"><em>{escape(ROUTING_ASSUMPTION)}'
+                                     '</em></p>', sizing_mode="stretch_width",
+                                     visible=self._has_experts(),
+                                     css_classes=["lab-routing-note"])
+        """The expert-read figure's caption: the routing assumption (shown with that figure)."""
         visible = pn.bind(lambda _r: exp.error is None, exp.param.result)
-        self._grid = pn.FlexBox(*self._panes(figures), flex_wrap="wrap",
+        wide = True if record(exp.slug).chart == "batch" else None
+        self._grid = pn.FlexBox(*self._panes(figures, wide), flex_wrap="wrap",
                                 sizing_mode="stretch_width", visible=visible)
         self._download = chart_csv_button(lambda: self.data[:2], f"{exp.slug}-chart.csv",
                                           "Chart data (CSV)")
@@ -83,11 +98,33 @@ class ChartView(Viewer):
                                                  exp.param.result),
                                  css_classes=["lab-chart-unavailable"])
 
+    def _has_experts(self) -> bool:
+        """True when experiment 1 draws the expert-read figure (a mixture-of-experts model)."""
+        return record(self.experiment.slug).chart == "batch" and self._experts is not None
+
+    def _expert_figure(self, exp: Experiment) -> list:
+        """Experiment 1: draw (or update) the weight-read figure when the data hold the experts
+        a batch touches, else forget it; returns ``[figure]`` or ``[]``."""
+        ds, inputs, _result = self.data
+        if "experts_touched" not in ds:
+            self._experts = self._experts_drawn = None
+            return []
+        lines = power_of_two_rows(ds)
+        drawn = (lines, exp.all_experts_weight_bytes(), exp.model_spec().experts)
+        if self._experts is None:
+            self._experts = expert_chart(lines, ds, inputs["batch"], *drawn[1:])
+        elif not (drawn[1:] == self._experts_drawn[1:] and lines.identical(self._experts_drawn[0])):
+            self._experts.show_series(*drawn)
+        self._experts_drawn = drawn
+        self._experts.show_point(ds, inputs["batch"], drawn[2])
+        return [self._experts.figure]
+
     @staticmethod
-    def _panes(figures: list) -> list[pn.Column]:
-        """One pane per figure, full width for one or two and two to a row for more (the
-        Bokeh pane shares its figure's layout, so a column around it takes the flex share)."""
-        wide = len(figures) <= 2
+    def _panes(figures: list, wide: bool | None = None) -> list[pn.Column]:
+        """One pane per figure, full width for one or two (or when ``wide``) and two to a row
+        for more (the Bokeh pane shares its figure's layout, so a column around it takes the
+        flex share)."""
+        wide = len(figures) <= 2 if wide is None else wide
         return [pn.Column(pn.pane.Bokeh(fig, sizing_mode="stretch_width", height=CHART_HEIGHT),
                           sizing_mode="stretch_width", min_width=None if wide else 300,
                           css_classes=["lab-chart"],
@@ -137,6 +174,11 @@ class ChartView(Viewer):
                 chart.show_series(lines, ridge)
         for chart in self._batch:
             chart.show_point(ds, inputs["batch"])
+        had = self._experts is not None
+        figures = self._expert_figure(self.experiment)
+        if had != (self._experts is not None):  # a model with experts came or went
+            self._grid[:] = self._panes([c.figure for c in self._batch] + figures, wide=True)
+        self._routing.visible = self._has_experts()
 
     def show_measured(self, series: dict | None) -> None:
         """Experiment 1: show experiment 9's measured attention markers on the step-time chart
@@ -175,9 +217,14 @@ class ChartView(Viewer):
                     chart.figure, chart.variable, chart.layout.x)
             layer.show(marks)
 
-    def __panel__(self):
+    def parts(self) -> list:
+        """The busy note, the charts, why there are none, the caption and the CSV download, in
+        order: an experiment page places them in its own column (one layout level fewer)."""
         note = f"{BUDGET_NOTE} {CHART_NOTE}" if has_budget(self.experiment) else CHART_NOTE
-        return pn.Column(self._busy, self._grid, self._why,
-                         pn.pane.Markdown(f"*{note}* ({NOTE}; save a chart as PNG from "
-                                          "its toolbar.)", sizing_mode="stretch_width"),
-                         self._download, sizing_mode="stretch_width")
+        return [self._busy, self._grid, self._routing, self._why,
+                pn.pane.Markdown(f"*{note}* ({NOTE}; save a chart as PNG from its toolbar.)",
+                                 sizing_mode="stretch_width"),
+                self._download]
+
+    def __panel__(self):
+        return pn.Column(*self.parts(), sizing_mode="stretch_width")

@@ -1,7 +1,8 @@
 """What every chart shares, and the grid explorer's heatmap (a HoloViews element).
 
 Labelled xarray data in: axis labels and units come from the data's ``long_name``/``units``
-attrs, and SI data is converted to the units shown on screen (ms, GB, GFLOP) here and only
+attrs (read back as the lab's labels, "tokens" and "GB", by :func:`lab.unit_attrs.unit_label`
+from a file's CF units), and SI data is converted to the units shown on screen (ms, GB, GFLOP) here and only
 here. The experiments' charts are Bokeh figures built from these helpers
 (:mod:`apps.ui.batch_chart`, :mod:`apps.ui.series_chart`). Nothing here knows about Panel or
 sessions, so every chart can be built and checked without a browser.
@@ -17,6 +18,7 @@ import xarray as xr
 from bokeh.models import CustomJSTickFormatter, FixedTicker
 from bokeh.plotting import figure
 
+from lab.unit_attrs import unit_label
 from lab.units import GB, GFLOP, MS
 
 CANVAS = {"plot.output_backend": "canvas"}
@@ -52,7 +54,7 @@ HOVER_NUMBER = "{0,0.[000]}"
 def display_values(da: xr.DataArray) -> tuple[np.ndarray, str, str]:
     """Values of ``da`` in screen units, with its long name and the screen unit."""
     fallback = COORDINATE_ATTRS.get(str(da.name), (str(da.name or ""), ""))
-    units = str(da.attrs.get("units", fallback[1]))
+    units = unit_label(da.attrs) if "units" in da.attrs else fallback[1]
     long_name = str(da.attrs.get("long_name", fallback[0])).strip()
     shown, factor = DISPLAY_UNITS.get(units, (units, 1.0))
     values = np.asarray(da.values, dtype=float) * factor

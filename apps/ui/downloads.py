@@ -23,7 +23,7 @@ import xarray as xr
 from panel.viewable import Viewer
 
 from lab.errors import LabInputError
-from sweeps.conventions import cf_attrs
+from sweeps.conventions import cf_attrs, cf_units
 from sweeps.export import netcdf_engine, portable, write
 from sweeps.metadata import ATTR_DIGESTS
 
@@ -61,7 +61,7 @@ def compressed_netcdf(ds: xr.Dataset) -> bytes:
     a lazy (dask-backed) dataset is written chunk by chunk. Built in memory: HDF5 never meets
     a failing disk write.
     """
-    out = portable(ds)
+    out = cf_units(portable(ds))
     out.attrs = {**{k: v for k, v in out.attrs.items() if k != ATTR_DIGESTS},  # as the CLI export
                  **cf_attrs("serve: whole-dataset NetCDF download",
                             out.attrs.get("history"))}

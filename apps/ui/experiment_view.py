@@ -86,16 +86,20 @@ class ExperimentView(Viewer):
                                   sizing_mode="stretch_width")
         # The limits close the results column: in the template's main area a row is held to
         # the viewport height, so anything placed after it would overlap a long column.
-        overlay = ([MeasuredOverlay(experiment=exp, chart=self.chart)]  # experiment 9
+        # Each component's parts go straight into the page's columns: every layout level
+        # costs the browser a full re-layout of the page each time its size changes while
+        # the page renders (Bokeh re-lays out from the top for every resized view).
+        overlay = (MeasuredOverlay(experiment=exp, chart=self.chart).parts()  # experiment 9
                    if record(exp.slug).chart == "batch" else [])
-        results = pn.Column(self.cards, *overlay, self.chart, self.calculation, limits,
+        results = pn.Column(self.cards, *overlay, *self.chart.parts(), self.calculation, limits,
                             sizing_mode="stretch_width",
                             styles={"flex": "1 1 340px", "min-width": "min(340px, 100%)"})
         extra = [TraceUpload(experiment=exp)] if record(exp.slug).uploads_trace else []
-        inputs = pn.Column(pn.pane.Markdown("### Inputs"), self.message, self.inputs, *extra,
+        inputs = pn.Column(pn.pane.Markdown("### Inputs"), self.message,
+                           *self.inputs.layout.objects, *extra,
                            width=300, css_classes=["lab-inputs-column"],
                            styles={"flex": "0 0 300px"})
         # Side by side where both fit; on a phone the results wrap below the inputs.
         body = pn.FlexBox(inputs, results, flex_wrap="wrap", align_items="flex-start",
                           sizing_mode="stretch_width", css_classes=["lab-experiment-body"])
-        return pn.Column(header, self.prediction, body, sizing_mode="stretch_width")
+        return pn.Column(header, *self.prediction.parts(), body, sizing_mode="stretch_width")

@@ -29,8 +29,9 @@ from lab.points.decode_family import DecodeConfig
 DEFAULTS = DecodeConfig()
 """The lab's default configuration (Llama 3.1 8B on H100 SXM, tp 1, BF16), shown first."""
 
-SELECTORS = ("model", "gpu", "tp", "precision")
-"""Dimensions chosen with a selector; the heatmap spans batch × context."""
+SELECTORS = ("model", "gpu", "tp", "precision", "kv_precision")
+"""Dimensions chosen with a selector; the heatmap spans batch × context. A dataset without one
+of them (a grid written before the KV-precision axis) is shown without its selector."""
 
 
 @pn.cache
@@ -63,12 +64,14 @@ def plottable(ds: xr.Dataset) -> list[str]:
 
 
 def selection(ds: xr.Dataset, **choices) -> xr.Dataset:
-    """The batch × context slice of ``ds`` at the chosen model, GPU, tp and precision."""
+    """The batch × context slice of ``ds`` at the chosen model, GPU, tp, precision and KV
+    precision (choices for dimensions ``ds`` does not have are ignored)."""
     return ds.sel({k: v for k, v in choices.items() if k in ds.dims})
 
 
 class GridExplorer(Viewer):
-    """Selectors for model, GPU, tp, precision and variable; a heatmap; CSV and NetCDF."""
+    """Selectors for model, GPU, tp, precision, KV precision and variable; a heatmap; CSV and
+    NetCDF."""
 
     variable = param.Selector(default=None, objects=[], label="Variable",
                               doc="Decode variable coloured over batch × context.")
@@ -78,34 +81,38 @@ class GridExplorer(Viewer):
                         doc="GPUs the model is sharded over.")
     precision = param.Selector(default=None, objects=[], label="Precision",
                                doc="Linear-layer weights and arithmetic.")
+    kv_precision = param.Selector(default=None, objects=[], label="KV cache precision",
+                                  doc="Bytes per cached K or V element: bf16 2, fp8 1.")
 
     def __init__(self, dataset: xr.Dataset | None = None, **params):
         super().__init__(**params)
         self.message = InputMessage()
         self._plot = None
+        self._selectors: list[str] = []
         try:
             self._ds = decode_grid() if dataset is None else dataset
         except LabInputError as exc:
             self._ds = None
             self.message.say(page_sentence(exc))
             return
+        self._selectors = [dim for dim in SELECTORS if dim in self._ds.dims]
         variables = plottable(self._ds)
         self.param.variable.objects = variables
         if self.variable is None:
             self.variable = ("step_time_s" if "step_time_s" in variables else variables[0])
-        for dim in SELECTORS:
+        for dim in self._selectors:
             values = [v.item() if hasattr(v, "item") else v for v in self._ds[dim].values]
             self.param[dim].objects = values
             if getattr(self, dim) is None:
                 preferred = getattr(DEFAULTS, dim)
                 setattr(self, dim, preferred if preferred in values else values[0])
-        strict_selectors(self, ["variable", *SELECTORS])
-        self.message.say(" ".join(self._sync_url(["variable", *SELECTORS])))
+        strict_selectors(self, ["variable", *self._selectors])
+        self.message.say(" ".join(self._sync_url(["variable", *self._selectors])))
         # A new element per change, not a DynamicMap: the plot is rebuilt whole, so its
         # colour bar, scale and cells always belong to the variable shown.
         self._plot = pn.pane.HoloViews(self._view(), sizing_mode="stretch_width",
                                        min_height=480)
-        self.param.watch(self._redraw, ["variable", *SELECTORS])
+        self.param.watch(self._redraw, ["variable", *self._selectors])
 
     def _sync_url(self, names: list[str]) -> list[str]:
         """Keep ``names`` in the URL; return a sentence per URL value the page refused (those
@@ -127,7 +134,7 @@ class GridExplorer(Viewer):
 
     def current(self) -> xr.Dataset:
         """The batch × context slice on screen."""
-        return selection(self._ds, **{d: getattr(self, d) for d in SELECTORS})
+        return selection(self._ds, **{d: getattr(self, d) for d in self._selectors})
 
     def _redraw(self, *_events) -> None:
         self._plot.object = self._view()
@@ -137,12 +144,17 @@ class GridExplorer(Viewer):
         try:
             return grid_view(self.current(), self.variable)
         except LabInputError:
-            return self._heatmap(self.variable, *(getattr(self, d) for d in SELECTORS))
+            return self._heatmap(self.variable, self.model, self.gpu, self.tp,
+                                 self.precision, self.kv_precision)
 
-    def _heatmap(self, variable, model, gpu, tp, precision) -> hv.HeatMap:
+    def _heatmap(self, variable, model, gpu, tp, precision,
+                 kv_precision: str | None = None) -> hv.HeatMap:
+        """The styled heatmap of one selection (``kv_precision`` None: the one on screen)."""
+        kv = self.kv_precision if kv_precision is None else kv_precision
         try:
             return styled_heatmap(selection(self._ds, model=model, gpu=gpu, tp=tp,
-                                            precision=precision).load(), variable)
+                                            precision=precision, kv_precision=kv).load(),
+                                  variable)
         except LabInputError as exc:  # the dataset was deleted or damaged under the server
             decode_grid.clear()
             self.message.say(page_sentence(exc))
@@ -153,16 +165,17 @@ class GridExplorer(Viewer):
         if self._ds is None:
             return pn.Column(pn.pane.Markdown("# Grid explorer"), self.message,
                              sizing_mode="stretch_width")
-        widgets = pn.Param(self, parameters=["variable", *SELECTORS], show_name=False,
+        shown = ["variable", *self._selectors]
+        widgets = pn.Param(self, parameters=shown, show_name=False,
                            widgets={n: {"type": pmui.Select, "css_classes": [f"lab-grid-{n}"],
                                         "sizing_mode": "stretch_width"}
-                                    for n in ["variable", *SELECTORS]},
+                                    for n in shown},
                            sizing_mode="stretch_width", default_layout=pn.Column)
         netcdf = WholeDatasetDownload(dataset=self._ds, filename="decode-grid.nc",
                                       label="Whole dataset (NetCDF)")
         csv = csv_button(self.current, "decode-grid-selection.csv", "Selection (CSV)")
         intro = ("# Grid explorer\n\nThe precomputed decode grid (model × GPU × tp × precision × "
-                 "batch × context), read as it was computed. Grey cells are invalid "
+                 "KV cache precision × batch × context), read as it was computed. Grey cells are invalid "
                  "configurations, crossed cells do not fit the memory budget; hover a cell "
                  "for every variable. Signed variables (memory remaining) are coloured red "
                  "below 0 and blue above; `reason` is coloured by its meaning.")

@@ -6,7 +6,7 @@ from html import escape
 
 import panel as pn
 
-from apps.ui.pages import DERIVATION, GRID, MEASURED, SOURCES, experiment_classes, href
+from apps.ui.pages import FIXED_PAGES, experiment_classes, href
 from apps.ui.theme import FONT_STACK, PROSE_CSS
 from lab.experiments.registry import count_words
 
@@ -54,7 +54,7 @@ def landing_page() -> pn.Column:
     """The landing page's content (no computation beyond reading class attributes)."""
     more = "### Also in the lab\n\n" + "\n".join(
         f"- [{page.title}]({href(page.slug)}): {page.summary}"
-        for page in (MEASURED, DERIVATION, SOURCES, GRID))
+        for page in FIXED_PAGES)
     return pn.Column(
         pn.pane.Markdown(INTRO.replace("{count}", count_words().capitalize()),
                          stylesheets=[PROSE_CSS], sizing_mode="stretch_width"),

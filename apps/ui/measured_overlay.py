@@ -81,5 +81,9 @@ class MeasuredOverlay(Viewer):
         shown = f'<p class="lab-measured-key">{escape(key)}</p>' if key else ""
         return f'<p class="lab-measured-attention">{escape(text)}</p>{shown}'
 
+    def parts(self) -> list:
+        """The switch and the sentence, for a page's own column."""
+        return [self._switch, self._pane]
+
     def __panel__(self):
-        return pn.Column(self._switch, self._pane, sizing_mode="stretch_width")
+        return pn.Column(*self.parts(), sizing_mode="stretch_width")

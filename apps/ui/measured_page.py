@@ -184,9 +184,10 @@ class MeasuredPage(Viewer):
     def __panel__(self):
         exp = self.experiment
         header = pn.pane.Markdown(
-            f"# {exp.number}. {exp.title}\n\n**{exp.headline}**\n\nEvery other page shows an "
-            "ideal phase cost. This one puts real H100 kernel times beside the lab's floor for "
-            "the same work, with the formulas of experiments 1 and 8.",
+            f"# {exp.number}. {exp.title}\n\n**{exp.headline}**\n\nReal kernels sit near the "
+            "lab's floor once there is enough work — and far above it when there is not. Every "
+            "other page shows an ideal phase cost. This one puts real H100 kernel times beside "
+            "the lab's floor for the same work, with the formulas of experiments 1 and 8.",
             sizing_mode="stretch_width")
         limits = pn.pane.Markdown(limits_markdown(exp), stylesheets=[PROSE_CSS],
                                   sizing_mode="stretch_width")
@@ -195,9 +196,12 @@ class MeasuredPage(Viewer):
                           sizing_mode="stretch_width")
         results = pn.Column(self.cards, self.flag, self.regions, chart, self.calculation, limits,
                             stylesheets=[CARD_CSS], sizing_mode="stretch_width",
-                            styles={"flex": "1 1 0", "min-width": "0"})
+                            styles={"flex": "1 1 340px", "min-width": "min(340px, 100%)"})
         inputs = pn.Column(pn.pane.Markdown("### Inputs"), self.message, self.inputs,
-                           self.upload, width=300, styles={"flex": "0 0 300px"})
-        body = pn.FlexBox(inputs, results, flex_wrap="nowrap", align_items="flex-start",
-                          sizing_mode="stretch_width")
+                           self.upload, width=300, css_classes=["lab-inputs-column"],
+                           styles={"flex": "0 0 300px"})
+        # As every experiment page: side by side where both fit; on a phone the results wrap
+        # below the inputs.
+        body = pn.FlexBox(inputs, results, flex_wrap="wrap", align_items="flex-start",
+                          sizing_mode="stretch_width", css_classes=["lab-experiment-body"])
         return pn.Column(header, self.prediction, body, sizing_mode="stretch_width")

@@ -1,12 +1,19 @@
-"""Which pages the lab has: the experiments from ``lab`` plus the four fixed pages."""
+"""Which pages the lab has: the experiments from ``lab``'s registry plus the fixed pages.
+
+An experiment's page is the generic :class:`~apps.ui.experiment_view.ExperimentView` unless its
+record names a builder of its own (``page``, e.g. experiment 9's
+:class:`~apps.ui.measured_page.MeasuredPage`); either is called with
+``experiment=<an instance of its param class>``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from lab.experiments import all_experiments
 from lab.experiments.base import Experiment
-from lab.experiments.registry import count_words, record
+from lab.experiments.registry import count_words, record, resolve
 
 
 @dataclass(frozen=True)
@@ -26,9 +33,12 @@ SOURCES = PageInfo("sources", "Model boundaries and primary sources",
                    "What each model leaves out; every catalog figure with its source.")
 GRID = PageInfo("grid", "Grid explorer",
                 "Heatmaps of any decode variable over batch × context from the precomputed grid.")
-MEASURED = PageInfo("measured", "9. Floors against measurements",
-                    "Real H100 kernel times beside the lab's floors: where launch cost dominates, "
-                    "where they converge, and what is below the floor.")
+GENERIC_PAGE = "apps.ui.experiment_view:ExperimentView"
+"""The page of an experiment whose record names no builder of its own."""
+
+
+FIXED_PAGES = (DERIVATION, SOURCES, GRID)
+"""The pages after the experiments that are not experiments, in navigation order."""
 
 
 def experiment_classes() -> list[type[Experiment]]:
@@ -44,13 +54,23 @@ def experiment_pages() -> list[PageInfo]:
 
 def all_pages() -> list[PageInfo]:
     """Every page in navigation order."""
-    return [HOME, *experiment_pages(), MEASURED, DERIVATION, SOURCES, GRID]
+    return [HOME, *experiment_pages(), *FIXED_PAGES]
 
 
 def experiment_class(slug: str) -> type[Experiment] | None:
     """The experiment class with ``slug`` (or a former slug, e.g. ``batch``), or None."""
     found = record(slug)
     return found.experiment_class() if found else None
+
+
+def page_builder(slug: str) -> Callable | None:
+    """What builds the page of the experiment ``slug`` (or a former slug), called with
+    ``experiment=<an instance of its class>``: its record's ``page``, else the generic view;
+    None when ``slug`` names no experiment."""
+    found = record(slug)
+    if found is None:
+        return None
+    return resolve(found.page or GENERIC_PAGE)
 
 
 def page_slug(slug: str) -> str:

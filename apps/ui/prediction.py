@@ -71,8 +71,11 @@ class PredictionView(Viewer):
             return f"**{head}** (The explanation needs valid inputs: {reason})"
         return f"**{head}** {self.experiment.explanation()}"
 
+    def parts(self) -> list:
+        """The question, the choices, the button and the answer, for a page's own column."""
+        return [pn.pane.Markdown(f"**Predict first.** {self.experiment.prediction.question}",
+                                 sizing_mode="stretch_width"),
+                self._choices, self._button, self._answer]
+
     def __panel__(self):
-        return pn.Column(
-            pn.pane.Markdown(f"**Predict first.** {self.experiment.prediction.question}",
-                             sizing_mode="stretch_width"),
-            self._choices, self._button, self._answer, sizing_mode="stretch_width")
+        return pn.Column(*self.parts(), sizing_mode="stretch_width")

@@ -5,9 +5,8 @@ from lab.catalog.loader import (
     get_gpu,
     gpu_catalog,
     load_gpu_file,
-    model_catalog,
 )
-from lab.catalog.lookup import get_model, load_model_config
+from lab.catalog.lookup import get_model, load_model_config, model_catalog
 from lab.catalog.params_count import total_parameters
 from lab.catalog.tables import gpu_table, model_table
 

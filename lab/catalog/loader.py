@@ -1,7 +1,10 @@
 """Read the catalogs and bring-your-own files, checking every field.
 
 Catalog entries live in ``gpus.toml`` and ``models.toml`` beside this module, each with its
-source and the date it was checked. A user's own model comes from a Hugging Face
+source and the date it was checked. :mod:`lab.catalog.lookup` builds the model catalog from
+``models.toml`` (dense entries with :func:`model_from_config`, mixture-of-experts entries with
+:mod:`lab.catalog.moe_config`) through :func:`model_entries`, the one reader of ``[[model]]``
+entries. A user's own model comes from a Hugging Face
 ``config.json``; a user's own GPU from a TOML file with the catalog's keys. Anything missing,
 malformed, non-positive or unsupported raises :class:`~lab.errors.CatalogError` with one
 sentence naming the file and the field.
@@ -96,9 +99,9 @@ def model_from_config(entry: dict, where: str, *, model_id: str, name: str) -> M
         raise CatalogError(f"{where} is missing the field 'architectures'.")
     if isinstance(architecture, str) and architecture in MOE_ARCHITECTURES:
         raise CatalogError(
-            f"{where} has architecture {shown(architecture)}, a mixture-of-experts model whose "
-            "decode step the lab does not model yet (lab.catalog.moe_config reads its shape; "
-            f"supported: {', '.join(SUPPORTED_ARCHITECTURES)})."
+            f"{where} has architecture {shown(architecture)}, a mixture-of-experts model that "
+            "the dense reader does not build (lab.catalog.get_model reads it with "
+            "lab.catalog.moe_config)."
         )
     if not isinstance(architecture, str) or architecture not in SUPPORTED_ARCHITECTURES:
         raise CatalogError(
@@ -108,8 +111,8 @@ def model_from_config(entry: dict, where: str, *, model_id: str, name: str) -> M
     for moe_key in ("num_local_experts", "num_experts", "n_routed_experts"):
         if entry.get(moe_key):
             raise CatalogError(
-                f"{where} has '{moe_key}': mixture-of-experts models are not modelled "
-                "(the lab describes dense decoders)."
+                f"{where} has '{moe_key}' on the dense architecture {architecture}; "
+                f"mixture-of-experts models are read for {', '.join(MOE_ARCHITECTURES)} only."
             )
     if entry.get("use_sliding_window") is True or (
         architecture == "MistralForCausalLM" and entry.get("sliding_window")
@@ -209,7 +212,7 @@ def gpu_from_entry(entry: dict, where: str, *, default_id: str) -> GPUSpec:
     )
 
 
-def _is_file(path: Path) -> bool:
+def is_file(path: Path) -> bool:
     """True when ``path`` names a regular file (False for names the OS cannot even look up)."""
     try:
         return path.is_file()
@@ -220,7 +223,7 @@ def _is_file(path: Path) -> bool:
 def _read_text(path: Path) -> str:
     """The UTF-8 text of a regular file of at most :data:`MAX_SPEC_BYTES` bytes."""
     try:
-        if path.exists() and not _is_file(path):
+        if path.exists() and not is_file(path):
             raise CatalogError(f"{path} is not a regular file.")
         if path.stat().st_size > MAX_SPEC_BYTES:
             raise CatalogError(f"{path} is larger than {MAX_SPEC_BYTES:,} bytes.")
@@ -271,13 +274,7 @@ def model_entries(file: Path, build) -> dict:
     return out
 
 
-@cache
-def model_catalog() -> dict[str, ModelSpec]:
-    """Every catalog model by id, in catalog order."""
-    return model_entries(MODEL_FILE, model_from_config)
-
-
-def _looks_like_path(value: str) -> bool:
+def looks_like_path(value: str) -> bool:
     return "/" in value or "\\" in value or value.endswith((".json", ".toml"))
 
 
@@ -300,12 +297,6 @@ def read_config_json(path: str | Path) -> tuple[object, str, str]:
     return entry, model_id, name or model_id
 
 
-def load_model_config(path: str | Path) -> ModelSpec:
-    """A model from a Hugging Face ``config.json`` on disk (id = its folder's name)."""
-    entry, model_id, name = read_config_json(path)
-    return model_from_config(entry, str(Path(path)), model_id=model_id, name=name)
-
-
 def load_gpu_file(path: str | Path) -> GPUSpec:
     """A GPU from a TOML file: top-level keys, a ``[gpu]`` table or one ``[[gpu]]`` entry."""
     path = Path(path)
@@ -318,23 +309,6 @@ def load_gpu_file(path: str | Path) -> GPUSpec:
     return gpu_from_entry(entry, str(path), default_id=path.stem)
 
 
-def get_model(model: str | ModelSpec) -> ModelSpec:
-    """A model by catalog id or by path to a ``config.json``."""
-    if isinstance(model, ModelSpec):
-        return model
-    catalog = model_catalog()
-    if model in catalog:
-        return catalog[model]
-    if not isinstance(model, str):
-        raise CatalogError(f"A model must be a catalog id or a path, not {shown(model)}.")
-    if _is_file(Path(model)) or _looks_like_path(model):
-        return load_model_config(model)
-    raise CatalogError(
-        f"Unknown model {shown(model)}; choose one of {', '.join(catalog)} or give a path to a "
-        "config.json."
-    )
-
-
 def get_gpu(gpu: str | GPUSpec) -> GPUSpec:
     """A GPU by catalog id or by path to a TOML file."""
     if isinstance(gpu, GPUSpec):
@@ -344,7 +318,7 @@ def get_gpu(gpu: str | GPUSpec) -> GPUSpec:
         return catalog[gpu]
     if not isinstance(gpu, str):
         raise CatalogError(f"A GPU must be a catalog id or a path, not {shown(gpu)}.")
-    if _is_file(Path(gpu)) or _looks_like_path(gpu):
+    if is_file(Path(gpu)) or looks_like_path(gpu):
         return load_gpu_file(gpu)
     raise CatalogError(
         f"Unknown GPU {shown(gpu)}; choose one of {', '.join(catalog)} or give a path to a TOML file."

@@ -1,20 +1,25 @@
-"""Model lookup for the decode experiments: dense configs through :mod:`lab.catalog.loader`,
+"""The model catalog and model lookup: dense configs through :mod:`lab.catalog.loader`,
 mixture-of-experts and MLA configs through :mod:`lab.catalog.moe_config`.
 
-Kept apart from the loader (which :mod:`lab.catalog.moe_config` builds on) so the imports run
-one way. A Llama 4 config is refused with :func:`~lab.catalog.moe_config.decode_refusal`'s
-sentence: its chunked attention is not what the decode step describes.
+``models.toml`` holds both kinds, read entry by entry with :func:`model_from_entry` through
+:func:`lab.catalog.loader.model_entries` (the one reader of ``[[model]]`` entries); a
+mixture-of-experts architecture becomes a :class:`~lab.catalog.moe_spec.MoESpec`, anything
+else a dense :class:`~lab.catalog.entries.ModelSpec`. Kept apart from the loader (which
+:mod:`lab.catalog.moe_config` builds on) so the imports run one way. A Llama 4 config is
+refused with :func:`~lab.catalog.moe_config.decode_refusal`'s sentence: its chunked attention
+is not what the decode step describes.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 from lab.catalog import loader
 from lab.catalog.entries import ModelSpec
-from lab.catalog.moe_config import decode_refusal, moe_model_from_config
-from lab.catalog.moe_spec import MOE_ARCHITECTURES
-from lab.errors import CatalogError
+from lab.catalog.moe_config import decode_refusal, load_moe_config, moe_model_from_config
+from lab.catalog.moe_spec import MOE_ARCHITECTURES, MoESpec
+from lab.errors import CatalogError, shown
 
 
 def _architecture(entry) -> object:
@@ -28,25 +33,65 @@ def _architecture(entry) -> object:
     return architecture
 
 
-def load_model_config(path: str | Path) -> ModelSpec:
-    """A model from a Hugging Face ``config.json`` on disk (id = its folder's name): a
-    :class:`~lab.catalog.moe_spec.MoESpec` for a mixture-of-experts architecture."""
-    entry, model_id, name = loader.read_config_json(path)
+def model_from_entry(entry, where: str, *, model_id: str, name: str) -> ModelSpec:
+    """A model from Hugging Face ``config.json`` keys (a config file or a catalog entry): a
+    :class:`MoESpec` for a mixture-of-experts architecture, else a dense :class:`ModelSpec`.
+    ``where`` names the file (and entry) in error messages."""
     architecture = _architecture(entry)
     if isinstance(architecture, str) and architecture in MOE_ARCHITECTURES:
-        spec = moe_model_from_config(entry, str(Path(path)), model_id=model_id, name=name)
+        spec = moe_model_from_config(entry, where, model_id=model_id, name=name)
         refusal = decode_refusal(spec)
         if refusal:
             raise CatalogError(refusal)
         return spec
-    return loader.model_from_config(entry, str(Path(path)), model_id=model_id, name=name)
+    return loader.model_from_config(entry, where, model_id=model_id, name=name)
+
+
+@cache
+def model_catalog() -> dict[str, ModelSpec]:
+    """Every catalog model by id, in catalog order: the dense models, then the
+    mixture-of-experts ones (:class:`MoESpec`)."""
+    return loader.model_entries(loader.MODEL_FILE, model_from_entry)
+
+
+def moe_model_catalog() -> dict[str, MoESpec]:
+    """The catalog's mixture-of-experts models by id, in catalog order."""
+    return {key: spec for key, spec in model_catalog().items() if isinstance(spec, MoESpec)}
+
+
+def load_model_config(path: str | Path) -> ModelSpec:
+    """A model from a Hugging Face ``config.json`` on disk (id = its folder's name): a
+    :class:`MoESpec` for a mixture-of-experts architecture."""
+    entry, model_id, name = loader.read_config_json(path)
+    return model_from_entry(entry, str(Path(path)), model_id=model_id, name=name)
 
 
 def get_model(model: str | ModelSpec) -> ModelSpec:
     """A model by catalog id or by path to a ``config.json`` (mixture of experts included)."""
-    if isinstance(model, ModelSpec) or model in loader.model_catalog() \
-            or not isinstance(model, str):
-        return loader.get_model(model)
-    if loader._is_file(Path(model)) or loader._looks_like_path(model):
+    if isinstance(model, ModelSpec):
+        return model
+    catalog = model_catalog()
+    if model in catalog:
+        return catalog[model]
+    if not isinstance(model, str):
+        raise CatalogError(f"A model must be a catalog id or a path, not {shown(model)}.")
+    if loader.is_file(Path(model)) or loader.looks_like_path(model):
         return load_model_config(model)
-    return loader.get_model(model)
+    raise CatalogError(
+        f"Unknown model {shown(model)}; choose one of {', '.join(catalog)} or give a path to a "
+        "config.json."
+    )
+
+
+def get_moe_model(model: str | MoESpec) -> MoESpec:
+    """A mixture-of-experts model by catalog id or by path to a ``config.json``."""
+    if isinstance(model, MoESpec):
+        return model
+    catalog = moe_model_catalog()
+    if model in catalog:
+        return catalog[model]
+    if isinstance(model, str) and ("/" in model or "\\" in model or model.endswith(".json")):
+        return load_moe_config(model)
+    raise CatalogError(f"Unknown mixture-of-experts model {shown(model)}; choose one of "
+                       f"{', '.join(catalog)} or give a path to a config.json.")
+

@@ -1,38 +1,31 @@
-"""Read mixture-of-experts and MLA models: a Hugging Face ``config.json`` or ``models_moe.toml``.
+"""Read mixture-of-experts and MLA models: a Hugging Face ``config.json`` or a ``models.toml`` entry.
 
 The architectures in :data:`~lab.catalog.moe_spec.MOE_ARCHITECTURES` become a
 :class:`~lab.catalog.moe_spec.MoESpec` with every expert and latent-attention field checked.
 Anything missing, malformed or out of range raises :class:`~lab.errors.CatalogError` with one
 sentence naming the file and the ``config.json`` key.
 
-These models are read here, not by :func:`lab.catalog.get_model`: the decode experiments cost
-a dense decoder, and would cost every expert as dense until their step reads :mod:`lab.models.moe`
-and :mod:`lab.models.kv_shapes` (docs/model.md §0, "Mixture of experts, MLA and KV precision", says
-what remains).
+:func:`lab.catalog.get_model` and the catalog (:mod:`lab.catalog.lookup`) call
+:func:`moe_model_from_config` for these architectures; the decode step then reads
+:mod:`lab.models.moe` and :mod:`lab.models.kv_shapes` (docs/model.md §0, "Mixture of experts, MLA
+and KV precision").
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import cache
 from pathlib import Path
 
 from lab.catalog.entries import SUPPORTED_ARCHITECTURES
 from lab.catalog.loader import (
-    CATALOG_DIR,
     _positive_number,
     _text,
-    model_entries,
     read_config_json,
 )
 from lab.catalog.moe_params import total_params
 from lab.catalog.moe_spec import MLA_ARCHITECTURES, MOE_ARCHITECTURES, MoESpec
 from lab.errors import CatalogError, shown, shown_number
 from lab.limits import MAX_TOTAL_PARAMS, MODEL_FIELD_LIMITS, MOE_FIELD_LIMITS
-
-MOE_MODEL_FILE = CATALOG_DIR / "models_moe.toml"
-"""Mixture-of-experts models with sources, kept apart from the shipped catalog until the decode
-experiments cost experts (docs/model.md §0, "Mixture of experts, MLA and KV precision")."""
 
 _LIMIT_OF = {
     "num_local_experts": "experts", "num_experts": "experts", "n_routed_experts": "experts",
@@ -244,26 +237,6 @@ def load_moe_config(path: str | Path) -> MoESpec:
     folder's name)."""
     entry, model_id, name = read_config_json(path)
     return moe_model_from_config(entry, str(Path(path)), model_id=model_id, name=name)
-
-
-@cache
-def moe_model_catalog() -> dict[str, MoESpec]:
-    """Every model of ``models_moe.toml`` by id, in file order."""
-    return model_entries(MOE_MODEL_FILE, moe_model_from_config)
-
-
-def get_moe_model(model: str | MoESpec) -> MoESpec:
-    """A mixture-of-experts model by id in ``models_moe.toml`` or by path to a
-    ``config.json``."""
-    if isinstance(model, MoESpec):
-        return model
-    catalog = moe_model_catalog()
-    if model in catalog:
-        return catalog[model]
-    if isinstance(model, str) and ("/" in model or "\\" in model or model.endswith(".json")):
-        return load_moe_config(model)
-    raise CatalogError(f"Unknown mixture-of-experts model {shown(model)}; choose one of "
-                       f"{', '.join(catalog)} or give a path to a config.json.")
 
 
 def decode_refusal(model: MoESpec) -> str:

@@ -14,8 +14,13 @@ and ``head_dim`` are the config's values (for MLA the query/key head is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
+
+from lab.arrays import where
 from lab.catalog.entries import ModelSpec
 
 MOE_ARCHITECTURES = (
@@ -37,6 +42,41 @@ def moe_field(model, name: str):
     """``model.<name>``, or 0 when ``model`` has no such field: a plain dense
     :class:`ModelSpec` or a dense model table reads as "no experts, no latent, no biases"."""
     return getattr(model, name, 0)
+
+
+def moe_rows(model) -> Any:
+    """Which of ``model``'s records are mixture-of-experts models: ``True`` for a
+    :class:`MoESpec`, ``False`` for a dense record (or a table without a ``moe`` field), else
+    the table's ``moe`` flags as booleans, one per model (a ``model_table`` or a grid's view of
+    it)."""
+    if isinstance(model, MoESpec):
+        return True
+    flags = getattr(model, "moe", None)
+    if flags is None:
+        return False
+    return flags != 0
+
+
+def by_kind(model, dense: Callable[[], Any], moe: Callable[[], Any]) -> Any:
+    """``dense()`` for a dense model, ``moe()`` for a mixture-of-experts one.
+
+    For a table of models, each model's own: only ``dense()`` when every model is dense (so a
+    dense grid chunk costs, and gives, exactly what it did before the MoE fields), only
+    ``moe()`` when every model is MoE, else both, picked per model with
+    :func:`~lab.arrays.where` (a tuple result elementwise). A dense model's value is the dense
+    expression's, bit for bit.
+    """
+    rows = moe_rows(model)
+    if rows is True:
+        return moe()
+    if rows is False or not np.any(rows):
+        return dense()
+    if np.all(rows):
+        return moe()
+    moe_value, dense_value = moe(), dense()
+    if isinstance(dense_value, tuple):
+        return tuple(where(rows, m, d) for m, d in zip(moe_value, dense_value, strict=True))
+    return where(rows, moe_value, dense_value)
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lab.catalog import GPUSpec, ModelSpec
-from lab.catalog.moe_params import active_linear_params
+from lab.catalog.moe_params import active_linear_params, routed_linear_params, shared_linear_params
 from lab.catalog.moe_spec import MoESpec
 from lab.models import kv_shapes
 from lab.models.decode_step import bytes_per_weight, kv_bytes_per_token, linear_params, peak_flops
 from lab.models.memory import pages
-from lab.models.moe import experts_touched, step_weight_params
+from lab.models.moe import (
+    all_experts_weight_bytes,
+    bytes_per_element,
+    experts_touched,
+    step_weight_params,
+)
 from lab.units import (
     MIB,
     MS_PER_S,
@@ -145,6 +150,26 @@ def _step_and_memory(record: dict, model: ModelSpec, batch: int) -> list[Step]:
     return steps
 
 
+def _mla_kv_steps(model: MoESpec, kv_precision: str) -> list[Step]:
+    """MLA: the cached latent per token, replicated across the tp group, and what per-head
+    keys and values of the same heads would take instead (none for GQA)."""
+    if model.kv_lora_rank <= 0:
+        return []
+    b_kv = int(bytes_per_element(kv_precision))
+    latent = int(kv_shapes.kv_bytes_per_token(model, kv_precision))
+    heads = int(kv_shapes.head_kv_bytes_per_token(model, kv_precision))
+    return [
+        Step("KV per token (MLA latent)",
+             f"({model.kv_lora_rank} + {model.qk_rope_head_dim}) × {model.layers} layers × "
+             f"{b_kv} B, whole on every GPU (replicated across the tp group, not split)",
+             f"{latent:,} B"),
+        Step("Per-head K and V instead (comparison)",
+             f"{model.heads} heads × ({model.qk_nope_head_dim} + {model.qk_rope_head_dim} + "
+             f"{model.v_head_dim}) × {model.layers} layers × {b_kv} B",
+             f"{heads:,} B ({heads / latent:.1f}× the latent)"),
+    ]
+
+
 def _moe_decode_steps(record: dict, model: MoESpec, gpu: GPUSpec, peak_name: str, peak,
                       bottleneck: str) -> list[Step]:
     """Experiment 1's derivation for a mixture-of-experts or MLA model (docs/model.md §0,
@@ -157,6 +182,7 @@ def _moe_decode_steps(record: dict, model: MoESpec, gpu: GPUSpec, peak_name: str
     n_read = round(float(step_weight_params(model, batch)))
     n_act = int(active_linear_params(model))
     touched = float(experts_touched(model.experts, model.experts_per_token, batch))
+    n_all = int(shared_linear_params(model) + routed_linear_params(model, model.experts))
     mla = model.kv_lora_rank > 0
     kv_tok_gpu = int(kv_shapes.kv_bytes_per_token_per_gpu(model, 1, kv_precision))
     kv_split = " (MLA latent, replicated on every GPU)" if mla else f" / {tp}"
@@ -169,9 +195,14 @@ def _moe_decode_steps(record: dict, model: MoESpec, gpu: GPUSpec, peak_name: str
              f"{fmt_int(n_read)} params (shared + touched experts) × {nbytes} B, / {tp} "
              "(routers and MLA down-projections whole)",
              f"{fmt_gb(record['linear_weight_bytes'])} / GPU"),
+        Step("Weight reads once every expert is read",
+             f"{fmt_int(n_all)} params (shared + all {model.experts} experts) × {nbytes} B, "
+             f"/ {tp}", f"{fmt_gb(all_experts_weight_bytes(model, tp, precision))} / GPU "
+             "(the ceiling as the batch grows)"),
         Step("Linear FLOPs", f"2 × {fmt_int(n_act)} active params × {batch:,}, / {tp}",
              f"{fmt_gflop(record['linear_flops'])} / GPU"),
         *_linear_time_steps(record, gpu, peak_name, peak, bottleneck),
+        *_mla_kv_steps(model, kv_precision),
         Step("KV reads", f"{batch:,} × {context:,} × {kv_tok_gpu:,} B{kv_split}",
              f"{fmt_gb(record['kv_read_bytes'])} / GPU"),
         Step("Attention FLOPs",
@@ -195,6 +226,8 @@ def memory_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
         if model.kv_lora_rank > 0:
             split = " (MLA latent, replicated on every GPU)"
     n_pages = int(pages(context, page))
+    mla = (_mla_kv_steps(model, inputs.get("kv_precision", "bf16"))
+           if isinstance(model, MoESpec) else [])
     steps = [
         Step("Budget", f"{inputs['budget']:.2f} × {fmt_gb(gpu.capacity_bytes)}",
              fmt_gb(record["memory_budget_bytes"])),
@@ -207,6 +240,7 @@ def memory_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
              f"{fmt_gb(record['memory_params_bytes'])} − {fmt_gb(record['memory_reserve_bytes'])}",
              fmt_gb(record["free_for_kv_bytes"])),
         Step("Pages per sequence", f"ceil(({context:,} + 1) / {page})", f"{n_pages:,}"),
+        *mla,
         Step("KV per sequence", f"{n_pages:,} × {page} × {kv_tok:,} B{split}",
              fmt_gb(record["kv_bytes_per_sequence"])),
         Step("Page-rounding waste", f"({n_pages * page:,} − {context + 1:,}) × {kv_tok:,} B{split}",

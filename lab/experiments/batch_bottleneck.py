@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import xarray as xr
+
+from lab.catalog.moe_params import active_params
+from lab.catalog.moe_spec import moe_field
 from lab.derivations.decode_family import decode_steps
 from lab.experiments.base import Card, Prediction
 from lab.experiments.decode_inputs import DecodeExperiment, batch_axis, labelled, with_units
+from lab.models.moe import all_experts_weight_bytes, experts_touched
 from lab.points.decode_family import calc_decode
-from lab.units import fmt_gb, fmt_int, fmt_ms, fmt_rate
+from lab.units import fmt_gb, fmt_int, fmt_ms, fmt_params, fmt_rate
+
+EXPERTS_TOUCHED_ATTRS = {"long_name": "distinct experts read per MoE layer", "units": "experts"}
+"""Long name and unit of the ``experts_touched`` chart variable (mixture-of-experts models)."""
 
 
 class BatchBottleneck(DecodeExperiment):
@@ -28,7 +36,10 @@ class BatchBottleneck(DecodeExperiment):
         "communication, sampling, softmax overhead, activation traffic, KV writes and cache "
         "effects. FP8 is idealised native linear arithmetic. Memory counts all parameters at a "
         "uniform precision, BF16 KV (FP8 as an input) with page rounding, and a chosen reserve. Dense vendor "
-        "peaks, not achieved performance."
+        "peaks, not achieved performance. Mixture-of-experts models: uniform, independent "
+        "routing (E·(1 − (1 − k/E)^B) experts read per layer; skewed routers read fewer), "
+        "experts split by tensor parallelism (no expert parallelism, no all-to-all), every "
+        "expert resident; MLA's latent KV is replicated across the tp group."
     )
     sources = (
         "GPU peaks and model shapes: the catalog (inference-lab catalog), each with its source.",
@@ -55,6 +66,36 @@ class BatchBottleneck(DecodeExperiment):
             Card("Memory remaining" if r["fits"] else "Over budget", memory_value,
                  f"inside the {fmt_gb(r['memory_budget_bytes'])} budget" if r["fits"]
                  else f"beyond the {fmt_gb(r['memory_budget_bytes'])} budget"),
+            *(self.expert_cards() if self.is_moe() else []),
+        ]
+
+    def is_moe(self) -> bool:
+        """True when the current model routes tokens to experts (a mixture of experts)."""
+        return moe_field(self.model_spec(), "experts") > 0
+
+    def experts_touched(self, batch=None):
+        """Distinct routed experts one MoE layer reads at ``batch`` (default: the current
+        batch), uniform routing (count; :func:`lab.models.moe.experts_touched`)."""
+        model = self.model_spec()
+        return experts_touched(model.experts, model.experts_per_token,
+                               self.batch if batch is None else batch)
+
+    def all_experts_weight_bytes(self) -> float:
+        """Weight bytes per GPU of a step that reads every expert: where the weight reads of a
+        mixture-of-experts model level off as the batch grows (B)."""
+        return float(all_experts_weight_bytes(self.model_spec(), self.tp, self.precision))
+
+    def expert_cards(self) -> list[Card]:
+        """Total against active parameters, and the experts the current batch touches."""
+        model, r = self.model_spec(), self.result
+        return [
+            Card("Parameters", f"{fmt_params(model.total_params)} total",
+                 f"{fmt_params(active_params(model))} active per token: {model.experts_per_token}"
+                 f" of {model.experts} experts, input embedding included"),
+            Card("Experts read per MoE layer",
+                 f"{float(self.experts_touched()):.2f} of {model.experts}",
+                 f"batch {self.batch:,}, uniform routing: "
+                 f"{fmt_gb(r['linear_weight_bytes'])} of weights read / GPU"),
         ]
 
     def steps(self):
@@ -67,9 +108,8 @@ class BatchBottleneck(DecodeExperiment):
         return (
             f"Each person's next token comes a little later, not sooner. At batch {self.batch} "
             f"a step takes {fmt_ms(r['step_time_s'])}; at batch {doubled['inputs']['batch']} it "
-            f"takes {fmt_ms(doubled['step_time_s'])}. The weights ({fmt_gb(r['linear_weight_bytes'])}"
-            f" per GPU) are read once per step whatever the batch, so while the linear phase is "
-            f"HBM-bound a bigger batch rides along almost free: the aggregate ceiling rises from "
+            f"takes {fmt_ms(doubled['step_time_s'])}. {self._weights_sentence(doubled)}: "
+            f"the aggregate ceiling rises from "
             f"{fmt_rate(r['aggregate_tokens_per_s'])} to "
             f"{fmt_rate(doubled['aggregate_tokens_per_s'])}. But every sequence brings its own "
             f"KV cache to read, so the attention phase grows from "
@@ -77,10 +117,36 @@ class BatchBottleneck(DecodeExperiment):
             f"past batch {fmt_int(r['ridge_batch'])} the linear phase turns compute-bound too."
         )
 
+    def _weights_sentence(self, doubled: dict) -> str:
+        """How the weight reads change from this batch to ``doubled``'s and why a bigger batch
+        rides along (no final stop)."""
+        r = self.result
+        if not self.is_moe():
+            return (f"The weights ({fmt_gb(r['linear_weight_bytes'])} per GPU) are read once "
+                    "per step whatever the batch, so while the linear phase is HBM-bound a "
+                    "bigger batch rides along almost free")
+        model, batch = self.model_spec(), doubled["inputs"]["batch"]
+        return (f"The attention and shared weights are read once per step whatever the batch, "
+                f"the experts only when a token is routed to them: "
+                f"{float(self.experts_touched()):.2f} of {model.experts} per MoE layer at batch "
+                f"{self.batch}, {float(self.experts_touched(batch)):.2f} at batch {batch} "
+                "(uniform routing). So the weight reads grow from "
+                f"{fmt_gb(r['linear_weight_bytes'])} to {fmt_gb(doubled['linear_weight_bytes'])}"
+                f" per GPU and stop at {fmt_gb(self.all_experts_weight_bytes())} once every "
+                "expert is read; while the linear phase is HBM-bound a bigger batch costs only "
+                "the experts it adds")
+
     def chart_data(self):
-        """Step time, aggregate and fit against batch (powers of two plus the current batch)."""
+        """Step time, aggregate and fit against batch (powers of two plus the current batch);
+        for a mixture-of-experts model also the weight reads and the experts each MoE layer
+        reads (``experts_touched``)."""
         batch = labelled(batch_axis(self.batch), "batch", "batch", "sequences")
         out = self.sweep(batch=batch)
-        return with_units(out, ("step_time_s", "aggregate_tokens_per_s",
-                                "per_sequence_tokens_per_s", "fits",
-                                "memory_remaining_bytes"), batch)
+        names = ("step_time_s", "aggregate_tokens_per_s", "per_sequence_tokens_per_s", "fits",
+                 "memory_remaining_bytes")
+        if not self.is_moe():
+            return with_units(out, names, batch)
+        ds = with_units(out, (*names, "linear_weight_bytes"), batch)
+        touched = xr.DataArray(self.experts_touched(batch["batch"].values), dims="batch",
+                               attrs=EXPERTS_TOUCHED_ATTRS)
+        return ds.assign(experts_touched=touched)

@@ -15,7 +15,13 @@ registry imports nothing heavy and ``lab`` never imports the layers above it):
   ridge; ``"series"``: the experiment's own series);
 - ``uploads_trace``: whether the apps offer a trace upload;
 - ``command``: the module registering its hand-written ``calc`` subcommand, or None for the
-  flags generated from the param class (:mod:`cli.calc_generic`).
+  flags generated from the param class (:mod:`cli.calc_generic`);
+- ``page``: the builder of a page of its own (an ``apps`` object called with
+  ``experiment=<an instance of the param class>``, resolved by ``apps`` only), or None for the
+  generic experiment view;
+- ``dataset``: the loader of a dataset that is not a grid (called with no argument, returning
+  an ``xarray.Dataset``: ``open_dataset("<slug>")``), or None; an experiment with neither a
+  grid nor a loader has no dataset.
 
 Adding an experiment touches its model, its record (here), its param class and its tests.
 """
@@ -51,6 +57,15 @@ class ExperimentRecord:
     """Former slugs still accepted (``?view=batch`` of experiment 1)."""
     uploads_trace: bool = False
     """The apps offer a trace upload (the experiment has a ``trace`` input)."""
+    page: str | None = None
+    """``"module:builder"`` of a page of its own; None: the generic experiment view."""
+    dataset: str | None = None
+    """``"module:loader"`` of a dataset that is not a grid; None: the grid's, if any."""
+
+    @property
+    def has_dataset(self) -> bool:
+        """Whether ``open_dataset(slug)`` opens something: a grid or a loader's dataset."""
+        return self.grid is not None or self.dataset is not None
 
     def experiment_class(self) -> type:
         """The experiment's ``param`` class."""
@@ -99,6 +114,11 @@ EXPERIMENTS: list[ExperimentRecord] = [
                      "lab.derivations.serving:context_steps",
                      "lab.experiments.context_growth:ContextGrowth",
                      grid="sweeps.grids.serving:CONTEXT_GRID", command="cli.calc_serving"),
+    ExperimentRecord(9, "measured", "lab.measured.calc:calc_measured",
+                     "lab.measured.explain:point_steps",
+                     "lab.measured.experiment:FloorsAgainstMeasurements",
+                     command="cli.calc_measured", page="apps.ui.measured_page:MeasuredPage",
+                     dataset="lab.measured.calc:measured_table"),
 ]
 """Every experiment, in order (its position is its number)."""
 
@@ -126,5 +146,5 @@ def count_words() -> str:
 
 
 def dataset_names() -> tuple[str, ...]:
-    """The slugs of the experiments with a grid dataset, in order."""
+    """The slugs of the experiments with a grid dataset, in order (not the loaders' datasets)."""
     return tuple(r.slug for r in EXPERIMENTS if r.grid)

@@ -5,12 +5,15 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from lab.catalog.moe_spec import moe_field
 from lab.derivations.decode_family import memory_steps
 from lab.experiments.base import Card, Prediction
 from lab.experiments.decode_inputs import DecodeExperiment, context_axis, labelled, with_units
 from lab.limits import TP_DEGREES
+from lab.models.kv_shapes import head_kv_bytes_per_token, kv_bytes_per_token
+from lab.models.moe import bytes_per_element
 from lab.points.decode_family import calc_memory
-from lab.units import MIB, fmt_gb, fmt_number
+from lab.units import MIB, fmt_gb, fmt_int, fmt_number
 
 
 class SequencesFit(DecodeExperiment):
@@ -31,7 +34,9 @@ class SequencesFit(DecodeExperiment):
         "each sequence holding ceil((S + 1) / page) pages so the next token has a slot. "
         "Activations, fragmentation beyond the last page, CUDA graphs and allocator overhead "
         "are folded into the reserve you choose. The 90 % budget and 4 GB reserve are "
-        "illustrative inputs, not vLLM defaults."
+        "illustrative inputs, not vLLM defaults. A mixture-of-experts model holds every expert; "
+        "an MLA model (DeepSeek-V2/V3) caches its latent whole on every GPU of the tp group, "
+        "so its KV per sequence does not fall with tp."
     )
     sources = (
         "vLLM CacheConfig: block size 16, gpu_memory_utilization (vllm/config/cache.py).",
@@ -57,7 +62,25 @@ class SequencesFit(DecodeExperiment):
             Card("Page-rounding waste",
                  f"{fmt_number(r['page_waste_bytes_per_sequence'] / MIB)} MiB",
                  "padding in each sequence's last page"),
+            *([self.latent_card()] if self.is_mla() else []),
         ]
+
+    def is_mla(self) -> bool:
+        """True when the current model caches a multi-head latent (MLA) instead of K and V."""
+        return moe_field(self.model_spec(), "kv_lora_rank") > 0
+
+    def latent_card(self) -> Card:
+        """MLA: the latent KV per token, replicated across the tp group, beside what the same
+        heads would cache as per-head keys and values."""
+        model = self.model_spec()
+        latent = int(kv_bytes_per_token(model, self.kv_precision))
+        heads = int(head_kv_bytes_per_token(model, self.kv_precision))
+        return Card(
+            "KV per token (MLA latent)", f"{fmt_int(latent)} B",
+            f"({model.kv_lora_rank} + {model.qk_rope_head_dim}) × {model.layers} layers × "
+            f"{int(bytes_per_element(self.kv_precision))} B on every GPU: the latent is "
+            f"replicated across the tp group, not split by tp. Per-head K and V of the same "
+            f"{model.heads} heads: {fmt_int(heads)} B ({heads / latent:.1f}×)")
 
     def steps(self):
         model, gpu = self.config().resolved()

@@ -25,7 +25,7 @@ DEFAULT_POINT = {"kind": "decode", "shape": "32-8-128", "tp": 1, "batch": 16, "c
 """The point selected by default: Llama 3.1 8B's heads, batch 16 at 8k context, one GPU."""
 
 CONVERGED_BAND = (1.05, 1.15)
-"""Ratio band the large decode points settle in on the shipped data (docs/model.md, Experiment 9)."""
+"""Ratio band the large decode points settle in on the shipped data (docs/model.md §9)."""
 
 
 def measured_table(data: xr.Dataset | None = None, gpu: str | GPUSpec = SHIPPED_GPU) -> xr.Dataset:

@@ -1,7 +1,8 @@
 """Experiment 9: floors against measurements — how far real kernels sit above the lab's ideal.
 
-Not yet in :data:`lab.experiments.EXPERIMENT_CLASSES` (the eight numbered experiments): the app
-shows it as its own page until the experiment registry takes it in.
+Its record in :mod:`lab.experiments.registry` names, beside this class, a page of its own
+(:mod:`apps.ui.measured_page`) and a dataset that is not a grid (:func:`lab.measured.calc.
+measured_table`, ``open_dataset("measured")``) (docs/model.md §9).
 """
 
 from __future__ import annotations
@@ -40,8 +41,7 @@ class FloorsAgainstMeasurements(Experiment):
     number = 9
     slug = "measured"
     title = "Floors against measurements"
-    headline = ("Real kernels sit near the lab's floor once there is enough work — and far above "
-                "it when there is not.")
+    headline = "More work. Closer to the floor."
     prediction = Prediction(
         question="At batch 16 and 8k context (Llama 3.1 8B's heads, one H100), how far above "
                  "the floor is the real decode attention kernel?",

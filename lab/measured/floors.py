@@ -5,7 +5,7 @@ Nothing is re-derived here: decode attention is
 with :func:`lab.models.context_growth.dense_pairs` at
 :func:`lab.models.decode_step.attention_flops_per_token` FLOP each, and a GEMM reads its
 operands at :func:`lab.models.decode_step.bytes_per_weight` bytes and runs at
-:func:`lab.models.decode_step.peak_flops` (docs/model.md, Experiment 9). Every function
+:func:`lab.models.decode_step.peak_flops` (docs/model.md §9). Every function
 broadcasts over numpy arrays; results are SI (bytes, FLOP, seconds)::
 
     decode   bytes = B·S·(2·K·h·2)/tp          FLOP = 4·B·S·H·h/tp           peak(bf16)
@@ -61,7 +61,8 @@ class OneLayer:
 def decode_attention(heads: ArrayLike, kv_heads: ArrayLike, head_dim: ArrayLike, tp: ArrayLike,
                      batch: ArrayLike, context: ArrayLike, gpu: GPUSpec) -> dict:
     """Experiment 1's attention phase for one layer: ``batch·context`` cached tokens."""
-    phase = attention_phase(OneLayer(heads, kv_heads, head_dim), gpu, tp, batch * context)
+    phase = attention_phase(OneLayer(heads, kv_heads, head_dim), gpu, tp=tp,
+                            kv_tokens=batch * context)
     return {"bytes": phase["kv_read_bytes"], "flops": phase["attention_flops"],
             "memory_time_s": phase["attention_memory_time_s"],
             "compute_time_s": phase["attention_compute_time_s"]}

@@ -1,6 +1,6 @@
 """Measured kernel times as one table of points: the shipped H100 data or a user's CSV.
 
-Every point is one timed kernel of one of three kinds (docs/model.md, Experiment 9):
+Every point is one timed kernel of one of three kinds (docs/model.md §9):
 
 - ``decode``: one decode attention kernel (one layer) of ``batch`` sequences with ``context``
   cached tokens each, ``heads``/``kv_heads``/``head_dim`` in all, split over ``tp`` GPUs;

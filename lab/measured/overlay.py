@@ -2,7 +2,7 @@
 
 Where the shipped H100 SXM data holds the selected model's head shape (Q-K-h) at its tp, batch
 and context, the measured one-layer time × L is the measured attention phase of one step; the
-ideal one is experiment 1's ``attention_time_s`` (docs/model.md, Experiment 9).
+ideal one is experiment 1's ``attention_time_s`` (docs/model.md §9).
 """
 
 from __future__ import annotations

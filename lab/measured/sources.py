@@ -20,7 +20,7 @@ def measured_section() -> str:
         "not state the kernel library, clocks or driver: one data point per shape, evidence "
         "level **S** (a third party's measurement). The publisher's `mfu` column is not used; "
         "the lab recomputes every ratio from `latency_us` and the catalog figures above "
-        "([model.md](model.md), Experiment 9).", "",
+        "([model.md §9](model.md#9-floors-against-measurements-experiment-9)).", "",
         "| kind | points | shapes |",
         "|---|--:|---|",
     ]

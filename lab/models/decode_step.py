@@ -23,10 +23,12 @@ model keeps the expressions above, bit for bit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from lab.arrays import ArrayLike, apply_mask, where
-from lab.catalog.moe_spec import MoESpec
+from lab.catalog.moe_spec import by_kind, moe_rows
 from lab.catalog.params_count import linear_params_per_layer
 from lab.limits import TP_DEGREES  # noqa: F401  (re-exported: the degrees are a stated limit)
 from lab.models import kv_shapes, moe
@@ -86,19 +88,23 @@ def attention_flops_per_token(model) -> ArrayLike:
     return 4 * model.layers * model.heads * model.head_dim
 
 
-def linear_phase(model, gpu, tp: ArrayLike, precision: ArrayLike, batch: ArrayLike) -> dict:
-    """Weight reads, FLOPs and the phase floor of the linear layers for one decode step.
+def linear_phase(model, gpu, *, tp: ArrayLike, precision: ArrayLike, batch: ArrayLike) -> dict:
+    """Weight reads, FLOPs and the phase floor of the linear layers for one decode step of
+    ``batch`` sequences at tensor-parallel degree ``tp`` and weight precision ``precision``.
 
     Returns ``linear_weight_bytes`` (B), ``linear_flops`` (FLOP), ``hbm_time_s``,
     ``linear_compute_time_s``, ``linear_time_s`` (s) and ``linear_compute_bound`` (bool).
     """
-    if isinstance(model, MoESpec):
-        weight_bytes = 1.0 * moe.step_weight_bytes(model, tp, precision, batch)
-        flops = moe.linear_flops(model, tp, batch)
-    else:
+    def dense_terms() -> tuple:
         n_lin = linear_params(model)
-        weight_bytes = 1.0 * n_lin * bytes_per_weight(precision) / tp
-        flops = linear_flops_per_token(model) * batch / tp
+        return (1.0 * n_lin * bytes_per_weight(precision) / tp,
+                linear_flops_per_token(model) * batch / tp)
+
+    def moe_terms() -> tuple:
+        return (1.0 * moe.step_weight_bytes(model, tp, precision, batch),
+                moe.linear_flops(model, tp, batch))
+
+    weight_bytes, flops = by_kind(model, dense_terms, moe_terms)
     hbm_time = weight_bytes / gpu.hbm_bw
     compute_time = flops / peak_flops(gpu, precision)
     return {
@@ -122,28 +128,41 @@ def attention_terms(model, gpu, tp: ArrayLike, kv_precision: ArrayLike = "bf16")
     The KV cache is read at ``kv_precision``; the attention arithmetic stays BF16.
     """
     hbm_bw, peak = gpu.hbm_bw, gpu.peak_bf16
-    if isinstance(model, MoESpec):  # GQA or MLA (the latent replicated, not split by tp)
+
+    def moe_terms() -> Callable:  # GQA or MLA (the latent replicated, not split by tp)
         kv_per_token_gpu = kv_shapes.kv_bytes_per_token_per_gpu(model, tp, kv_precision)
         flops_per_pair = kv_shapes.attention_flops_per_pair(model)
 
-        def moe_terms(kv_tokens: ArrayLike) -> tuple:
+        def terms(kv_tokens: ArrayLike) -> tuple:
             kv_bytes = 1.0 * kv_tokens * kv_per_token_gpu
             flops = 1.0 * kv_tokens * flops_per_pair / tp
             return kv_bytes, flops, kv_bytes / hbm_bw, flops / peak
 
-        return moe_terms
-    kv_per_token = kv_bytes_per_token(model, kv_precision)
-    flops_per_token = attention_flops_per_token(model)
+        return terms
 
-    def terms(kv_tokens: ArrayLike) -> tuple:
-        kv_bytes = 1.0 * kv_tokens * kv_per_token / tp
-        flops = 1.0 * kv_tokens * flops_per_token / tp
-        return kv_bytes, flops, kv_bytes / hbm_bw, flops / peak
+    def dense_terms() -> Callable:
+        kv_per_token = kv_bytes_per_token(model, kv_precision)
+        flops_per_token = attention_flops_per_token(model)
 
-    return terms
+        def terms(kv_tokens: ArrayLike) -> tuple:
+            kv_bytes = 1.0 * kv_tokens * kv_per_token / tp
+            flops = 1.0 * kv_tokens * flops_per_token / tp
+            return kv_bytes, flops, kv_bytes / hbm_bw, flops / peak
+
+        return terms
+
+    rows = moe_rows(model)
+    if rows is True:
+        return moe_terms()
+    if rows is False or not np.any(rows):
+        return dense_terms()
+    # a table of dense and MoE models: each model's own terms
+    moe_of, dense_of = moe_terms(), dense_terms()
+    return lambda kv_tokens: by_kind(model, lambda: dense_of(kv_tokens),
+                                     lambda: moe_of(kv_tokens))
 
 
-def attention_phase(model, gpu, tp: ArrayLike, kv_tokens: ArrayLike,
+def attention_phase(model, gpu, *, tp: ArrayLike, kv_tokens: ArrayLike,
                     kv_precision: ArrayLike = "bf16") -> dict:
     """KV reads, attention FLOPs and the phase floor for ``kv_tokens`` cached tokens in all.
 
@@ -182,8 +201,9 @@ def decode_step(
     ``per_sequence_tokens_per_s`` and ``ridge_batch``.
     """
     model, gpu, tp, batch = inputs.model, inputs.gpu, inputs.tp, inputs.batch
-    out = linear_phase(model, gpu, tp, inputs.precision, batch)
-    out.update(attention_phase(model, gpu, tp, batch * inputs.context, inputs.kv_precision))
+    out = linear_phase(model, gpu, tp=tp, precision=inputs.precision, batch=batch)
+    out.update(attention_phase(model, gpu, tp=tp, kv_tokens=batch * inputs.context,
+                               kv_precision=inputs.kv_precision))
     out = apply_mask(out, mask)
     step = out["linear_time_s"] + out["attention_time_s"]
     if np.ndim(extra_time_s) or extra_time_s:  # adding a scalar 0 would only cost a pass

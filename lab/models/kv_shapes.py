@@ -10,6 +10,8 @@ Formulas (``b_kv`` = 2 bytes for a BF16 cache, 1 for FP8)::
 
     GQA:  kv_tok = L · 2·K·h · b_kv,          per GPU kv_tok / tp (KV heads split)
     MLA:  kv_tok = L · (d_c + d_r) · b_kv,    per GPU kv_tok      (the latent is replicated)
+    MLA's heads, uncompressed: L · H·(d_n + d_r + d_v) · b_kv  (the comparison, not a cache size
+          the lab uses: what per-head keys and values of the same shape would take)
     page  = page_tokens · kv_tok per GPU
     GQA:  FLOP per pair = 4 · L · H · h                 (q·k and p·v, 2 FLOP per MAC)
     MLA:  FLOP per pair = 2 · L · H · (2·d_c + d_r)     (absorbed form)
@@ -40,6 +42,24 @@ def kv_elements_per_token_layer(model) -> ArrayLike:
     gqa = 2 * model.kv_heads * model.head_dim
     mla = moe_field(model, "kv_lora_rank") + moe_field(model, "qk_rope_head_dim")
     return where(moe_field(model, "kv_lora_rank") > 0, mla, gqa)
+
+
+def head_kv_elements_per_token_layer(model) -> ArrayLike:
+    """Elements per token per layer the attention heads would cache as per-head keys and
+    values, without a latent (count): ``2·K·h`` for GQA (what it caches), ``H·(d_n + d_r) +
+    H·d_v`` for MLA (every head's key, RoPE part included, and value, as an implementation that
+    does not keep the latent caches them): what MLA's ``d_c + d_r`` is compared with."""
+    gqa = 2 * model.kv_heads * model.head_dim
+    mha = model.heads * (moe_field(model, "qk_nope_head_dim") + moe_field(model, "qk_rope_head_dim")
+                         + moe_field(model, "v_head_dim"))
+    return where(moe_field(model, "kv_lora_rank") > 0, mha, gqa)
+
+
+def head_kv_bytes_per_token(model, kv_precision: ArrayLike = "bf16") -> ArrayLike:
+    """KV-cache bytes per token over all layers, whole model, had the heads cached their keys
+    and values (:func:`head_kv_elements_per_token_layer`) (B)."""
+    return (model.layers * head_kv_elements_per_token_layer(model)
+            * bytes_per_element(kv_precision))
 
 
 def kv_bytes_per_token(model, kv_precision: ArrayLike = "bf16") -> ArrayLike:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.arrays import ArrayLike, apply_mask, ceil_div, where
-from lab.catalog.moe_spec import MoESpec
+from lab.catalog.moe_spec import by_kind
 from lab.models import kv_shapes, moe
 from lab.models.decode_step import bytes_per_weight, kv_bytes_per_token
 from lab.models.inputs import (  # noqa: F401  (the defaults, re-exported where they are used)
@@ -40,25 +40,26 @@ def pages(context: ArrayLike, page: ArrayLike) -> ArrayLike:
 def params_bytes(model, tp: ArrayLike, precision: ArrayLike) -> ArrayLike:
     """Resident parameter bytes per GPU, every parameter (every expert) at the uniform
     precision (B)."""
-    if isinstance(model, MoESpec):
-        return 1.0 * moe.resident_weight_bytes(model, tp, precision)
-    return 1.0 * model.total_params * bytes_per_weight(precision) / tp
+    return by_kind(model,
+                   lambda: 1.0 * model.total_params * bytes_per_weight(precision) / tp,
+                   lambda: 1.0 * moe.resident_weight_bytes(model, tp, precision))
 
 
 def kv_bytes_per_sequence(model, tp: ArrayLike, context: ArrayLike, page: ArrayLike,
                           kv_precision: ArrayLike = "bf16") -> ArrayLike:
     """Paged KV cache bytes per GPU for one sequence at ``context`` tokens, the cache at
     ``kv_precision`` (B)."""
-    if isinstance(model, MoESpec):
-        return 1.0 * pages(context, page) * page * kv_token_bytes_per_gpu(model, tp, kv_precision)
-    return 1.0 * pages(context, page) * page * kv_bytes_per_token(model, kv_precision) / tp
+    return by_kind(
+        model,
+        lambda: 1.0 * pages(context, page) * page * kv_bytes_per_token(model, kv_precision) / tp,
+        lambda: 1.0 * pages(context, page) * page * kv_token_bytes_per_gpu(model, tp,
+                                                                           kv_precision))
 
 
 def kv_token_bytes_per_gpu(model, tp: ArrayLike, kv_precision: ArrayLike = "bf16") -> ArrayLike:
     """KV bytes per cached token one GPU holds (B): ``kv_tok / tp``, MLA's latent whole."""
-    if isinstance(model, MoESpec):
-        return kv_shapes.kv_bytes_per_token_per_gpu(model, tp, kv_precision)
-    return kv_bytes_per_token(model, kv_precision) / tp
+    return by_kind(model, lambda: kv_bytes_per_token(model, kv_precision) / tp,
+                   lambda: kv_shapes.kv_bytes_per_token_per_gpu(model, tp, kv_precision))
 
 
 def memory_budget(gpu, fraction: ArrayLike) -> ArrayLike:
@@ -71,7 +72,7 @@ def free_memory(budget: ArrayLike, weights: ArrayLike, reserve_bytes: ArrayLike)
     return budget - weights - reserve_bytes
 
 
-def kv_free_bytes(model, gpu, tp: ArrayLike, precision: ArrayLike,
+def kv_free_bytes(model, gpu, *, tp: ArrayLike, precision: ArrayLike,
                   budget_fraction: ArrayLike = DEFAULT_BUDGET_FRACTION,
                   reserve_bytes: ArrayLike = DEFAULT_RESERVE_BYTES) -> ArrayLike:
     """Bytes left for the KV cache on one GPU for a model and GPU (B): experiment 2's free."""
@@ -105,9 +106,8 @@ def memory_fit(inputs: DecodeInputs, mask: ArrayLike | None = None) -> dict:
 
 def _waste_bytes(model, tp: ArrayLike, tokens: ArrayLike, kv_precision: ArrayLike) -> ArrayLike:
     """Bytes of ``tokens`` padding slots of the last page, one GPU (B)."""
-    if isinstance(model, MoESpec):
-        return 1.0 * tokens * kv_token_bytes_per_gpu(model, tp, kv_precision)
-    return 1.0 * tokens * kv_bytes_per_token(model, kv_precision) / tp
+    return by_kind(model, lambda: 1.0 * tokens * kv_bytes_per_token(model, kv_precision) / tp,
+                   lambda: 1.0 * tokens * kv_token_bytes_per_gpu(model, tp, kv_precision))
 
 
 def sequence_capacity(inputs: DecodeInputs, mask: ArrayLike | None = None) -> dict:
@@ -124,8 +124,9 @@ def sequence_capacity(inputs: DecodeInputs, mask: ArrayLike | None = None) -> di
     out = apply_mask({
         "kv_bytes_per_sequence": kv_bytes_per_sequence(model, tp, context, page,
                                                        inputs.kv_precision),
-        "free_for_kv_bytes": kv_free_bytes(model, inputs.gpu, tp, inputs.precision,
-                                           inputs.budget_fraction, inputs.reserve_bytes),
+        "free_for_kv_bytes": kv_free_bytes(model, inputs.gpu, tp=tp, precision=inputs.precision,
+                                           budget_fraction=inputs.budget_fraction,
+                                           reserve_bytes=inputs.reserve_bytes),
         "page_waste_bytes_per_sequence":
             _waste_bytes(model, tp, held_tokens - (context + 1), inputs.kv_precision),
     }, mask)

@@ -39,6 +39,13 @@ from lab.catalog.moe_params import (
 )
 from lab.catalog.moe_spec import moe_field
 
+ROUTING_ASSUMPTION = (
+    "Uniform routing assumed: each token picks its k of the E experts uniformly at random, "
+    "independently of the other tokens, so a MoE layer reads E·(1 − (1 − k/E)^B) distinct "
+    "experts for a batch of B. Real routers favour hot experts and read fewer."
+)
+"""The routing assumption behind :func:`experts_touched`, as the pages state it."""
+
 
 def bytes_per_element(precision: ArrayLike) -> ArrayLike:
     """Bytes per weight or cached KV element: 2 for ``"bf16"``, 1 for ``"fp8"`` (B)."""
@@ -61,6 +68,14 @@ def step_weight_params(model, batch: ArrayLike) -> ArrayLike:
     experts = np.maximum(moe_field(model, "experts"), 1)  # a dense model: 0 of 1 touched
     touched = experts_touched(experts, moe_field(model, "experts_per_token"), batch)
     return shared_linear_params(model) + routed_linear_params(model, touched)
+
+
+def all_experts_weight_bytes(model, tp: ArrayLike, precision: ArrayLike) -> ArrayLike:
+    """Weight bytes one GPU reads in a decode step that touches every routed expert (B): the
+    ceiling :func:`step_weight_bytes` rises to as the batch grows, ``N_shared + M·E·3·d·F_e``
+    linear weights (the embeddings and norms left out, as in every weight read)."""
+    params = shared_linear_params(model) + routed_linear_params(model, moe_field(model, "experts"))
+    return _per_gpu(model, params, tp) * bytes_per_element(precision)
 
 
 def _per_gpu(model, params: ArrayLike, tp: ArrayLike) -> ArrayLike:

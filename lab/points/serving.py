@@ -206,8 +206,9 @@ def check_goodput_inputs(trace, model, gpu, decode: DecodeConfig, c0_ms: float, 
         raise LabInputError(f"Request {trace.request_id(longest)} reaches {final:,} tokens, beyond "
                             f"{model.name}'s maximum context of {model.max_context:,}.")
     inputs = simulation_inputs(decode, model, gpu)
-    if memory_check and kv_free_bytes(model, gpu, decode.tp, decode.precision,
-                                      inputs.budget_fraction, inputs.reserve_bytes) <= 0:
+    if memory_check and kv_free_bytes(model, gpu, tp=decode.tp, precision=decode.precision,
+                                      budget_fraction=inputs.budget_fraction,
+                                      reserve_bytes=inputs.reserve_bytes) <= 0:
         raise LabInputError(f"The weights of {model.name} alone do not fit the memory budget "
                             f"at tp {decode.tp}, so the memory check admits nothing.")
 

@@ -12,7 +12,7 @@ from enum import IntEnum
 import numpy as np
 
 from lab.arrays import ArrayLike, where
-from lab.catalog.moe_spec import MoESpec
+from lab.catalog.moe_spec import moe_field
 from lab.errors import LabInputError, shown, shown_number
 from lab.limits import TP_DEGREES
 from lab.models.decode_step import PRECISIONS
@@ -44,9 +44,10 @@ def _kv_heads_split(model, tp: ArrayLike):
     """Where tp fails to divide the KV heads; never for MLA, whose latent is replicated (tp
     need only divide the query heads)."""
     uneven = model.kv_heads % tp != 0
-    if isinstance(model, MoESpec) and model.kv_lora_rank > 0:
-        return uneven & False
-    return uneven
+    mla = moe_field(model, "kv_lora_rank") > 0
+    if isinstance(mla, bool | np.bool_):  # one record
+        return uneven & False if mla else uneven
+    return uneven if not np.any(mla) else uneven & np.logical_not(mla)
 
 
 def decode_reason(model, gpu, tp: ArrayLike, precision: ArrayLike, context: ArrayLike):

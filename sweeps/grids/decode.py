@@ -1,4 +1,5 @@
-"""The decode family's grid (experiments 1–4): ``model × gpu × tp × precision × batch × context``.
+"""The decode family's grid (experiments 1–4):
+``model × gpu × tp × precision × kv_precision × batch × context``.
 
 Each chunk calls :func:`lab.models.decode_metrics.decode_metrics` — the function behind ``calc
 decode --json`` — with the catalog tables and axes shaped to broadcast, so every cell equals the
@@ -33,6 +34,7 @@ from sweeps.build import axis_view
 from sweeps.common_rules import (
     budget_rule,
     gpu_rule,
+    kv_precision_rule,
     model_rule,
     page_rule,
     precision_rule,
@@ -41,7 +43,7 @@ from sweeps.common_rules import (
 )
 from sweeps.grid_schema import Rule, Schema
 
-DIMS = ("model", "gpu", "tp", "precision", "batch", "context")
+DIMS = ("model", "gpu", "tp", "precision", "kv_precision", "batch", "context")
 """Dimensions of the decode grid, in order."""
 
 VARIABLE_UNITS = {
@@ -72,6 +74,7 @@ SCHEMA = Schema(
         gpu_rule("all"),
         tp_rule(list(TP_DEGREES)),
         precision_rule(list(PRECISIONS)),
+        kv_precision_rule(["bf16"]),  # the default preset takes both (sweeps.grid_files)
         Rule("batch", "int", "batch", "sequences", 1, MAX_BATCH, default={"pow2": [1, 1024]}),
         Rule("context", "int", "context", "tokens", 1, MAX_CONTEXT,
              default={"pow2": [128, 131072]}),
@@ -87,7 +90,7 @@ SCHEMA = Schema(
     ),
     variables=_variables,
     description="Experiments 1–4: the ideal decode step, memory fit, tensor parallelism and "
-    "precision, cell by cell (invalid cells NaN, `valid` False, `reason` code).",
+    "precision (linear layers and KV cache), cell by cell (invalid cells NaN, `valid` False, `reason` code).",
 )
 
 
@@ -108,7 +111,8 @@ def decode_block(coords: Mapping[str, np.ndarray], constants: Mapping) -> dict:
     Parameters
     ----------
     coords : mapping
-        1-D values of ``model``, ``gpu`` (ids), ``tp``, ``precision``, ``batch``, ``context``.
+        1-D values of ``model``, ``gpu`` (ids), ``tp``, ``precision``, ``kv_precision``,
+        ``batch``, ``context``.
     constants : mapping
         ``budget``, ``reserve_gb`` (GB), ``page`` (tokens), ``allreduce``,
         ``allreduce_latency_us`` (µs) — converted exactly as
@@ -119,10 +123,12 @@ def decode_block(coords: Mapping[str, np.ndarray], constants: Mapping) -> dict:
     gpu = _table_view("gpu", tuple(str(g) for g in coords["gpu"]), 1, ndim)
     tp = axis_view(np.asarray(coords["tp"], dtype=np.int64), 2, ndim)
     precision = axis_view(np.asarray(coords["precision"], dtype=str), 3, ndim)
-    batch = axis_view(np.asarray(coords["batch"], dtype=np.int64), 4, ndim)
-    context = axis_view(np.asarray(coords["context"], dtype=np.int64), 5, ndim)
+    kv_precision = axis_view(np.asarray(coords["kv_precision"], dtype=str), 4, ndim)
+    batch = axis_view(np.asarray(coords["batch"], dtype=np.int64), 5, ndim)
+    context = axis_view(np.asarray(coords["context"], dtype=np.int64), 6, ndim)
     memory = memory_options(constants["budget"], constants["reserve_gb"], constants["page"])
-    inputs = DecodeInputs(model, gpu, tp, precision, batch, context, **memory)
+    inputs = DecodeInputs(model, gpu, tp, precision, batch, context, **memory,
+                          kv_precision=kv_precision)
     return decode_metrics(inputs, **allreduce_options(constants["allreduce"],
                                                       constants["allreduce_latency_us"]))
 

@@ -49,6 +49,7 @@ from sweeps.build import axis_view
 from sweeps.common_rules import (
     budget_rule,
     gpu_rule,
+    kv_precision_rule,
     model_rule,
     page_rule,
     precision_rule,
@@ -198,7 +199,7 @@ def _goodput_config(constants: Mapping) -> DecodeConfig:
     return DecodeConfig(model=constants["model"], gpu=constants["gpu"], tp=constants["tp"],
                         precision=constants["precision"], context=1,
                         budget=constants["budget"], reserve_gb=constants["reserve_gb"],
-                        page=constants["page"])
+                        page=constants["page"], kv_precision=constants["kv_precision"])
 
 
 def goodput_block(coords: Mapping[str, np.ndarray], constants: Mapping) -> dict:
@@ -251,6 +252,7 @@ GOODPUT_SCHEMA = Schema(
         gpu_rule(DEFAULT.gpu),
         tp_rule(DEFAULT.tp),
         precision_rule(DEFAULT.precision),
+        kv_precision_rule(DEFAULT.kv_precision),
         _ms_rule("c0_ms", "prefill cost per step c0", GOODPUT_DEFAULTS["c0_ms"]),
         _ms_rule("c1_ms", "prefill cost per token c1", GOODPUT_DEFAULTS["c1_ms"]),
         Rule("memory_check", "bool", "admission checks KV memory", "1", default=False),

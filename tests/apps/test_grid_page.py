@@ -92,7 +92,7 @@ def test_the_heatmap_shows_the_selection(document, small_store):
     view = page(document, small_store)
     plot = view._heatmap("step_time_s", "llama-3.1-8b", "h100-sxm", 1, "bf16")
     expected = open_grid(small_store)["step_time_s"].sel(
-        model="llama-3.1-8b", gpu="h100-sxm", tp=1, precision="bf16")
+        model="llama-3.1-8b", gpu="h100-sxm", tp=1, precision="bf16", kv_precision="bf16")
     assert len(plot) == expected.size and np.isfinite(expected.values).any()
 
 
@@ -119,7 +119,8 @@ def test_switching_variable_redraws_the_whole_heatmap(document, small_store):
     assert mapper.low == -mapper.high  # diverging, centred on 0
     assert "Memory remaining" in fig.title.text
     expected = open_grid(small_store)["step_time_s"].sel(
-        model=view.model, gpu=view.gpu, tp=view.tp, precision=view.precision)
+        model=view.model, gpu=view.gpu, tp=view.tp, precision=view.precision,
+        kv_precision=view.kv_precision)
     heat = next(r for r in fig.renderers if type(r.glyph).__name__ == "Rect")
     assert len(heat.data_source.data["batch"]) == expected.size  # every cell, not one
 
@@ -143,3 +144,38 @@ def test_cells_over_budget_are_crossed(document, small_store):
     crosses = [r for r in fig.renderers if type(r.glyph).__name__ == "Scatter"]
     assert len(crosses) == 1 and len(crosses[0].data_source.data["batch"]) == over
     assert any("does not fit" in str(item.label) for item in fig.legend[0].items)
+
+
+@pytest.fixture(scope="module")
+def two_kv_store(tmp_path_factory):
+    """The small decode grid with both KV-cache precisions (the default preset's axis)."""
+    from tests.sweeps.conftest import SMALL_DECODE
+
+    return write_small(tmp_path_factory.mktemp("grid-page-kv") / "small.zarr",
+                       {**SMALL_DECODE, "kv_precision": ["bf16", "fp8"]})
+
+
+def test_kv_precision_is_a_selector_and_selects_its_slice(document, two_kv_store):
+    view = page(document, two_kv_store, "?view=grid&kv_precision=fp8")
+    assert view.param.kv_precision.objects == ["bf16", "fp8"] and view.kv_precision == "fp8"
+    assert message(view) == ""
+    ds = open_grid(two_kv_store)
+    at = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": 1, "precision": "bf16"}
+    assert view.current()["kv_read_bytes"].equals(
+        ds.sel({**at, "kv_precision": "fp8"})["kv_read_bytes"])
+    view.kv_precision = "bf16"
+    assert view.current()["kv_read_bytes"].equals(
+        ds.sel({**at, "kv_precision": "bf16"})["kv_read_bytes"])
+    bad = page(document, two_kv_store, "?view=grid&kv_precision=int4")
+    assert "kv_precision=int4 is not one of bf16, fp8" in message(bad)
+    assert bad.kv_precision == "bf16"
+
+
+def test_a_grid_without_the_kv_axis_shows_no_kv_selector(document, small_store):
+    """A decode grid written before the KV-precision axis still opens: no KV selector."""
+    older = open_grid(small_store).sel(kv_precision="bf16", drop=True)
+    pn.state._locations[document] = Location(search="")
+    view = GridExplorer(dataset=older)
+    view.__panel__().get_root(document)
+    assert view._selectors == ["model", "gpu", "tp", "precision"]
+    assert view.current().sizes == {"batch": 3, "context": 3}

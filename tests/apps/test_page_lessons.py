@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import panel as pn
 
@@ -250,3 +252,21 @@ def test_step_buttons_use_the_theme_text_colour():
     for name in ("a_ms", "c_ms", "tokens"):
         assert view.inputs._widgets[name].sx["& .MuiIconButton-root, & button"]["color"] == (
             "text.primary")
+
+
+def test_experiments_6_and_8_refuse_a_catalog_moe_model_in_one_sentence(document):
+    """The MoE catalog ids are in every model dropdown; experiments 6 and 8 (dense formulas)
+    refuse them in one sentence on the page: no cards, no chart, the page still renders."""
+    cases = ((PrefixOwnership(), {"model": "mixtral-8x7b"}, "Experiment 6"),
+             (ContextGrowth(), {"from_model": True, "model": "deepseek-v3"}, "Experiment 8"))
+    for exp, changes, named in cases:
+        view = ExperimentView(experiment=exp, sync_url=False)
+        assert "Mixtral 8x7B v0.1" in view.inputs._widgets["model"].options
+        view.__panel__().get_root(document)
+        exp.param.update(**changes)
+        assert exp.result is None and exp.error.startswith(named)
+        assert "mixture-of-experts" in exp.error and exp.error.count(". ") == 0
+        assert html.escape(exp.error) in view.cards._html(exp.result)
+        assert view.chart._why.visible and not view.chart._download.visible
+        exp.param.update(model="llama-3.1-8b")
+        assert exp.error is None and exp.result

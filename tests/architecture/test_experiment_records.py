@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from apps.ui.pages import experiment_class, experiment_pages
+import pytest
+
+from apps.ui.pages import all_pages, experiment_class, experiment_pages, page_builder
 from cli.main import build_parser
+from lab.errors import LabInputError
 from lab.experiments import all_experiments
-from lab.experiments.registry import dataset_names, experiments, record
+from lab.experiments.registry import dataset_names, experiments, record, resolve
+from sweeps.datasets import dataset_loader, open_dataset
 from sweeps.grid_kinds import GRIDS
 from sweeps.paths import DATASET_NAMES
 
@@ -33,8 +37,7 @@ def test_each_class_carries_its_records_number_and_slug():
 
 def test_the_cli_the_datasets_and_the_pages_are_the_records():
     slugs = [r.slug for r in experiments()]
-    # experiment 9 (measurements, not a grid) is registered beside the records, after them
-    assert _calc_commands() == [*slugs, "measured"]
+    assert _calc_commands() == slugs
     assert [p.slug for p in experiment_pages()] == slugs
     assert list(GRIDS) == list(DATASET_NAMES) == list(dataset_names())
     assert set(dataset_names()) <= set(slugs)
@@ -44,3 +47,34 @@ def test_experiment_1_has_one_name_and_its_old_url_still_opens_it():
     assert record("decode") is record("batch") is experiments()[0]
     assert experiment_class("batch") is experiment_class("decode") is all_experiments()[0]
     assert "decode" in DATASET_NAMES and "decode" in _calc_commands()
+
+
+@pytest.mark.parametrize("rec", experiments(), ids=lambda r: r.slug)
+def test_every_slug_has_a_command_a_page_and_a_dataset_opener_or_none(rec):
+    """The one name opens everything: ``calc <slug>``, ``?view=<slug>`` (its own page builder
+    or the generic view) and ``open_dataset("<slug>")`` (a grid, a loader, or explicitly none)."""
+    assert rec.slug in _calc_commands()
+    assert rec.slug in [p.slug for p in all_pages()]
+    build = page_builder(rec.slug)
+    assert callable(build)
+    if rec.page is not None:
+        assert build is resolve(rec.page)
+    if rec.grid is not None:
+        assert rec.slug in GRIDS and rec.dataset is None
+        assert dataset_loader(rec.slug) is None
+    elif rec.dataset is not None:
+        assert dataset_loader(rec.slug) is resolve(rec.dataset)
+        assert rec.slug not in DATASET_NAMES
+    else:
+        assert not rec.has_dataset and dataset_loader(rec.slug) is None
+        with pytest.raises(LabInputError, match=f"There is no dataset '{rec.slug}'"):
+            open_dataset(rec.slug)
+
+
+def test_a_non_grid_dataset_opens_through_its_records_loader():
+    """Experiment 9's record names a loader, not a grid: ``open_dataset`` calls it."""
+    rec = record("measured")
+    assert rec.grid is None and rec.dataset and rec.page
+    ds = open_dataset("measured")
+    assert ds.identical(resolve(rec.dataset)())
+    assert {"latency_s", "floor_s", "ratio"} <= set(ds.data_vars)

@@ -1,7 +1,8 @@
 """Adding an experiment is four files: its model, its record, its class and its tests.
 
-This test writes the first three for a ninth experiment ("weights": the bytes of a model's
-weights at a precision) into a scratch package, adds the record to the registry, and shows
+This test writes the first three for one more experiment ("weights": the bytes of a model's
+weights at a precision; number ``NEXT``, after the registered ones) into a scratch package,
+adds the record to the registry, and shows
 that the command line, the sweeps and the apps pick it up from the record alone: no other
 module of the lab is edited.
 """
@@ -17,6 +18,9 @@ from textwrap import dedent
 import pytest
 
 from lab.experiments import registry
+
+NEXT = registry.count() + 1
+"""The scratch experiment's number: the one after the lab's own."""
 
 MODEL = '''
 """Weight bytes: N parameters at b bytes each."""
@@ -39,7 +43,7 @@ def weight_steps(record: dict):
 '''
 
 CLASS = '''
-"""Experiment 9: how many bytes are the weights."""
+"""Experiment NEXT: how many bytes are the weights."""
 
 import numpy as np
 import param
@@ -50,7 +54,7 @@ from scratch_lab.weights_model import UNITS, calc_weights, weight_steps
 
 
 class WeightBytes(Experiment):
-    number = 9
+    number = NEXT
     slug = "weights"
     title = "Weight bytes"
     headline = "Half the bytes per weight, half the weights to read."
@@ -84,20 +88,20 @@ class WeightBytes(Experiment):
 RECORD_FILE = '''
 from lab.experiments.registry import ExperimentRecord
 
-RECORD = ExperimentRecord(9, "weights", "scratch_lab.weights_model:calc_weights",
+RECORD = ExperimentRecord(NEXT, "weights", "scratch_lab.weights_model:calc_weights",
                           "scratch_lab.weights_model:weight_steps",
                           "scratch_lab.weight_bytes:WeightBytes")
 '''
 
 
 @pytest.fixture
-def ninth(tmp_path, monkeypatch):
+def scratch(tmp_path, monkeypatch):
     """The scratch package's record added to the registry (removed afterwards)."""
     package = tmp_path / "scratch_lab"
     package.mkdir()
     (package / "__init__.py").write_text("")
     for name, text in {"weights_model": MODEL, "weight_bytes": CLASS, "record": RECORD_FILE}.items():
-        (package / f"{name}.py").write_text(dedent(text))
+        (package / f"{name}.py").write_text(dedent(text).replace("NEXT", str(NEXT)))
     monkeypatch.syspath_prepend(str(tmp_path))
     from scratch_lab.record import RECORD
 
@@ -116,7 +120,7 @@ def _cli(*argv: str) -> tuple[int, str]:
     return code, out.getvalue()
 
 
-def test_the_command_line_runs_it_from_its_record(ninth, capsys):
+def test_the_command_line_runs_it_from_its_record(scratch, capsys):
     code, out = _cli("calc", "weights", "--params-b", "70", "--bytes-per-param", "1", "--json")
     assert code == 0
     assert json.loads(out)["weight_bytes"] == 70e9
@@ -125,10 +129,10 @@ def test_the_command_line_runs_it_from_its_record(ninth, capsys):
     assert _cli("calc", "weights", "--bytes-per-param", "9")[0] == 2
     assert "bytes_per_param" in capsys.readouterr().err
     code, out = _cli("--help")
-    assert "nine experiments" in out
+    assert f"{registry.count_words()} experiments" in out  # one more than the lab's own
 
 
-def test_the_apps_show_it_from_its_record(ninth):
+def test_the_apps_show_it_from_its_record(scratch):
     from apps.ui.app import build_page
     from apps.ui.landing import landing_page
     from apps.ui.pages import all_pages, experiment_class
@@ -137,12 +141,14 @@ def test_the_apps_show_it_from_its_record(ninth):
     assert experiment_class("weights").title == "Weight bytes"
     assert all_experiments()[-1].slug == "weights"
     assert "weights" in [page.slug for page in all_pages()]
-    assert "Nine interactive experiments" in landing_page()[0].object
+    assert registry.count() == NEXT
+    assert f"{registry.count_words().capitalize()} interactive experiments" in \
+        landing_page()[0].object
     page = build_page("weights")
-    assert page.title == "Inference Lab · 9. Weight bytes"
+    assert page.title == f"Inference Lab · {NEXT}. Weight bytes"
 
 
-def test_the_sweeps_know_it_has_no_grid(ninth):
+def test_the_sweeps_know_it_has_no_grid(scratch):
     from lab.errors import LabInputError
     from sweeps.grid_kinds import grid_kind
 

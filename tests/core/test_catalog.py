@@ -7,6 +7,7 @@ import json
 import pytest
 
 from lab.catalog import get_gpu, get_model, gpu_catalog, load_gpu_file, model_catalog
+from lab.catalog.moe_spec import MoESpec
 from lab.errors import CatalogError
 
 GPU_IDS = ["a100-sxm-80gb", "h100-sxm", "h100-pcie", "h100-nvl", "h200", "b200", "gb200",
@@ -14,6 +15,7 @@ GPU_IDS = ["a100-sxm-80gb", "h100-sxm", "h100-pcie", "h100-nvl", "h200", "b200",
 MODEL_IDS = ["llama-3.2-1b", "llama-3.2-3b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
              "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b", "qwen2.5-72b", "qwen3-8b", "qwen3-32b",
              "mistral-7b-v0.3", "mistral-large-2"]
+MOE_IDS = ["mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v2-lite", "deepseek-v3"]
 
 # Total parameters (D), as listed in docs/sources.md.
 REFERENCE_TOTALS = {
@@ -23,23 +25,35 @@ REFERENCE_TOTALS = {
     "qwen2.5-14b": 14_770_033_664, "qwen2.5-32b": 32_763_876_352,
     "qwen2.5-72b": 72_706_203_648, "qwen3-8b": 8_190_735_360, "qwen3-32b": 32_762_123_264,
     "mistral-7b-v0.3": 7_248_023_552, "mistral-large-2": 122_610_069_504,
+    # mixture of experts: the model cards' 46.7 B, 30.5 B, 15.7 B and 671 B
+    "mixtral-8x7b": 46_702_792_704, "qwen3-30b-a3b": 30_532_122_624,
+    "deepseek-v2-lite": 15_706_484_224, "deepseek-v3": 671_026_419_200,
 }
 
 
 def test_ids_exactly():
     assert list(gpu_catalog()) == GPU_IDS
-    assert list(model_catalog()) == MODEL_IDS
+    assert list(model_catalog()) == MODEL_IDS + MOE_IDS
 
 
 def test_every_entry_has_source_and_date():
     for spec in [*gpu_catalog().values(), *model_catalog().values()]:
         assert spec.source, spec.id
-        assert spec.checked == "2026-10-16", spec.id
+        assert spec.checked == ("2026-12-03" if spec.id in MOE_IDS else "2026-10-16"), spec.id
+    for model_id in MODEL_IDS:
+        assert model_catalog()[model_id].checked == "2026-10-16", model_id
 
 
-@pytest.mark.parametrize("model_id", MODEL_IDS)
+@pytest.mark.parametrize("model_id", MODEL_IDS + MOE_IDS)
 def test_total_params_computed_from_shape_match_reference(model_id):
     assert get_model(model_id).total_params == REFERENCE_TOTALS[model_id]
+
+
+@pytest.mark.parametrize("model_id", MOE_IDS)
+def test_moe_entries_are_moe_records(model_id):
+    assert isinstance(get_model(model_id), MoESpec)
+    assert get_model(model_id) is model_catalog()[model_id]
+    assert not any(isinstance(get_model(m), MoESpec) for m in MODEL_IDS)
 
 
 def test_gpu_figures_in_si():

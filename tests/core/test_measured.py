@@ -1,4 +1,4 @@
-"""Experiment 9 (docs/model.md, Experiment 9): measured kernel times against the lab's floors.
+"""Experiment 9 (docs/model.md §9): measured kernel times against the lab's floors.
 
 The expected floors and ratios below are worked by hand from the shipped CSV rows and the
 H100 SXM catalog figures (3.35 TB/s, 989.4 TFLOPS dense BF16), not by the code under test.

@@ -30,7 +30,9 @@ from lab.catalog.moe_spec import MoESpec
 from lab.errors import LabInputError
 from lab.models.decode_step import decode_step
 from lab.models.inputs import DecodeInputs
+from lab.models.kv_shapes import head_kv_bytes_per_token, head_kv_elements_per_token_layer
 from lab.models.memory import memory_fit, sequence_capacity
+from lab.models.moe import all_experts_weight_bytes
 from lab.points.decode_family import DecodeConfig, calc_decode
 from lab.points.validity import Reason, decode_reason
 
@@ -114,3 +116,23 @@ def test_dense_only_experiments_refuse_moe():
 
     with pytest.raises(LabInputError, match="mixture-of-experts"):
         calc_prefix(model=str(CONFIGS / "deepseek-v2-lite" / "config.json"))
+
+
+def test_every_expert_read_is_the_ceiling_of_the_weight_reads():
+    # N_shared + 32·8·176,160,768 = 46,571,454,464 weights; tp 2 keeps the routers whole:
+    # (1,048,576 + (46,571,454,464 − 1,048,576)/2) · 1 B at FP8 = 23,286,251,520
+    assert all_experts_weight_bytes(MIXTRAL, 1, "bf16") == 46_571_454_464 * 2
+    assert all_experts_weight_bytes(MIXTRAL, 2, "fp8") == 23_286_251_520
+    many = decode_step(DecodeInputs(MIXTRAL, H100, batch=1024, context=1))
+    assert many["linear_weight_bytes"] == pytest.approx(
+        all_experts_weight_bytes(MIXTRAL, 1, "bf16"), rel=1e-12)
+
+
+def test_mla_latent_against_per_head_keys_and_values():
+    # DeepSeek-V2-Lite: 16 heads × (d_n 128 + d_r 64 + d_v 128) = 5,120 elements per layer
+    assert head_kv_elements_per_token_layer(LITE) == 5_120
+    assert head_kv_bytes_per_token(LITE) == 27 * 5_120 * 2 == 276_480
+    assert head_kv_bytes_per_token(LITE, "fp8") == 138_240
+    # a GQA model: what it caches, 2·K·h = 2·8·128
+    assert head_kv_elements_per_token_layer(MIXTRAL) == 2_048
+    assert head_kv_bytes_per_token(MIXTRAL) == 131_072

@@ -38,8 +38,9 @@ def reference(trace, model, gpu, tp, precision, cap, c0, c1, memory=None):
         cost = c0 + c1 * sum(int(prompt[a]) for a in admitted) if admitted else 0.0
         if running:
             lengths = sum(int(prompt[r[0]]) + r[1] for r in running)
-            cost += float(linear_phase(model, gpu, tp, precision, len(running))["linear_time_s"])
-            cost += float(attention_phase(model, gpu, tp, lengths)["attention_time_s"])
+            cost += float(linear_phase(model, gpu, tp=tp, precision=precision,
+                                         batch=len(running))["linear_time_s"])
+            cost += float(attention_phase(model, gpu, tp=tp, kv_tokens=lengths)["attention_time_s"])
         now += cost
         for r in list(running):
             r[1] += 1

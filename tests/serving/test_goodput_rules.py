@@ -31,12 +31,12 @@ def run(llama8b, h100):
 
 @pytest.fixture
 def lin(llama8b, h100):
-    return lambda b: float(linear_phase(llama8b, h100, 1, "bf16", b)["linear_time_s"])
+    return lambda b: float(linear_phase(llama8b, h100, tp=1, precision="bf16", batch=b)["linear_time_s"])
 
 
 @pytest.fixture
 def att(llama8b, h100):
-    return lambda s: float(attention_phase(llama8b, h100, 1, s)["attention_time_s"])
+    return lambda s: float(attention_phase(llama8b, h100, tp=1, kv_tokens=s)["attention_time_s"])
 
 
 def test_single_request_after_idle_start(run, lin, att):

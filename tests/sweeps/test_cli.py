@@ -26,7 +26,8 @@ def test_sweep_writes_every_experiment_of_the_grid(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert out.split() == [str(tmp_path / "out" / "decode.zarr"),
                            str(tmp_path / "out" / "context.zarr")]
-    assert "decode: 16 cells (model 1 × gpu 1 × tp 4 × precision 2 × batch 2 × context 1)" in err
+    assert ("decode: 16 cells (model 1 × gpu 1 × tp 4 × precision 2 × kv_precision 1 × batch 2 × "
+            "context 1)") in err
     assert open_grid(tmp_path / "out" / "context.zarr").sizes["tokens"] == 3
 
 

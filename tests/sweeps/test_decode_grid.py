@@ -17,6 +17,7 @@ from sweeps import metadata as md
 from sweeps.grids.decode import DIMS
 
 RTOL = 1e-12
+TEXT_DIMS = ("model", "gpu", "precision", "kv_precision")
 
 
 def _cell_inputs(ds, index):
@@ -45,7 +46,7 @@ def test_random_cells_equal_calc_decode(default_decode):
     for index in _random_cells(ds, 400, seed=4):
         inputs = _cell_inputs(ds, index)
         cell = {name: loaded[name].values[index].item() for name in names}
-        config = DecodeConfig(**{k: (str(v) if k in ("model", "gpu", "precision") else int(v))
+        config = DecodeConfig(**{k: (str(v) if k in TEXT_DIMS else int(v))
                                  for k, v in inputs.items()})
         if cell["valid"]:
             valid_seen += 1
@@ -75,14 +76,14 @@ def test_cells_equal_cli_json(default_decode, inputs):
     with redirect_stdout(out):
         assert main(argv) == 0
     record = json.loads(out.getvalue())
-    cell = default_decode.sel(inputs)
+    cell = default_decode.sel({"kv_precision": "bf16", **inputs})
     _assert_matches({n: cell[n].values.item() for n in cell.data_vars}, record)
     assert cell["step_time_s"].dtype == np.float64
 
 
 def test_acceptance_cell_is_bit_identical(default_decode):
     cell = default_decode.sel(model="llama-3.1-8b", gpu="h100-sxm", tp=1, precision="bf16",
-                              batch=8, context=8192)
+                              kv_precision="bf16", batch=8, context=8192)
     record = calc_decode(DecodeConfig())
     for name in cell.data_vars:
         assert cell[name].values.item() == record[name], name
@@ -92,7 +93,7 @@ def test_acceptance_cell_is_bit_identical(default_decode):
 def test_default_grid_shape(default_decode):
     ds = default_decode
     assert tuple(ds.dims) == DIMS
-    assert ds.sizes["model"] == 13 and ds.sizes["gpu"] == 16
+    assert ds.sizes["model"] == 17 and ds.sizes["gpu"] == 16  # 13 dense, 4 MoE
     assert list(ds.tp.values) == [1, 2, 4, 8]
     assert list(ds.precision.values) == ["bf16", "fp8"]
     assert ds.batch.values[0] == 1 and ds.batch.values[-1] == 1024
@@ -106,7 +107,8 @@ def test_every_variable_and_coordinate_is_labelled(default_decode):
         assert var.attrs.get("long_name"), name
         assert var.attrs.get("units"), name
     assert ds["step_time_s"].attrs["units"] == "s"
-    assert ds["context"].attrs["units"] == "tokens"
+    assert ds["context"].attrs["units"] == "1"                 # a count, CF: dimensionless
+    assert ds["context"].attrs["counted_as"] == "tokens"
     assert ds["reason"].attrs["flag_values"][0] == 0
 
 
@@ -126,10 +128,85 @@ def test_invalid_cells_are_nan_with_reason(default_decode):
     from lab.points.validity import Reason
 
     no_fp8 = default_decode.sel(model="llama-3.1-8b", gpu="a100-sxm-80gb", tp=1,
-                                precision="fp8", batch=8, context=8192)
+                                precision="fp8", kv_precision="bf16", batch=8, context=8192)
     assert not no_fp8["valid"].values.item()
     assert no_fp8["reason"].values.item() == Reason.FP8_UNSUPPORTED
     assert np.isnan(no_fp8["step_time_s"].values.item())
     too_long = default_decode.sel(model="qwen2.5-7b", gpu="h100-sxm", tp=1, precision="bf16",
+                                  kv_precision="bf16",
                                   batch=8, context=131072)
     assert too_long["reason"].values.item() == Reason.CONTEXT_TOO_LONG
+
+
+@pytest.mark.parametrize("model", ["mixtral-8x7b", "deepseek-v2-lite"])
+def test_moe_cells_equal_calc_decode(default_decode, model):
+    """A MoE model's cells (experts touched, MLA's replicated latent) equal the point model's,
+    in the default grid where its chunk may hold dense models too."""
+    ds = default_decode.sel(model=[model])
+    names = list(ds.data_vars)
+    loaded = ds.compute()
+    valid_seen = invalid_seen = 0
+    for index in _random_cells(ds, 150, seed=14):
+        inputs = _cell_inputs(ds, index)
+        cell = {name: loaded[name].values[index].item() for name in names}
+        config = DecodeConfig(**{k: (str(v) if k in TEXT_DIMS else int(v))
+                                 for k, v in inputs.items()})
+        if cell["valid"]:
+            valid_seen += 1
+            _assert_matches(cell, calc_decode(config))
+        else:
+            invalid_seen += 1
+            with pytest.raises(LabInputError):
+                calc_decode(config)
+    assert valid_seen > 50
+
+
+@pytest.mark.parametrize("inputs", [
+    {"model": "mixtral-8x7b", "gpu": "h200", "tp": 2, "precision": "bf16", "batch": 8,
+     "context": 4096},
+    {"model": "mixtral-8x7b", "gpu": "h100-sxm", "tp": 1, "precision": "fp8", "batch": 1024,
+     "context": 128},
+    {"model": "deepseek-v2-lite", "gpu": "h100-sxm", "tp": 8, "precision": "bf16", "batch": 64,
+     "context": 32768},
+    {"model": "deepseek-v2-lite", "gpu": "mi300x", "tp": 1, "precision": "fp8", "batch": 1,
+     "context": 131072},
+])
+def test_moe_cells_equal_cli_json(default_decode, inputs):
+    test_cells_equal_cli_json(default_decode, inputs)
+    cell = default_decode.sel({"kv_precision": "bf16", **inputs})
+    assert bool(cell["valid"].values.item())
+
+
+@pytest.mark.parametrize("inputs", [
+    {"model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": 1, "precision": "bf16",
+     "kv_precision": "fp8", "batch": 8, "context": 8192},
+    {"model": "deepseek-v2-lite", "gpu": "h200", "tp": 4, "precision": "fp8",
+     "kv_precision": "fp8", "batch": 256, "context": 65536},
+    {"model": "qwen3-30b-a3b", "gpu": "mi300x", "tp": 2, "precision": "bf16",
+     "kv_precision": "fp8", "batch": 48, "context": 16384},
+])
+def test_fp8_kv_cells_equal_cli_json(default_decode, inputs):
+    argv = ["calc", "decode", "--json"]
+    for key, value in inputs.items():
+        argv += [f"--{key.replace('_', '-')}", str(value)]
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(argv) == 0
+    record = json.loads(out.getvalue())
+    assert record["inputs"]["kv_precision"] == "fp8"
+    cell = default_decode.sel(inputs)
+    _assert_matches({n: cell[n].values.item() for n in cell.data_vars}, record)
+
+
+def test_fp8_kv_halves_the_kv_bytes_and_leaves_the_weights(default_decode):
+    """The acceptance case with an FP8 cache (docs/model.md §0): 4.29 GB of KV reads, a
+    5.76 ms step, 96 sequences at 8,192 tokens; the BF16 slice keeps 7.04 ms and 48."""
+    at = default_decode.sel(model="llama-3.1-8b", gpu="h100-sxm", tp=1, precision="bf16",
+                            batch=8, context=8192).compute()
+    bf16, fp8 = at.sel(kv_precision="bf16"), at.sel(kv_precision="fp8")
+    assert fp8["kv_read_bytes"].item() * 2 == bf16["kv_read_bytes"].item()
+    assert fp8["linear_weight_bytes"].item() == bf16["linear_weight_bytes"].item()
+    assert f"{fp8['kv_read_bytes'].item() / 1e9:.2f}" == "4.29"
+    assert f"{fp8['step_time_s'].item() * 1e3:.2f}" == "5.76"
+    assert f"{bf16['step_time_s'].item() * 1e3:.2f}" == "7.04"
+    assert (fp8["max_sequences"].item(), bf16["max_sequences"].item()) == (96, 48)

@@ -33,8 +33,12 @@ def _frame_matches(frame: pd.DataFrame, expected: xr.Dataset) -> None:
     reference = reference.set_index(["gpu", "tp", "precision", "batch", "context"]).sort_index()
     assert len(frame) == len(reference) == expected["step_time_s"].size
     for name in expected.data_vars:
-        np.testing.assert_array_equal(frame[name].to_numpy(), reference[name].to_numpy(),
+        column = f"{name}_code" if name == "reason" else name  # reason is text, its code beside
+        np.testing.assert_array_equal(frame[column].to_numpy(), reference[name].to_numpy(),
                                       err_msg=name)
+    meanings = np.array(expected["reason"].attrs["flag_meanings"].split())
+    np.testing.assert_array_equal(frame["reason"].to_numpy(dtype=str),
+                                  meanings[reference["reason"].to_numpy()])
     assert (frame["model"] == "llama-3.1-8b").all()
 
 
@@ -81,7 +85,7 @@ def test_zarr_export_rewrites_existing(small, tmp_path):
 
 @pytest.mark.parametrize("items,message", [
     (["foo=1"], "'foo' is not a dimension of the decode dataset; valid: model, gpu, tp, "
-                "precision, batch, context."),
+                "precision, kv_precision, batch, context."),
     (["batch=5"], "batch=5 is not on the grid; valid batch values: 1, 8, 64."),
     (["batch=x"], "batch=x is not a number; valid batch values: 1, 8, 64."),
     (["gpu=h100"], "gpu=h100 is not on the grid; valid gpu values: h100-sxm, l4, tpu-v5e."),

@@ -162,3 +162,26 @@ def test_changed_trace_makes_goodput_stale(tmp_path):
     trace.write_text("\n".join(lines[:-1]) + "\n")
     with pytest.raises(StaleDatasetError, match=r"its input changed \(trace_sha256\)"):
         open_grid(path)
+
+
+def test_goodput_grid_takes_the_kv_precision(tmp_path):
+    """kv_precision is a goodput constant (default bf16, the default grid's figures); an FP8
+    cache grid equals calc goodput --kv-precision fp8 with the memory check on."""
+    from lab.points.decode_family import DecodeConfig
+
+    assert preset("default").resolve("goodput").constants["kv_precision"] == "bf16"
+    section = {"kv_precision": "fp8", "memory_check": True, "model": "llama-3.1-70b",
+               "tp": 4, "batch_cap": [64, 256], "ttft_ms": [1000.0], "tpot_ms": [30.0]}
+    grid = from_mapping({"goodput": section}, "g", "g")
+    ds = open_grid(write_experiment(grid_kind("goodput"), grid.resolve("goodput"), grid.name,
+                                    tmp_path / "goodput.zarr", Runner(None, "threads")))
+    assert _constants(ds)["kv_precision"] == "fp8"
+    for coords, values in _cells(ds, 4, 3):
+        decode = DecodeConfig(model="llama-3.1-70b", tp=4, kv_precision="fp8")
+        record = calc_goodput(batch_cap=coords["batch_cap"], ttft_ms=coords["ttft_ms"],
+                              tpot_ms=coords["tpot_ms"], memory_check=True, decode=decode)
+        _assert_matches(values, record)
+        bf16 = calc_goodput(batch_cap=coords["batch_cap"], ttft_ms=coords["ttft_ms"],
+                            tpot_ms=coords["tpot_ms"], memory_check=True,
+                            decode=decode.with_(kv_precision="bf16"))
+        assert bf16 != record

@@ -47,8 +47,13 @@ def test_chunks_fill_trailing_dims_first():
 
 def test_default_preset_covers_catalog():
     spec = preset("default").resolve("decode")
-    assert len(spec.axes["model"]) == 13 and len(spec.axes["gpu"]) == 16
+    assert len(spec.axes["model"]) == 17 and len(spec.axes["gpu"]) == 16  # 13 dense, 4 MoE
+    assert spec.axes["model"][-4:] == ("mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v2-lite",
+                                       "deepseek-v3")
     assert spec.axes["tp"] == (1, 2, 4, 8) and spec.axes["precision"] == ("bf16", "fp8")
+    assert spec.axes["kv_precision"] == ("bf16", "fp8")
+    assert tuple(spec.axes) == ("model", "gpu", "tp", "precision", "kv_precision", "batch",
+                                "context")
     assert spec.constants == {"budget": 0.9, "reserve_gb": 4.0, "page": 16,
                               "allreduce": False, "allreduce_latency_us": 5.0}
 

@@ -15,7 +15,7 @@ import pytest
 import xarray as xr
 import zarr
 
-from lab.catalog import loader
+from lab.catalog import loader, lookup
 from lab.catalog.entries import GPUSpec
 from sweeps import metadata as md
 from sweeps.store import (
@@ -181,8 +181,8 @@ def test_edited_spec_makes_dataset_stale(small_decode):
 
 
 def test_removed_catalog_entry_makes_dataset_stale(small_decode, monkeypatch):
-    original = loader.model_catalog()
-    monkeypatch.setattr(loader, "model_catalog",
+    original = lookup.model_catalog()
+    monkeypatch.setattr(lookup, "model_catalog",
                         lambda: {k: v for k, v in original.items() if k != "qwen3-8b"})
     with pytest.raises(StaleDatasetError, match=r"stale: .*qwen3-8b"):
         open_grid(small_decode)

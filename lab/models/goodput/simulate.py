@@ -186,15 +186,17 @@ def simulate(
     output = trace.output_tokens
     cap = int(batch_cap)
     linear = np.asarray(
-        linear_phase(model, gpu, tp, precision, np.arange(cap + 1))["linear_time_s"], float)
+        linear_phase(model, gpu, tp=tp, precision=precision, batch=np.arange(cap + 1))[
+            "linear_time_s"], float)
     linear_list = linear.tolist()
 
     kv_need = kv_bytes_per_sequence(model, tp, prompt + output, inputs.page, inputs.kv_precision)
     free = None
     rejected = np.zeros(n, dtype=bool)
     if memory_check:
-        free = float(kv_free_bytes(model, gpu, tp, precision, inputs.budget_fraction,
-                                   inputs.reserve_bytes))
+        free = float(kv_free_bytes(model, gpu, tp=tp, precision=precision,
+                                   budget_fraction=inputs.budget_fraction,
+                                   reserve_bytes=inputs.reserve_bytes))
         rejected = kv_need > free
     served = ~rejected
     some_rejected = bool(rejected.any())
@@ -291,7 +293,7 @@ def simulate(
                     count = min(run, window)
                     u = np.arange(steps + 1, steps + count + 1, dtype=np.int64)
                     cost = linear[batch] + attention_phase(
-                        model, gpu, tp, offset + batch * u)["attention_time_s"]
+                        model, gpu, tp=tp, kv_tokens=offset + batch * u)["attention_time_s"]
                     ends = now + np.cumsum(cost)
                     if watch:
                         k = int(np.searchsorted(ends, due, side="left"))
