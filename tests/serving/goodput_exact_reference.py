@@ -31,8 +31,9 @@ def exact_reference(trace, inputs, cap, c0, c1, memory_check=False):
                                         inputs.kv_precision)) for i in range(n)]
     free = float("inf")
     if memory_check:
-        free = float(kv_free_bytes(model, gpu, tp, precision, inputs.budget_fraction,
-                                   inputs.reserve_bytes))
+        free = float(kv_free_bytes(model, gpu, tp=tp, precision=precision,
+                                   budget_fraction=inputs.budget_fraction,
+                                   reserve_bytes=inputs.reserve_bytes))
     result = [None] * n
     todo = {i for i in range(n) if need[i] <= free}
     now, steps, nxt, queue, running = 0.0, 0, 0, [], []  # running: [index, tokens generated]
@@ -56,9 +57,11 @@ def exact_reference(trace, inputs, cap, c0, c1, memory_check=False):
         attention = 0.0
         if running:
             lengths = sum(prompt[i] + generated for i, generated in running)
-            attention = (float(linear_phase(model, gpu, tp, precision, len(running))["linear_time_s"])
-                         + float(attention_phase(model, gpu, tp, lengths,
-                                                 inputs.kv_precision)["attention_time_s"]))
+            linear = linear_phase(model, gpu, tp=tp, precision=precision, batch=len(running))
+            attention = (float(linear["linear_time_s"])
+                         + float(attention_phase(model, gpu, tp=tp, kv_tokens=lengths,
+                                                 kv_precision=inputs.kv_precision)[
+                                                     "attention_time_s"]))
         if admitted:
             run = None
             now += prefill_step_cost(c0, c1, sum(prompt[i] for i in admitted)) + attention

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lab.catalog import get_gpu, get_model
-from lab.catalog.moe_config import get_moe_model
+from lab.catalog.lookup import get_moe_model
 from lab.models.goodput import make_trace, simulate
 from lab.models.inputs import DecodeInputs
 

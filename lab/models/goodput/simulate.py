@@ -90,8 +90,8 @@ def attention_times(model, gpu, tp: int, kv_precision: str, largest: int):
     """
     if largest < _TABLE_ENTRIES:
         tokens = np.arange(largest + 1, dtype=np.int64)
-        return np.asarray(attention_phase(model, gpu, tp, tokens, kv_precision)["attention_time_s"],
-                          dtype=np.float64).tolist()
+        times = attention_phase(model, gpu, tp=tp, kv_tokens=tokens, kv_precision=kv_precision)
+        return np.asarray(times["attention_time_s"], dtype=np.float64).tolist()
     return _AttentionTimes(model, gpu, tp, kv_precision)
 
 
