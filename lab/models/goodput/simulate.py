@@ -20,17 +20,20 @@ exceeds the free memory could never be admitted and would block the FCFS queue f
 
 Speed: between events (an admission, a finish, an arrival that could be admitted) every step
 has the same decoding set, so a run of such steps is costed as one vectorised call of
-:func:`lab.models.decode_step.attention_phase` and a cumulative sum (short runs step by step
-through :func:`lab.models.decode_step.attention_terms`, the same formula); per-step work is
-O(1) amortised with a heap of finish steps and a running sum of lengths.
+:func:`lab.models.decode_step.attention_phase` and a cumulative sum; short runs go step by step
+through a table of the attention time by cached tokens, built by one vectorised call of the same
+function (a per-step call of :func:`lab.models.decode_step.attention_terms`, the same formula,
+when a table would be too large). The queue is a range of request indices (FCFS is arrival
+order), arrivals join it by bisection, and finishes come off a heap of integer keys: per-step
+work is O(1) amortised.
 """
 
 from __future__ import annotations
 
-import heapq
 from array import array
-from collections import deque
+from bisect import bisect_right
 from dataclasses import dataclass
+from heapq import heappop, heappush
 
 import numpy as np
 
@@ -46,6 +49,8 @@ _SCALAR_RUN = 32
 """Runs of at most this many steps are costed step by step (a numpy call costs more); at most
 :data:`_FIRST_WINDOW`, so the running sum restarts where the vectorised path's would."""
 _NEVER = float("inf")
+_TABLE_ENTRIES = 1 << 20
+"""Largest table of attention times by cached tokens (a list: ~32 MB at most)."""
 
 
 def _buffer(code: str, values) -> array:
@@ -56,17 +61,48 @@ def _buffer(code: str, values) -> array:
     return out
 
 
-def scalar_attention_time(model, gpu, tp: int, kv_precision: str = "bf16"):
-    """:func:`lab.models.decode_step.attention_phase`'s ``attention_time_s`` for one Python ``int`` of
-    cached tokens: :func:`lab.models.decode_step.attention_terms` (the one copy of the formula)
-    and the larger of its two times, without building a dict of five numpy values per step."""
-    terms = attention_terms(model, gpu, tp, kv_precision)
+def _scatter(values: np.ndarray, served: np.ndarray, fill) -> np.ndarray:
+    """``values`` (one per served request) at the rows ``served`` of a new array, ``fill`` elsewhere."""
+    out = np.full(served.size, fill, dtype=values.dtype)
+    out[served] = values
+    return out
 
-    def attention_time(kv_tokens: int) -> float:
-        _, _, memory_time, compute_time = terms(kv_tokens)
+
+class _AttentionTimes:
+    """:func:`lab.models.decode_step.attention_phase`'s ``attention_time_s`` indexed by the cached
+    tokens, ``times[kv_tokens]``, one :func:`lab.models.decode_step.attention_terms` call each
+    (used when a table of every count would be too large)."""
+
+    def __init__(self, model, gpu, tp: int, kv_precision: str) -> None:
+        self._terms = attention_terms(model, gpu, tp, kv_precision)  # the decode step's formula
+
+    def __getitem__(self, kv_tokens: int) -> float:
+        _, _, memory_time, compute_time = self._terms(kv_tokens)
         return memory_time if memory_time >= compute_time else compute_time
 
-    return attention_time
+
+def attention_times(model, gpu, tp: int, kv_precision: str, largest: int):
+    """The attention phase's time for every count of cached tokens ``0..largest``, seconds.
+
+    A list built by one vectorised :func:`lab.models.decode_step.attention_phase` call (the same
+    floating-point operations as a per-step call, so the same bits) when it has at most
+    :data:`_TABLE_ENTRIES` entries, else an :class:`_AttentionTimes` computing each on demand.
+    """
+    if largest < _TABLE_ENTRIES:
+        tokens = np.arange(largest + 1, dtype=np.int64)
+        times = attention_phase(model, gpu, tp=tp, kv_tokens=tokens, kv_precision=kv_precision)
+        return np.asarray(times["attention_time_s"], dtype=np.float64).tolist()
+    return _AttentionTimes(model, gpu, tp, kv_precision)
+
+
+def largest_cached_tokens(prompt: np.ndarray, output: np.ndarray, cap: int) -> int:
+    """An upper bound on the tokens cached by the decoding requests of any step: the sum of the
+    ``cap`` largest final lengths ``prompt + output − 1`` (a request decodes at most ``cap``
+    at a time and has at most that many tokens cached while it decodes)."""
+    lengths = prompt + output - 1
+    if lengths.size > cap:
+        lengths = np.partition(lengths, lengths.size - cap)[lengths.size - cap:]
+    return int(lengths.sum())
 
 
 @dataclass(frozen=True)
@@ -153,8 +189,6 @@ def simulate(
         linear_phase(model, gpu, tp=tp, precision=precision, batch=np.arange(cap + 1))[
             "linear_time_s"], float)
     linear_list = linear.tolist()
-    attention_time = scalar_attention_time(model, gpu, tp, inputs.kv_precision)
-    terms = attention_terms(model, gpu, tp, inputs.kv_precision)  # the decode step's formula
 
     kv_need = kv_bytes_per_sequence(model, tp, prompt + output, inputs.page, inputs.kv_precision)
     free = None
@@ -164,48 +198,71 @@ def simulate(
                                    budget_fraction=inputs.budget_fraction,
                                    reserve_bytes=inputs.reserve_bytes))
         rejected = kv_need > free
+    served = ~rejected
+    some_rejected = bool(rejected.any())
+    prompt_h, output_h = (prompt[served], output[served]) if some_rejected else (prompt, output)
+    attention = attention_times(model, gpu, tp, inputs.kv_precision,
+                                largest_cached_tokens(prompt_h, output_h, cap))
 
-    # Per-request state as compact typed buffers (8 bytes an entry, not a Python object):
-    # indexing them is as fast as a list's and a million requests take 8 MB each.
-    first = _buffer("d", np.full(n, np.nan))
-    finish = _buffer("d", np.full(n, np.nan))
-    admitted_at = _buffer("q", np.zeros(n, dtype=np.int64))
-    prompt_list = _buffer("q", prompt)
-    output_list = _buffer("q", output)
+    # The requests that can be served, in arrival order (FCFS), are numbered h = 0, 1, ...:
+    # the queue is ``h in [head, tail)``, ``arrived[j]`` of them are among the first j requests
+    # of the trace, ``prompt_sum[h]`` is the prompt tokens of the first h (a step's prefill
+    # tokens as one subtraction) and ``prefill_alone[h]`` the prefill cost of request h alone.
+    # State is kept in compact typed buffers (8 bytes an entry, not a Python object): indexing
+    # them is as fast as a list's and a million requests take 8 MB each.
+    arrived = (_buffer("q", np.concatenate([[0], np.cumsum(served)])) if some_rejected
+               else range(n + 1))
+    prompt_list = _buffer("q", prompt_h)
+    output_list = _buffer("q", output_h)
+    kv_list = _buffer("d", kv_need[served] if memory_check else [])  # read with the check only
+    prompt_sum = _buffer("q", np.concatenate([[0], np.cumsum(prompt_h)]))
+    prefill_alone = _buffer("d", prefill_step_cost(c0_s, c1_s, prompt_h))
     arrival_list = _buffer("d", arrival)
-    kv_list = _buffer("d", kv_need)
-    rejected_list = _buffer("b", rejected)
+    served_count = len(prompt_list)
+    first = _buffer("d", np.full(served_count, np.nan))
+    finish = _buffer("d", np.full(served_count, np.nan))
+    # ``prompt − admission step`` per request (its share of ``offset``; the step from it at the end)
+    offset_share = _buffer("q", np.zeros(served_count, dtype=np.int64))
 
-    now, steps, next_arrival = 0.0, 0, 0
-    queue: deque[int] = deque()
-    decoding: list[tuple[int, int]] = []  # (finish step, request index)
+    now, steps, next_arrival, head, tail = 0.0, 0, 0, 0, 0
+    # Decoding requests as heap keys ``finish step · n + h`` (ordered as the pairs would be).
+    decoding: list[int] = []
     batch = 0          # requests decoding
-    offset = 0         # Σ (prompt_i − admission step_i) over the decoding set
-    kv_used = 0.0
-    left = n - int(rejected.sum())
+    offset = 0         # Σ (prompt_h − admission step_h) over the decoding set
+    kv_used = 0.0      # KV reserved by the running requests (with the memory check), bytes
+    scalar_run = _SCALAR_RUN
+    push, pop, bisect = heappush, heappop, bisect_right
 
-    while left:
-        while next_arrival < n and arrival_list[next_arrival] <= now:
-            if not rejected_list[next_arrival]:
-                queue.append(next_arrival)
-            next_arrival += 1
-        if not batch and not queue:
-            now = max(now, arrival_list[next_arrival])
+    due = arrival_list[0] if n else _NEVER  # the next arrival (infinite once all have arrived)
+    while batch or head < served_count:
+        if due <= now:
+            next_arrival = bisect(arrival_list, now, next_arrival)
+            tail = arrived[next_arrival]
+            due = arrival_list[next_arrival] if next_arrival < n else _NEVER
+        start = head
+        if head < tail and batch < cap:
+            if memory_check:
+                while head < tail and batch + head - start < cap:
+                    need = kv_list[head]
+                    if kv_used + need > free:
+                        break
+                    kv_used += need
+                    head += 1
+            else:
+                head = start + cap - batch
+                if head > tail:
+                    head = tail
+        elif not batch:
+            now = max(now, due)  # nothing to do until the next arrival
             continue
 
-        admitted: list[int] = []
-        while queue and batch + len(admitted) < cap:
-            head = queue[0]
-            if memory_check and kv_used + kv_list[head] > free:
-                break
-            queue.popleft()
-            admitted.append(head)
-            kv_used += kv_list[head]
-
-        if admitted:
-            cost = prefill_step_cost(c0_s, c1_s, sum([prompt_list[i] for i in admitted]))
+        if head > start:
+            if head == start + 1:
+                cost = prefill_alone[start]
+            else:
+                cost = prefill_step_cost(c0_s, c1_s, prompt_sum[head] - prompt_sum[start])
             if batch:
-                cost += linear_list[batch] + attention_time(offset + batch * (steps + 1))
+                cost += linear_list[batch] + attention[offset + batch * (steps + 1)]
             now += cost
             steps += 1
         else:
@@ -213,21 +270,22 @@ def simulate(
             # the run of identical-batch steps, short runs step by step, long ones in
             # vectorised windows. Both add the costs in the same order (a running sum from the
             # window's start), so they give the same times to the last bit.
-            run = decoding[0][0] - steps
-            watch = not queue and batch < cap and next_arrival < n
-            if run <= _SCALAR_RUN:
+            run = decoding[0] // n - steps
+            watch = head == tail and batch < cap and next_arrival < n  # may one be admitted?
+            if run <= scalar_run:
                 lin = linear_list[batch]
-                due = arrival_list[next_arrival] if watch else _NEVER
-                start, total = now, 0.0
-                for k in range(1, run + 1):
-                    # attention_time with its max inlined (a call fewer per step)
-                    _, _, memory_time, compute_time = terms(offset + batch * (steps + k))
-                    total += lin + (memory_time if memory_time >= compute_time
-                                    else compute_time)
-                    if start + total >= due:
-                        run = k
-                        break
-                now = start + total
+                base = offset + batch * steps
+                total = 0.0
+                if watch:
+                    for kv_tokens in range(base + batch, base + batch * run + 1, batch):
+                        total += lin + attention[kv_tokens]
+                        if now + total >= due:
+                            run = (kv_tokens - base) // batch
+                            break
+                else:
+                    for kv_tokens in range(base + batch, base + batch * run + 1, batch):
+                        total += lin + attention[kv_tokens]
+                now += total
                 steps += run
             else:
                 window = _FIRST_WINDOW
@@ -238,7 +296,7 @@ def simulate(
                         model, gpu, tp=tp, kv_tokens=offset + batch * u)["attention_time_s"]
                     ends = now + np.cumsum(cost)
                     if watch:
-                        k = int(np.searchsorted(ends, arrival_list[next_arrival], side="left"))
+                        k = int(np.searchsorted(ends, due, side="left"))
                         if k < count:
                             now = float(ends[k])
                             steps += k + 1
@@ -248,29 +306,43 @@ def simulate(
                     run -= count
                     window *= 2
 
-        while decoding and decoding[0][0] == steps:
-            _, i = heapq.heappop(decoding)
-            batch -= 1
-            offset -= prompt_list[i] - admitted_at[i]
-            finish[i] = now
-            kv_used -= kv_list[i]
-            left -= 1
-        for i in admitted:
-            first[i] = now
-            admitted_at[i] = steps
-            if output_list[i] == 1:
-                finish[i] = now
-                kv_used -= kv_list[i]
-                left -= 1
-            else:
-                heapq.heappush(decoding, (steps + output_list[i] - 1, i))
-                batch += 1
-                offset += prompt_list[i] - steps
+        limit = (steps + 1) * n  # keys of the requests finishing at this step are below it
+        if decoding and decoding[0] < limit:
+            base = steps * n
+            while decoding and decoding[0] < limit:
+                h = pop(decoding) - base
+                batch -= 1
+                offset -= offset_share[h]
+                finish[h] = now
+                if memory_check:
+                    kv_used -= kv_list[h]
+        if head > start:
+            for h in range(start, head):
+                first[h] = now
+                share = offset_share[h] = prompt_list[h] - steps
+                tokens = output_list[h]
+                if tokens == 1:
+                    finish[h] = now
+                    if memory_check:
+                        kv_used -= kv_list[h]
+                else:
+                    push(decoding, (steps + tokens - 1) * n + h)
+                    batch += 1
+                    offset += share
         if not batch:
             kv_used = 0.0  # nothing running: no reservation can linger through rounding
 
-    return Simulation(trace=trace, batch_cap=cap,
-                      first_token_s=np.frombuffer(first, dtype=np.float64).copy(),
-                      finish_s=np.frombuffer(finish, dtype=np.float64).copy(),
-                      admission_step=np.frombuffer(admitted_at, dtype=np.int64).copy(),
+    # The per-request results: the buffers' memory as arrays (no copy) when every request was
+    # served, else scattered to the trace's rows; the loop's other buffers are freed first.
+    del arrival_list, prompt_list, output_list, kv_list, prompt_sum, prefill_alone, kv_need
+    first_token = np.frombuffer(first, dtype=np.float64)
+    finish_time = np.frombuffer(finish, dtype=np.float64)
+    admission = np.frombuffer(offset_share, dtype=np.int64)
+    np.subtract(prompt_h, admission, out=admission)  # prompt − (prompt − step)
+    if some_rejected:
+        first_token, finish_time, admission = (
+            _scatter(values, served, fill) for values, fill in
+            ((first_token, np.nan), (finish_time, np.nan), (admission, 0)))
+    return Simulation(trace=trace, batch_cap=cap, first_token_s=first_token,
+                      finish_s=finish_time, admission_step=admission,
                       rejected=rejected, steps=steps, kv_free_bytes=free)
