@@ -49,12 +49,13 @@ def _assert_same(sim, trace, inputs, cap, c0, c1, memory_check=False):
 
 @settings(max_examples=80, deadline=None)
 @given(rows=requests, cap=st.sampled_from([1, 2, 3, 8, 64]),
-       c0=st.sampled_from([0.0, 0.002]), c1=st.sampled_from([0.0, 2e-5]))
-def test_matches_exact_reference(rows, cap, c0, c1):
+       c0=st.sampled_from([0.0, 0.002]), c1=st.sampled_from([0.0, 2e-5]),
+       kv_precision=st.sampled_from(["bf16", "fp8"]))
+def test_matches_exact_reference(rows, cap, c0, c1, kv_precision):
     if c0 == 0 and c1 == 0:
         c0 = 0.001
     trace = _trace(rows)
-    inputs = DecodeInputs(MODEL, GPU, 1, "bf16")
+    inputs = DecodeInputs(MODEL, GPU, 1, "bf16", kv_precision=kv_precision)
     _assert_same(simulate(trace, inputs, cap, c0, c1), trace, inputs, cap, c0, c1)
 
 
@@ -99,14 +100,17 @@ CASES = {
     "idle_long_runs": {"trace": (2, (16, 2000), (1, 3000), 2_000, 8),
                        "pin": "bb04f90faae539a13edec31a45d82267"},
     "fp8_kv": {"trace": (5, (16, 4000), (1, 2000), 2_000, 16), "kv": "fp8",
-               "pin": "cee9f9f4a424d1d53eb5a66ea029afb3"},
+               "pin": "e03c37cee6036232cc7f3a96283069eb"},  # see the note below
     "moe_tp8": {"trace": (30, (16, 8000), (1, 400), 5_000, 128), "moe": "qwen3-30b-a3b",
                 "tp": 8, "pin": "0f94180d7af7094ef8a8f84dcdd6be8a"},
     "cap_one": {"trace": (1, (1, 500), (1, 200), 2_000, 1),
                 "pin": "49940f968b41831de4b21ba19e75e552"},
 }
 """Seeded traces and the fingerprints of what the simulator gave for them before its loop was
-optimised (the table of attention times, the index-range queue, the integer heap)."""
+optimised (the table of attention times, the index-range queue, the integer heap). ``fp8_kv``
+is pinned after one fix: runs of more than 32 steps between events were costed with a BF16 KV
+cache whatever the KV precision (finish times up to 12.6 % late on this trace); its figures now
+equal the step-by-step reference's, which costs every step at the trace's KV precision."""
 
 
 @pytest.mark.parametrize("table", [True, False], ids=["table", "per-step formula"])

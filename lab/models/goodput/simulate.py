@@ -293,7 +293,8 @@ def simulate(
                     count = min(run, window)
                     u = np.arange(steps + 1, steps + count + 1, dtype=np.int64)
                     cost = linear[batch] + attention_phase(
-                        model, gpu, tp=tp, kv_tokens=offset + batch * u)["attention_time_s"]
+                        model, gpu, tp=tp, kv_tokens=offset + batch * u,
+                        kv_precision=inputs.kv_precision)["attention_time_s"]
                     ends = now + np.cumsum(cost)
                     if watch:
                         k = int(np.searchsorted(ends, due, side="left"))
