@@ -98,7 +98,10 @@ def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: 
         Compute the default grid when the dataset does not exist (default True).
     refresh : bool
         Recompute the default grid when the dataset is stale or unreadable instead of
-        raising (default False).
+        raising (default False). Without it, the data directory's own default grid (``path``
+        not given, the dataset computed from the ``default`` preset) is still recomputed when
+        it is stale, whatever ``compute_missing`` says: a newer lab changed the default grid,
+        and the lab wrote that dataset; any other stale dataset is reported.
 
     Returns
     -------

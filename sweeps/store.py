@@ -265,6 +265,10 @@ def write_experiment(kind: GridKind, spec: ExperimentSpec, grid_name: str, path:
 
 
 def _stale_detail(ds: xr.Dataset, stored_spec: ExperimentSpec, spec: ExperimentSpec) -> str:
+    new_axes = [k for k in spec.axes if k not in ds.dims]
+    if new_axes:
+        return (f"it has no '{new_axes[0]}' axis (the lab's grids gained it after the dataset "
+                "was written)")
     changed_inputs = [k for k in spec.extra if stored_spec.extra.get(k) != spec.extra[k]]
     if changed_inputs:
         return f"its input changed ({', '.join(changed_inputs)})"
@@ -424,16 +428,18 @@ def open_grid_spec(path: str | Path, *,
     except LabInputError as exc:
         raise StaleDatasetError(f"The dataset at {path} is stale: {exc} Run `inference-lab "
                                 f"sweep --out {path}` with a current grid.") from None
+    ds.attrs.pop(md.ATTR_DIGESTS, None)
+    # Stale before corrupt: a dataset of an older grid (one without an axis a newer lab added)
+    # has another shape than today's reading of its spec, and is out of date, not damaged.
+    if check_stale and ds.attrs[md.ATTR_HASH] != expected:
+        raise StaleDatasetError(f"The dataset at {path} is stale: {_stale_detail(ds, stored, spec)}; "
+                                f"{fix}.")
     absent = [v for v in spec.variables if v not in ds.data_vars]
     if absent or dict(ds.sizes) != {k: len(v) for k, v in spec.axes.items()}:
         what = f"lacks variable '{absent[0]}' of" if absent else "does not have the shape of"
         raise CorruptDatasetError(f"The dataset at {path} {what} its grid spec; "
                                   f"delete it and {fix}.")
     ds = ds[list(spec.variables)]
-    ds.attrs.pop(md.ATTR_DIGESTS, None)
-    if check_stale and ds.attrs[md.ATTR_HASH] != expected:
-        raise StaleDatasetError(f"The dataset at {path} is stale: {_stale_detail(ds, stored, spec)}; "
-                                f"{fix}.")
     _check_coordinates(ds, path, spec)
     _check_files(path, digests)
     return cf_units(ds), spec  # a store written before the CF units opens as a new one does

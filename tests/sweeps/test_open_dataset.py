@@ -130,3 +130,21 @@ def test_a_stale_sweep_of_another_grid_in_the_data_directory_is_kept(data):
     with pytest.raises(StaleDatasetError, match="is stale"):
         lab.open_dataset("decode")
     assert json.loads(meta_path.read_text(encoding="utf-8")) == meta
+
+
+def test_an_older_default_grid_of_another_shape_is_recomputed_not_called_corrupt(data):
+    """A default grid whose spec no longer gives today's hash and shape (as one written before
+    the lab's grids gained an axis) is out of date, not damaged: stale at a named path, and
+    recomputed in the data directory."""
+    import json
+
+    lab.open_dataset("decode")
+    meta_path = data / "decode.zarr" / "zarr.json"
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    spec = json.loads(meta["attributes"][md.ATTR_SPEC])
+    spec["axes"]["kv_precision"] = ["bf16"]  # the dataset holds bf16 and fp8
+    meta["attributes"][md.ATTR_SPEC] = json.dumps(spec)
+    meta_path.write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(StaleDatasetError, match="is stale"):
+        lab.open_dataset("decode", path=data / "decode.zarr")
+    assert lab.open_dataset("decode").sizes["kv_precision"] == 2
