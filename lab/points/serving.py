@@ -116,7 +116,7 @@ def calc_prefill(prompt: int = PREFILL_DEFAULTS["prompt"], chunk: int = PREFILL_
     return {"inputs": inputs, **record, **sweep, "decode": decode}
 
 
-def _refuse_moe(model, what: str) -> None:
+def refuse_moe(model, what: str) -> None:
     """Raise :class:`LabInputError` for a mixture-of-experts or MLA model where the experiment
     still uses the dense formulas (its KV blocks or coefficients would be wrong)."""
     if isinstance(model, MoESpec):
@@ -137,7 +137,7 @@ def calc_prefix(model: str = DecodeConfig.model, tp: int = DecodeConfig.tp,
     if prefix + own < 1:
         raise LabInputError("prefix and own tokens cannot both be 0; a request needs a token.")
     spec, _ = prepare(DecodeConfig(model=model, tp=tp, context=prefix + own, page=block))
-    _refuse_moe(spec, "Experiment 6 (prefix ownership)")
+    refuse_moe(spec, "Experiment 6 (prefix ownership)")
     record = _python(prefix_metrics(spec, tp, prefix, own, requests, block))
     inputs = {"model": spec.id, "tp": tp, "prefix": prefix, "own": own, "requests": requests,
               "block": block}
@@ -147,7 +147,7 @@ def calc_prefix(model: str = DecodeConfig.model, tp: int = DecodeConfig.tp,
 def model_coefficients(config: DecodeConfig) -> dict:
     """Experiment 8's a and c from experiment 1's model: ``2·N_lin/peak(p)``, ``4·L·H·h/peak(bf16)``."""
     model, gpu = prepare(config.with_(context=1, tp=1))
-    _refuse_moe(model, "Experiment 8's --from-model")
+    refuse_moe(model, "Experiment 8's --from-model")
     n_lin = int(linear_params(model))
     return {"model": model.id, "gpu": gpu.id, "precision": config.precision,
             "linear_params": n_lin,

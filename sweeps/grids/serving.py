@@ -42,6 +42,7 @@ from lab.points.serving import (
     PREFILL_DEFAULTS,
     PREFIX_DEFAULTS,
     check_goodput_inputs,
+    refuse_moe,
     simulation_inputs,
 )
 from lab.units import MS
@@ -112,12 +113,15 @@ def prefix_block(coords: Mapping[str, np.ndarray], constants: Mapping) -> dict:
 
 
 def _finalize_prefix(spec: ExperimentSpec) -> ExperimentSpec:
-    """Reject what ``calc prefix`` rejects: too long a request, an invalid tp, no tokens."""
+    """Reject what ``calc prefix`` rejects: too long a request, an invalid tp, no tokens, a
+    mixture-of-experts or MLA model (its KV blocks would be costed as a dense model's)."""
     own = spec.constants["own"]
     if min(spec.axes["prefix"]) + own < 1:
         raise LabInputError("prefix and own tokens cannot both be 0; a request needs a token.")
-    prepare(DecodeConfig(model=spec.constants["model"], tp=spec.constants["tp"],
-                         context=max(spec.axes["prefix"]) + own, page=max(spec.axes["block"])))
+    model, _ = prepare(DecodeConfig(model=spec.constants["model"], tp=spec.constants["tp"],
+                                    context=max(spec.axes["prefix"]) + own,
+                                    page=max(spec.axes["block"])))
+    refuse_moe(model, "Experiment 6 (prefix ownership)")
     return spec
 
 

@@ -146,6 +146,9 @@ def test_serving_specs_reject_what_calc_rejects(tmp_path):
     grid = from_mapping({"goodput": {"trace": str(tmp_path / "none.csv")}}, "g.toml", "g")
     with pytest.raises(LabInputError, match="does not exist"):
         grid.resolve("goodput")
+    grid = from_mapping({"prefix": {"model": "deepseek-v3", "tp": 8}}, "g.toml", "g")
+    with pytest.raises(LabInputError, match="DeepSeek.* is a mixture-of-experts model"):
+        grid.resolve("prefix")
 
 
 def test_changed_trace_makes_goodput_stale(tmp_path):
