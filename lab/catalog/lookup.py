@@ -54,6 +54,12 @@ def model_catalog() -> dict[str, ModelSpec]:
     return loader.model_entries(loader.MODEL_FILE, model_from_entry)
 
 
+def dense_model_catalog() -> dict[str, ModelSpec]:
+    """The catalog's dense models by id, in catalog order (what experiments 6 and 8, which use
+    the dense formulas, offer)."""
+    return {key: spec for key, spec in model_catalog().items() if not isinstance(spec, MoESpec)}
+
+
 def moe_model_catalog() -> dict[str, MoESpec]:
     """The catalog's mixture-of-experts models by id, in catalog order."""
     return {key: spec for key, spec in model_catalog().items() if isinstance(spec, MoESpec)}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import param
 
-from lab.catalog import gpu_catalog, model_catalog
+from lab.catalog import gpu_catalog
+from lab.catalog.lookup import dense_model_catalog
 from lab.derivations.serving import context_steps
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.experiments.serving_common import dataset
@@ -54,7 +55,7 @@ class ContextGrowth(Experiment):
                            doc="Width W of sliding-window attention; 0 for dense causal.")
     from_model = param.Boolean(default=False, label="Derive a and c from a model",
                                doc="a = 2·N_lin/peak(p), c = 4·L·H·h/peak(bf16).")
-    model = param.Selector(default="llama-3.1-8b", objects=list(model_catalog()),
+    model = param.Selector(default="llama-3.1-8b", objects=list(dense_model_catalog()),
                            check_on_set=False, label="Model", doc="Model for a and c.")
     gpu = param.Selector(default="h100-sxm", objects=list(gpu_catalog()), check_on_set=False,
                          label="GPU", doc="GPU for a and c.")

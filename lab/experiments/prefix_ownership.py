@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import param
 
-from lab.catalog import model_catalog
+from lab.catalog.lookup import dense_model_catalog
 from lab.derivations.serving import prefix_steps
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.experiments.serving_common import dataset
@@ -42,7 +42,7 @@ class PrefixOwnership(Experiment):
         "Kwon et al., Efficient memory management for LLM serving with PagedAttention (SOSP 2023).",
     )
 
-    model = param.Selector(default="llama-3.1-8b", objects=list(model_catalog()),
+    model = param.Selector(default="llama-3.1-8b", objects=list(dense_model_catalog()),
                            check_on_set=False, label="Model",
                            doc="Catalog model (or a path to a Hugging Face config.json).")
     tp = param.Selector(default=1, objects=list(TP_DEGREES), label="Tensor parallel",

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import panel as pn
+import pytest
 
 from apps.ui.calculation import CalculationView
 from apps.ui.cards import CardsView
@@ -254,19 +253,20 @@ def test_step_buttons_use_the_theme_text_colour():
             "text.primary")
 
 
-def test_experiments_6_and_8_refuse_a_catalog_moe_model_in_one_sentence(document):
-    """The MoE catalog ids are in every model dropdown; experiments 6 and 8 (dense formulas)
-    refuse them in one sentence on the page: no cards, no chart, the page still renders."""
-    cases = ((PrefixOwnership(), {"model": "mixtral-8x7b"}, "Experiment 6"),
-             (ContextGrowth(), {"from_model": True, "model": "deepseek-v3"}, "Experiment 8"))
-    for exp, changes, named in cases:
+def test_experiments_6_and_8_offer_dense_models_only(document):
+    """Experiments 6 and 8 use the dense formulas: their model dropdowns hold the dense
+    catalog models only (a MoE id would only ever be refused), while the CLI and a config.json
+    path still get the one-sentence refusal (tests/core/test_moe_decode.py)."""
+    from lab.catalog.lookup import dense_model_catalog, moe_model_catalog
+
+    for exp in (PrefixOwnership(), ContextGrowth(from_model=True)):
         view = ExperimentView(experiment=exp, sync_url=False)
-        assert "Mixtral 8x7B v0.1" in view.inputs._widgets["model"].options
         view.__panel__().get_root(document)
-        exp.param.update(**changes)
-        assert exp.result is None and exp.error.startswith(named)
-        assert "mixture-of-experts" in exp.error and exp.error.count(". ") == 0
-        assert html.escape(exp.error) in view.cards._html(exp.result)
-        assert view.chart._why.visible and not view.chart._download.visible
-        exp.param.update(model="llama-3.1-8b")
+        options = view.inputs._widgets["model"].options
+        values = list(options.values()) if isinstance(options, dict) else list(options)
+        assert values == list(dense_model_catalog())
+        assert not set(values) & set(moe_model_catalog())
+        assert "Mixtral 8x7B v0.1" not in options and "Llama 3.1 8B" in options
+        with pytest.raises(ValueError):
+            exp.model = "mixtral-8x7b"
         assert exp.error is None and exp.result

@@ -147,7 +147,7 @@ def test_serving_specs_reject_what_calc_rejects(tmp_path):
     with pytest.raises(LabInputError, match="does not exist"):
         grid.resolve("goodput")
     grid = from_mapping({"prefix": {"model": "deepseek-v3", "tp": 8}}, "g.toml", "g")
-    with pytest.raises(LabInputError, match="DeepSeek.* is a mixture-of-experts model"):
+    with pytest.raises(LabInputError, match=r"DeepSeek.* is a mixture-of-experts model"):
         grid.resolve("prefix")
 
 
