@@ -5,7 +5,7 @@ Usage (with ``inference-lab serve --port 5006`` running)::
     python docs/take_screenshots.py http://127.0.0.1:5006 docs/screenshots
 
 Writes ``<page>-desktop.png`` and ``<page>-phone.png`` per page (the landing page is
-``home``). Uses Debian's Chromium and reaches nothing but the given server.
+``home``), and the same for :data:`EXAMPLES`. Uses Debian's Chromium and reaches nothing but the given server.
 """
 
 from __future__ import annotations
@@ -19,6 +19,11 @@ from apps.ui.pages import all_pages
 
 VIEWPORTS = {"desktop": (1440, 900), "phone": (390, 844)}
 """Screenshot name → (width, height) in CSS px."""
+
+EXAMPLES = {"decode-moe": "?view=decode&model=mixtral-8x7b",
+            "memory-mla": "?view=memory&model=deepseek-v2-lite"}
+"""Screenshot name → query of pages shown with another model than their default (experiment 1's
+expert-read chart for a mixture-of-experts model, experiment 2's MLA latent card)."""
 
 IDLE = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
         "Bokeh.documents.every(d => d.is_idle) && !document.querySelector('.pn-loading')")
@@ -36,12 +41,13 @@ def main(base: str, out: Path) -> None:
             page = browser.new_page(viewport={"width": width, "height": height})
             page.route("**/*", lambda r: r.continue_() if r.request.url.split("/")[2] == host
                        else r.abort())
-            for info in all_pages():
-                page.goto(f"{base}/?view={info.slug}" if info.slug else f"{base}/",
-                          timeout=120_000)
+            shots = {info.slug or "home": f"?view={info.slug}" if info.slug else ""
+                     for info in all_pages()} | EXAMPLES
+            for name, query in shots.items():
+                page.goto(f"{base}/{query}", timeout=120_000)
                 page.wait_for_function(IDLE, timeout=120_000)
                 page.wait_for_timeout(800)
-                page.screenshot(path=str(out / f"{info.slug or 'home'}-{kind}.png"))
+                page.screenshot(path=str(out / f"{name}-{kind}.png"))
             page.close()
         browser.close()
 
