@@ -91,7 +91,8 @@ def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: 
     name : {"decode", "prefill", "prefix", "goodput", "context", "measured"}
         Which experiment's dataset: a grid's name, or an experiment whose record names a
         loader (``"measured"``: experiment 9's table of measured kernel times with their floors
-        over ``point``, in memory from the package data; the other arguments do not apply).
+        over ``point``, in memory from the package data, its ``units`` CF units as a grid's;
+        the other arguments do not apply).
     path : path, optional
         A ``.zarr`` store to open instead of the data directory's ``<name>.zarr``.
     compute_missing : bool
@@ -122,9 +123,11 @@ def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: 
         open_grid_spec,
     )
 
+    from sweeps.conventions import cf_units
+
     loader = dataset_loader(name)
-    if loader is not None:  # not a grid: the record's loader (docs/architecture.md)
-        return loader()
+    if loader is not None:  # not a grid: the record's loader (docs/architecture.md), CF units
+        return cf_units(loader())
     if name not in DATASET_NAMES:
         raise LabInputError(f"There is no dataset '{name}'; valid: {', '.join(DATASET_NAMES)}.")
     grid_kind(name)
