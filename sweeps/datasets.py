@@ -113,6 +113,7 @@ def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: 
         Unknown name; or (:class:`~sweeps.store.DatasetError`) a missing, stale or corrupt
         dataset, with one sentence saying how to fix it.
     """
+    from sweeps.conventions import cf_units
     from sweeps.grid_kinds import grid_kind
     from sweeps.store import (
         CorruptDatasetError,
@@ -122,8 +123,6 @@ def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: 
         open_grid,
         open_grid_spec,
     )
-
-    from sweeps.conventions import cf_units
 
     loader = dataset_loader(name)
     if loader is not None:  # not a grid: the record's loader (docs/architecture.md), CF units

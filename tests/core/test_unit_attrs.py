@@ -110,6 +110,6 @@ def test_experiment_1_chart_data_quantifies_with_the_labs_registry(model):
 
 
 def test_the_registry_defines_every_counted_label_singular():
-    assert COUNT_UNITS == tuple(label.removesuffix("s") for label in COUNTED)
+    assert tuple(label.removesuffix("s") for label in COUNTED) == COUNT_UNITS
     registry = pint_registry()
     assert all(registry.Quantity(1, label).dimensionless for label in COUNTED)
