@@ -99,7 +99,8 @@ def test_mixtral_calculation_has_the_expert_lines(document):
     assert ("Experts touched per MoE layer = 8 × (1 − (1 − 2/8)^8) (uniform routing) "
             "= 7.20 of 8") in text
     assert ("Weight reads once every expert is read = 46,571,454,464 params (shared + all 8 "
-            "experts) × 2 B, / 1 = 93.14 GB / GPU (the ceiling as the batch grows)") in text
+            "experts) × 2 B, / 1 (routers and MLA down-projections whole) = 93.14 GB / GPU "
+            "(the ceiling as the batch grows)") in text
     assert not any("MLA latent" in line for line in text)  # Mixtral caches K and V per head
 
 
