@@ -3,12 +3,14 @@
 The files the lab writes — every sweep dataset and export — need nothing of this: their
 ``units`` are CF units that pint's default registry and UDUNITS-2 both parse (counts ``"1"``,
 their rates ``"1/s"``, what is counted in ``counted_as``; see :mod:`lab.unit_attrs`), so
-``lab.open_dataset("decode").pint.quantify()`` works with a plain pint-xarray.
+``lab.open_dataset("decode").pint.quantify()`` (and ``lab.open_dataset("measured")``) works
+with a plain pint-xarray.
 
 The experiments' in-memory data (``Experiment.dataset()``) keep the labels the charts show:
-``tokens``, ``sequences``, ``GPUs``, ``FLOP``, ``requests``, ``blocks``, ``steps``, ``pairs``
-and their rates (``tokens/s``), ``B``, ``GB``. This registry defines each count as a
-dimensionless count (pint reads the plurals itself), so those quantify too::
+``tokens``, ``sequences``, ``GPUs``, ``FLOP``, ``requests``, ``blocks``, ``steps``, ``pairs``,
+``experts``, ``heads`` and their rates (``tokens/s``), ``B``, ``B/s``, ``GB``. This registry
+defines each count as a dimensionless count (pint reads the plurals itself), so those quantify
+too::
 
     import pint_xarray
     from lab.pint_units import pint_registry
@@ -22,9 +24,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-COUNT_UNITS = ("token", "sequence", "GPU", "FLOP", "request", "block", "step", "pair")
-"""Counting units of the lab's datasets, each a dimensionless count (singular: pint reads
-``tokens`` as ``token``)."""
+from lab.unit_attrs import COUNTED
+
+COUNT_UNITS = tuple(label.removesuffix("s") for label in COUNTED)
+"""Counting units of the lab's datasets (:data:`lab.unit_attrs.COUNTED`), each a dimensionless
+count, singular (pint reads ``tokens`` as ``token``): ``token``, ``GPU``, ``FLOP``, ``expert``,
+``head``, …"""
 
 
 @lru_cache(maxsize=1)

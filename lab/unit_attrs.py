@@ -9,7 +9,8 @@ CF conventions instead, and keep what is counted in an attribute of its own:
   ``"GPUs"``, ``"FLOP"``, …);
 - a rate of a count is ``units = "1/s"`` with ``counted_as`` (``tokens/s`` is ``"1/s"``
   counted as ``"tokens"``); pint's default registry does not parse UDUNITS' ``"s-1"``;
-- bytes are ``"byte"`` and decimal gigabytes ``"Gbyte"`` (10^9 bytes in both);
+- bytes are ``"byte"``, bytes per second ``"byte/s"`` and decimal gigabytes ``"Gbyte"``
+  (10^9 bytes in both);
 - seconds and their fractions (``s``, ``ms``, ``µs``) and ``"1"`` are already understood.
 
 :func:`unit_label` turns the attributes back into the lab's label, so charts and tables keep
@@ -23,7 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-COUNTED = ("tokens", "sequences", "GPUs", "FLOP", "requests", "blocks", "steps", "pairs")
+COUNTED = ("tokens", "sequences", "GPUs", "FLOP", "requests", "blocks", "steps", "pairs",
+           "experts", "heads")
 """What the lab counts: each label is a dimensionless count in a file (``counted_as``)."""
 RATE_SUFFIX = "/s"
 """Suffix of a count's rate label (``tokens/s``)."""
@@ -34,8 +36,9 @@ RATE_UNITS = "1/s"
 COUNTED_AS = "counted_as"
 """The attribute naming what a count (or a count's rate) counts."""
 
-RENAMED = {"B": "byte", "GB": "Gbyte", "×": "1"}
-"""Labels spelled otherwise in a file: bytes, decimal gigabytes, a ratio (``×``)."""
+RENAMED = {"B": "byte", "B/s": "byte/s", "GB": "Gbyte", "×": "1"}
+"""Labels spelled otherwise in a file: bytes, bytes per second, decimal gigabytes, a ratio
+(``×``)."""
 UNCHANGED = ("1", "s", "ms", "µs")
 """Labels that already are CF units both parsers read."""
 

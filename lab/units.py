@@ -62,8 +62,9 @@ def fmt_gflop(flop: float, digits: int = 2) -> str:
 
 
 def fmt_params(count: float, digits: int = 2) -> str:
-    """Format a parameter count in billions (10^9) (``46.70 B``)."""
-    return f"{fmt_number(count / 1e9, digits)} B"
+    """Format a parameter count in billions (10^9) (``46.70 billion``; the lab's ``B`` is
+    bytes)."""
+    return f"{fmt_number(count / 1e9, digits)} billion"
 
 
 def fmt_ms(seconds: float, digits: int = 2) -> str:

@@ -91,7 +91,8 @@ def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: 
     name : {"decode", "prefill", "prefix", "goodput", "context", "measured"}
         Which experiment's dataset: a grid's name, or an experiment whose record names a
         loader (``"measured"``: experiment 9's table of measured kernel times with their floors
-        over ``point``, in memory from the package data; the other arguments do not apply).
+        over ``point``, in memory from the package data, its ``units`` CF units as a grid's;
+        the other arguments do not apply).
     path : path, optional
         A ``.zarr`` store to open instead of the data directory's ``<name>.zarr``.
     compute_missing : bool
@@ -115,6 +116,7 @@ def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: 
         Unknown name; or (:class:`~sweeps.store.DatasetError`) a missing, stale or corrupt
         dataset, with one sentence saying how to fix it.
     """
+    from sweeps.conventions import cf_units
     from sweeps.grid_kinds import grid_kind
     from sweeps.store import (
         CorruptDatasetError,
@@ -126,8 +128,8 @@ def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: 
     )
 
     loader = dataset_loader(name)
-    if loader is not None:  # not a grid: the record's loader (docs/architecture.md)
-        return loader()
+    if loader is not None:  # not a grid: the record's loader (docs/architecture.md), CF units
+        return cf_units(loader())
     if name not in DATASET_NAMES:
         raise LabInputError(f"There is no dataset '{name}'; valid: {', '.join(DATASET_NAMES)}.")
     grid_kind(name)

@@ -10,12 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lab.catalog import GPUSpec, ModelSpec
-from lab.catalog.moe_params import active_linear_params, routed_linear_params, shared_linear_params
+from lab.catalog.moe_params import active_linear_params
 from lab.catalog.moe_spec import MoESpec
 from lab.models import kv_shapes
 from lab.models.decode_step import bytes_per_weight, kv_bytes_per_token, linear_params, peak_flops
 from lab.models.memory import pages
 from lab.models.moe import (
+    all_experts_params,
     all_experts_weight_bytes,
     bytes_per_element,
     experts_touched,
@@ -182,7 +183,7 @@ def _moe_decode_steps(record: dict, model: MoESpec, gpu: GPUSpec, peak_name: str
     n_read = round(float(step_weight_params(model, batch)))
     n_act = int(active_linear_params(model))
     touched = float(experts_touched(model.experts, model.experts_per_token, batch))
-    n_all = int(shared_linear_params(model) + routed_linear_params(model, model.experts))
+    n_all = int(all_experts_params(model))
     mla = model.kv_lora_rank > 0
     kv_tok_gpu = int(kv_shapes.kv_bytes_per_token_per_gpu(model, 1, kv_precision))
     kv_split = " (MLA latent, replicated on every GPU)" if mla else f" / {tp}"
@@ -197,7 +198,8 @@ def _moe_decode_steps(record: dict, model: MoESpec, gpu: GPUSpec, peak_name: str
              f"{fmt_gb(record['linear_weight_bytes'])} / GPU"),
         Step("Weight reads once every expert is read",
              f"{fmt_int(n_all)} params (shared + all {model.experts} experts) × {nbytes} B, "
-             f"/ {tp}", f"{fmt_gb(all_experts_weight_bytes(model, tp, precision))} / GPU "
+             f"/ {tp} (routers and MLA down-projections whole)",
+             f"{fmt_gb(all_experts_weight_bytes(model, tp, precision))} / GPU "
              "(the ceiling as the batch grows)"),
         Step("Linear FLOPs", f"2 × {fmt_int(n_act)} active params × {batch:,}, / {tp}",
              f"{fmt_gflop(record['linear_flops'])} / GPU"),

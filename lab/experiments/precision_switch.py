@@ -61,9 +61,11 @@ class PrecisionSwitch(DecodeExperiment):
     def explanation(self) -> str:
         r = self.result
         bf16, fp8 = r["bf16"], r["fp8"]
+        kv = self.kv_precision.upper()       # the KV cache keeps its own precision in both runs
+        article = "an" if kv.startswith("F") else "a"
         return (f"Faster, but only {r['speedup']:.2f}×. FP8 halves the linear weight reads "
                 f"({fmt_ms(bf16['linear_time_s'])} → {fmt_ms(fp8['linear_time_s'])}), but the "
-                f"attention phase reads a BF16 KV cache and stays at "
+                f"attention phase reads {article} {kv} KV cache and stays at "
                 f"{fmt_ms(fp8['attention_time_s'])}, so the longer the context, the closer the "
                 f"speed-up falls toward 1×. The halved weights do free memory: "
                 f"{int(bf16['max_sequences']):,} → {int(fp8['max_sequences']):,} sequences fit.")

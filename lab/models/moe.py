@@ -70,12 +70,18 @@ def step_weight_params(model, batch: ArrayLike) -> ArrayLike:
     return shared_linear_params(model) + routed_linear_params(model, touched)
 
 
+def all_experts_params(model) -> ArrayLike:
+    """Linear weights a decode step that touches every routed expert reads, over all GPUs
+    (count): ``N_shared + M·E·3·d·F_e`` (the embeddings and norms left out, as in every weight
+    read); a dense model's are its ``N_lin``."""
+    return shared_linear_params(model) + routed_linear_params(model, moe_field(model, "experts"))
+
+
 def all_experts_weight_bytes(model, tp: ArrayLike, precision: ArrayLike) -> ArrayLike:
     """Weight bytes one GPU reads in a decode step that touches every routed expert (B): the
-    ceiling :func:`step_weight_bytes` rises to as the batch grows, ``N_shared + M·E·3·d·F_e``
-    linear weights (the embeddings and norms left out, as in every weight read)."""
-    params = shared_linear_params(model) + routed_linear_params(model, moe_field(model, "experts"))
-    return _per_gpu(model, params, tp) * bytes_per_element(precision)
+    ceiling :func:`step_weight_bytes` rises to as the batch grows, :func:`all_experts_params`
+    as one GPU holds them (MLA down-projections and routers whole, the rest ``/tp``)."""
+    return _per_gpu(model, all_experts_params(model), tp) * bytes_per_element(precision)
 
 
 def _per_gpu(model, params: ArrayLike, tp: ArrayLike) -> ArrayLike:

@@ -85,12 +85,12 @@ def test_mixtral_on_experiment_1_draws_the_expert_read_curve(document):
 def test_mixtral_cards_show_total_active_and_experts_touched(document):
     view = page(document, "?view=decode&model=mixtral-8x7b&batch=8")
     shown = cards(view)
-    assert shown["Parameters"][0] == "46.70 B total"  # 46,702,792,704 (the card's 46.7 B)
-    assert shown["Parameters"][1].startswith("12.88 B active per token: 2 of 8 experts")
+    assert shown["Parameters"][0] == "46.70 billion total"  # 46,702,792,704 (card: 46.7 B)
+    assert shown["Parameters"][1].startswith("12.88 billion active per token: 2 of 8 experts")
     assert shown["Experts read per MoE layer"][0] == "7.20 of 8"
     assert "84.11 GB of weights read / GPU" in shown["Experts read per MoE layer"][1]
     html = view.cards._pane.object
-    assert "7.20 of 8" in html and "46.70 B total" in html
+    assert "7.20 of 8" in html and "46.70 billion total" in html
 
 
 def test_mixtral_calculation_has_the_expert_lines(document):
@@ -99,7 +99,8 @@ def test_mixtral_calculation_has_the_expert_lines(document):
     assert ("Experts touched per MoE layer = 8 × (1 − (1 − 2/8)^8) (uniform routing) "
             "= 7.20 of 8") in text
     assert ("Weight reads once every expert is read = 46,571,454,464 params (shared + all 8 "
-            "experts) × 2 B, / 1 = 93.14 GB / GPU (the ceiling as the batch grows)") in text
+            "experts) × 2 B, / 1 (routers and MLA down-projections whole) = 93.14 GB / GPU "
+            "(the ceiling as the batch grows)") in text
     assert not any("MLA latent" in line for line in text)  # Mixtral caches K and V per head
 
 

@@ -11,6 +11,7 @@ from cli.main import build_parser
 from lab.errors import LabInputError
 from lab.experiments import all_experiments
 from lab.experiments.registry import dataset_names, experiments, record, resolve
+from sweeps.conventions import cf_units
 from sweeps.datasets import dataset_loader, open_dataset
 from sweeps.grid_kinds import GRIDS
 from sweeps.paths import DATASET_NAMES
@@ -72,9 +73,10 @@ def test_every_slug_has_a_command_a_page_and_a_dataset_opener_or_none(rec):
 
 
 def test_a_non_grid_dataset_opens_through_its_records_loader():
-    """Experiment 9's record names a loader, not a grid: ``open_dataset`` calls it."""
+    """Experiment 9's record names a loader, not a grid: ``open_dataset`` calls it and gives
+    its ``units`` as CF units, like a grid's."""
     rec = record("measured")
     assert rec.grid is None and rec.dataset and rec.page
     ds = open_dataset("measured")
-    assert ds.identical(resolve(rec.dataset)())
+    assert ds.identical(cf_units(resolve(rec.dataset)()))
     assert {"latency_s", "floor_s", "ratio"} <= set(ds.data_vars)

@@ -41,6 +41,18 @@ def test_fp8_on_a100_is_reported():
     assert "no FP8" in experiment.error
 
 
+def test_precision_explanation_names_the_kv_cache_precision():
+    """The KV cache keeps its own precision in both runs of experiment 4: with an FP8 KV cache
+    the attention phase reads half the bytes (llama-3.1-8b, batch 8, context 8,192:
+    8.59 → 4.29 GB at 3.35 TB/s, 2.56 → 1.28 ms), and the explanation says FP8, not BF16."""
+    default = PrecisionSwitch().explanation()
+    assert "reads a BF16 KV cache and stays at 2.56 ms" in default
+    fp8_kv = PrecisionSwitch(kv_precision="fp8")
+    assert fp8_kv.result["fp8"]["kv_read_bytes"] == 8_589_934_592 / 2
+    text = fp8_kv.explanation()
+    assert "reads an FP8 KV cache and stays at 1.28 ms" in text and "BF16" not in text
+
+
 def test_param_bounds():
     with pytest.raises(ValueError, match="batch"):
         BatchBottleneck(batch=0)

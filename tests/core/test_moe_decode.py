@@ -27,12 +27,13 @@ import pytest
 from cli.main import main
 from lab.catalog import get_gpu, get_model
 from lab.catalog.moe_spec import MoESpec
+from lab.derivations.decode_family import decode_steps, render_text
 from lab.errors import LabInputError
 from lab.models.decode_step import decode_step
 from lab.models.inputs import DecodeInputs
 from lab.models.kv_shapes import head_kv_bytes_per_token, head_kv_elements_per_token_layer
 from lab.models.memory import memory_fit, sequence_capacity
-from lab.models.moe import all_experts_weight_bytes
+from lab.models.moe import all_experts_params, all_experts_weight_bytes
 from lab.points.decode_family import DecodeConfig, calc_decode
 from lab.points.validity import Reason, decode_reason
 
@@ -126,6 +127,30 @@ def test_every_expert_read_is_the_ceiling_of_the_weight_reads():
     many = decode_step(DecodeInputs(MIXTRAL, H100, batch=1024, context=1))
     assert many["linear_weight_bytes"] == pytest.approx(
         all_experts_weight_bytes(MIXTRAL, 1, "bf16"), rel=1e-12)
+
+
+def test_deepseek_v2_lite_every_expert_read_by_hand_at_tp_2():
+    """DeepSeek-V2-Lite, tp 2, BF16, counted by hand from its config: the line "Weight reads
+    once every expert is read" shows 15.53 GB, not the 15.50 GB of ``params × 2 B / 2``,
+    because the routers and MLA's down-projections are whole on every GPU."""
+    model = get_model("deepseek-v2-lite")
+    # MLA, uncompressed queries: q 2048·16·192, kv_a 2048·576, kv_b 512·16·256, o 16·128·2048.
+    attention = 6_291_456 + 1_179_648 + 2_097_152 + 4_194_304          # 13,762,560 per layer
+    dense_mlp = 3 * 2048 * 10_944                                       # layer 0
+    moe_layer = 64 * 3 * 2048 * 1408 + 3 * 2048 * 2816 + 2048 * 64      # routed, shared, router
+    lm_head = 102_400 * 2048
+    params = 27 * attention + dense_mlp + 26 * moe_layer + lm_head
+    assert params == 15_496_642_560 == all_experts_params(model)
+    whole = 27 * 2048 * 576 + 26 * 2048 * 64      # kv_a down-projections and routers
+    per_gpu = (whole + (params - whole) // 2) * 2                       # B
+    assert per_gpu == 15_531_900_928 == all_experts_weight_bytes(model, 2, "bf16")
+    assert params * 2 // 2 == 15_496_642_560                            # 15.50 GB: not shown
+    record = calc_decode(DecodeConfig(model="deepseek-v2-lite", gpu="h100-sxm", tp=2, batch=8,
+                                      context=1024))
+    text = render_text(decode_steps(record, model, H100))
+    assert ("Weight reads once every expert is read = 15,496,642,560 params (shared + all 64 "
+            "experts) × 2 B, / 2 (routers and MLA down-projections whole) = 15.53 GB / GPU "
+            "(the ceiling as the batch grows)") in text
 
 
 def test_mla_latent_against_per_head_keys_and_values():
