@@ -22,6 +22,7 @@ import xarray as xr
 from panel.viewable import Viewer
 
 from apps.ui.busy import BusyNote
+from apps.ui.charts import axis_label
 from apps.ui.downloads import WholeDatasetDownload, csv_button
 from apps.ui.grid_heatmap import grid_view, styled_heatmap
 from apps.ui.input_extras import catalog_options
@@ -72,6 +73,13 @@ def selection(ds: xr.Dataset, **choices) -> xr.Dataset:
     precision (choices for dimensions ``ds`` does not have are ignored)."""
     return ds.sel({k: v for k, v in choices.items() if k in ds.dims})
 
+
+
+def variable_options(ds: xr.Dataset, variables: list[str]) -> dict[str, str]:
+    """``{shown label: variable}`` for the Variable dropdown: each variable by its long name
+    and the unit it is drawn in (the heatmap's title), its name in brackets; the URL keeps the
+    name."""
+    return {f"{axis_label(ds[name])} [{name}]": name for name in variables}
 
 class GridExplorer(Viewer):
     """Selectors for model, GPU, tp, precision, KV precision and variable; a heatmap; CSV and
@@ -184,6 +192,8 @@ class GridExplorer(Viewer):
                            sizing_mode="stretch_width", default_layout=pn.Column)
         for name in ("model", "gpu"):
             widgets._widgets[name].options = catalog_options(name, self.param[name].objects)
+        widgets._widgets["variable"].options = variable_options(
+            self._ds, self.param.variable.objects)
         netcdf = WholeDatasetDownload(dataset=self._ds, filename="decode-grid.nc",
                                       label="Whole dataset (NetCDF)")
         csv = csv_button(self.current, "decode-grid-selection.csv", "Selection (CSV)")

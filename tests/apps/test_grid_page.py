@@ -221,3 +221,17 @@ def test_busy_note_shows_through_a_slow_redraw(document, small_store, monkeypatc
     assert not view.busy.visible
     view.variable = "hbm_time_s"
     assert during == [True] and not view.busy.visible
+
+
+def test_variable_dropdown_shows_what_each_variable_is(document, small_store):
+    pn.state._locations[document] = Location(search="?view=grid&variable=hbm_time_s")
+    view = GridExplorer(dataset=open_grid(small_store))
+    layout = view.__panel__()
+    layout.get_root(document)
+    variable = dropdown(layout, "variable")
+    assert variable.options["Ideal decode step time (ms) [step_time_s]"] == "step_time_s"
+    assert variable.options["HBM time of the weight reads (ms) [hbm_time_s]"] == "hbm_time_s"
+    assert variable.value == view.variable == "hbm_time_s"  # the URL's name still applies
+    variable.value = "kv_read_bytes"  # what choosing "KV cache reads per GPU (GB) …" sends
+    assert view.variable == "kv_read_bytes"
+    assert "variable=kv_read_bytes" in pn.state.location.search
