@@ -33,6 +33,7 @@ from apps.ui.charts import (
     display_values,
     fit_columns,
     new_figure,
+    series_with_current,
     set_log2_ticks,
 )
 from apps.ui.theme import HIGHLIGHT, OKABE_ITO, PRIMARY
@@ -168,11 +169,7 @@ def batch_chart(lines: xr.Dataset, ds: xr.Dataset, batch: int, ridge_batch: floa
                              axis_label(ds[variable]), HEIGHT, log_x=True)
     series = ColumnDataSource(source_data(lines, variable))
     current = ColumnDataSource(source_data(ds.sel(batch=[batch]), variable))
-    fig.line("batch", variable, source=series, color=color, line_width=2)
-    markers = fig.scatter("batch", variable, source=series, color=color,
-                          fill_alpha="fill_alpha", size=8, line_width=2)
-    point = fig.scatter("batch", variable, source=current, color=HIGHLIGHT,
-                        fill_alpha="fill_alpha", size=15, line_width=3)
+    markers, point = series_with_current(fig, series, current, variable, color, HIGHLIGHT)
     ridge = Span(dimension="height", line_color=RIDGE_COLOR, line_dash="dashed",
                  line_width=1.5)
     fig.add_layout(ridge)

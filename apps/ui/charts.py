@@ -114,6 +114,19 @@ def plain_ticks() -> CustomJSTickFormatter:
     return CustomJSTickFormatter(code=PLAIN_NUMBER_JS)
 
 
+def series_with_current(fig: figure, series, current, variable: str, color: str,
+                        highlight: str) -> tuple:
+    """Draw ``variable`` against batch from the ``series`` data source as a line with markers
+    (hollow where ``fill_alpha`` says the point is over the budget) and the ``current`` source
+    as one large marker in ``highlight``; returns ``(markers, current marker)`` renderers."""
+    fig.line("batch", variable, source=series, color=color, line_width=2)
+    markers = fig.scatter("batch", variable, source=series, color=color,
+                          fill_alpha="fill_alpha", size=8, line_width=2)
+    point = fig.scatter("batch", variable, source=current, color=highlight,
+                        fill_alpha="fill_alpha", size=15, line_width=3)
+    return markers, point
+
+
 def new_figure(title: str, x_label: str, y_label: str, height: int,
                log_x: bool) -> tuple[figure, FixedTicker | None]:
     """A canvas figure as wide as its pane, with the lab's toolbar and padding.

@@ -25,6 +25,7 @@ from apps.ui.charts import (
     display_values,
     fit_columns,
     new_figure,
+    series_with_current,
     set_log2_ticks,
 )
 from apps.ui.theme import HIGHLIGHT, OKABE_ITO
@@ -91,11 +92,7 @@ def expert_chart(lines: xr.Dataset, ds: xr.Dataset, batch: int, ceiling_bytes: f
     fig, ticker = new_figure(TITLE, x_label, y_label, HEIGHT, log_x=True)
     series = ColumnDataSource(expert_columns(lines, experts))
     current = ColumnDataSource(expert_columns(ds.sel(batch=[batch]), experts))
-    fig.line("batch", VARIABLE, source=series, color=EXPERT_COLOR, line_width=2)
-    markers = fig.scatter("batch", VARIABLE, source=series, color=EXPERT_COLOR,
-                          fill_alpha="fill_alpha", size=8, line_width=2)
-    point = fig.scatter("batch", VARIABLE, source=current, color=HIGHLIGHT,
-                        fill_alpha="fill_alpha", size=15, line_width=3)
+    markers, point = series_with_current(fig, series, current, VARIABLE, EXPERT_COLOR, HIGHLIGHT)
     ceiling = Span(dimension="width", line_color=CEILING_COLOR, line_dash="dotted",
                    line_width=1.5)
     fig.add_layout(ceiling)

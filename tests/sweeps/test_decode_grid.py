@@ -38,12 +38,14 @@ def _assert_matches(cell: dict, record: dict) -> None:
             assert value == pytest.approx(expected, rel=RTOL, abs=0), name
 
 
-def test_random_cells_equal_calc_decode(default_decode):
-    ds = default_decode
+def _check_random_cells(ds, count: int, seed: int) -> tuple[int, int]:
+    """``count`` random cells of ``ds`` against ``calc_decode``: a valid cell equals the point
+    model's record, an invalid one has a reason, NaN figures, and ``calc_decode`` refuses it.
+    Returns how many valid and invalid cells were seen."""
     names = list(ds.data_vars)
     loaded = ds.compute()
     valid_seen = invalid_seen = 0
-    for index in _random_cells(ds, 400, seed=4):
+    for index in _random_cells(ds, count, seed=seed):
         inputs = _cell_inputs(ds, index)
         cell = {name: loaded[name].values[index].item() for name in names}
         config = DecodeConfig(**{k: (str(v) if k in TEXT_DIMS else int(v))
@@ -57,6 +59,11 @@ def test_random_cells_equal_calc_decode(default_decode):
             assert all(np.isnan(cell[n]) for n in UNITS if loaded[n].dtype.kind == "f")
             with pytest.raises(LabInputError):
                 calc_decode(config)
+    return valid_seen, invalid_seen
+
+
+def test_random_cells_equal_calc_decode(default_decode):
+    valid_seen, invalid_seen = _check_random_cells(default_decode, 400, seed=4)
     assert valid_seen > 200 and invalid_seen > 10
 
 
@@ -142,22 +149,7 @@ def test_invalid_cells_are_nan_with_reason(default_decode):
 def test_moe_cells_equal_calc_decode(default_decode, model):
     """A MoE model's cells (experts touched, MLA's replicated latent) equal the point model's,
     in the default grid where its chunk may hold dense models too."""
-    ds = default_decode.sel(model=[model])
-    names = list(ds.data_vars)
-    loaded = ds.compute()
-    valid_seen = invalid_seen = 0
-    for index in _random_cells(ds, 150, seed=14):
-        inputs = _cell_inputs(ds, index)
-        cell = {name: loaded[name].values[index].item() for name in names}
-        config = DecodeConfig(**{k: (str(v) if k in TEXT_DIMS else int(v))
-                                 for k, v in inputs.items()})
-        if cell["valid"]:
-            valid_seen += 1
-            _assert_matches(cell, calc_decode(config))
-        else:
-            invalid_seen += 1
-            with pytest.raises(LabInputError):
-                calc_decode(config)
+    valid_seen, _ = _check_random_cells(default_decode.sel(model=[model]), 150, seed=14)
     assert valid_seen > 50
 
 
