@@ -96,7 +96,7 @@ def get_moe_model(model: str | MoESpec) -> MoESpec:
     catalog = moe_model_catalog()
     if model in catalog:
         return catalog[model]
-    if isinstance(model, str) and ("/" in model or "\\" in model or model.endswith(".json")):
+    if isinstance(model, str) and (loader.is_file(Path(model)) or loader.looks_like_path(model)):
         return load_moe_config(model)
     raise CatalogError(f"Unknown mixture-of-experts model {shown(model)}; choose one of "
                        f"{', '.join(catalog)} or give a path to a config.json.")
