@@ -130,12 +130,16 @@ def rss_mb(pid: int) -> float:
 
 
 def process_cpu(proc: psutil.Process) -> float | None:
-    """User + system CPU seconds of one process (None once it has exited)."""
+    """User + system CPU seconds of one process itself (None once it has exited).
+
+    Not its reaped children's: every process of the tree is read on its own, so adding a
+    parent's ``children_*`` times would count a renderer that ended twice (the burst's totals
+    then exceeded the core-seconds the machine had)."""
     try:
         t = proc.cpu_times()
     except psutil.NoSuchProcess:
         return None
-    return t.user + t.system + t.children_user + t.children_system
+    return t.user + t.system
 
 
 def busy_cpu_seconds() -> float:

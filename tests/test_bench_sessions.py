@@ -42,3 +42,25 @@ def test_an_ended_browser_process_still_counts():
     assert 0.4 <= cpu["chromium"] <= 1.5
     assert cpu["server"] < 0.3
     assert cpu["other_processes"] >= 0
+
+
+def test_a_reaped_child_is_not_counted_twice():
+    """The parent's reaped-children CPU is not added to the child's own readings."""
+    bench = load_bench()
+    me = psutil.Process()
+    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        split = bench.CpuSplit(psutil.Process(server.pid), me)
+        split.start()
+        parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time\n"
+                                   f"subprocess.run([sys.executable, '-c', {BURN.format(s=0.6)!r}])\n"
+                                   "time.sleep(1.0)\n"])
+        while parent.poll() is None:
+            split.sample()
+            time.sleep(0.05)
+        cpu = split.stop()
+    finally:
+        server.kill()
+        server.wait()
+    assert 0.4 <= cpu["chromium"] <= 1.0  # 0.6 s once (twice would be 1.2 s or more)
+
