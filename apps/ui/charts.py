@@ -51,14 +51,20 @@ HOVER_NUMBER = "{0,0.[000]}"
 """Hover format of a number: thousands separated, up to three decimals."""
 
 
-def display_values(da: xr.DataArray) -> tuple[np.ndarray, str, str]:
-    """Values of ``da`` in screen units, with its long name and the screen unit."""
+def display_label(da: xr.DataArray) -> tuple[str, str, float]:
+    """``(long name, screen unit, factor from stored to screen units)`` of ``da``, from its
+    attributes alone (its values are not read)."""
     fallback = COORDINATE_ATTRS.get(str(da.name), (str(da.name or ""), ""))
     units = unit_label(da.attrs) if "units" in da.attrs else fallback[1]
     long_name = str(da.attrs.get("long_name", fallback[0])).strip()
     shown, factor = DISPLAY_UNITS.get(units, (units, 1.0))
-    values = np.asarray(da.values, dtype=float) * factor
-    return values, long_name, "" if shown in ("1", "") else shown
+    return long_name, "" if shown in ("1", "") else shown, factor
+
+
+def display_values(da: xr.DataArray) -> tuple[np.ndarray, str, str]:
+    """Values of ``da`` in screen units, with its long name and the screen unit."""
+    long_name, shown, factor = display_label(da)
+    return np.asarray(da.values, dtype=float) * factor, long_name, shown
 
 
 def capitalized(text: str) -> str:
@@ -67,8 +73,9 @@ def capitalized(text: str) -> str:
 
 
 def axis_label(da: xr.DataArray) -> str:
-    """``Long name (unit)`` of ``da`` in the units on screen."""
-    _, long_name, unit = display_values(da)
+    """``Long name (unit)`` of ``da`` in the units on screen (from its attributes alone: a
+    lazy variable of a whole grid is not read)."""
+    long_name, unit, _ = display_label(da)
     return f"{capitalized(long_name)} ({unit})" if unit else capitalized(long_name)
 
 

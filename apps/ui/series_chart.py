@@ -22,6 +22,7 @@ from apps.ui.charts import (
     HOVER_NUMBER,
     axis_label,
     capitalized,
+    display_label,
     display_values,
     new_figure,
     numeric_variables,
@@ -77,7 +78,7 @@ def series_data(ds: xr.Dataset, y: str, current: dict) -> SeriesData:
               [dict(zip(others, idx, strict=True))
                for idx in np.ndindex(*[ds.sizes[d] for d in others])])
     keys, columns = [], []
-    y_long = display_values(da)[1]
+    y_long = display_label(da)[0]
     for sel in groups:
         values = display_values(stacked.isel(sel) if sel else stacked)[0]
         ok = (np.asarray(fits.transpose(*others, x).isel(sel).values, dtype=bool)
