@@ -24,21 +24,26 @@ BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < {s
 """A child that spends ``s`` CPU seconds, then exits."""
 
 
-def test_an_ended_browser_process_still_counts():
+def cpu_split_while(command: list[str]) -> dict:
+    """The benchmark's CPU split while ``command`` runs beside a sleeping stand-in server, read
+    as the burst's sampler reads it (every 50 ms until the command has ended)."""
     bench = load_bench()
-    me = psutil.Process()
     server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        split = bench.CpuSplit(psutil.Process(server.pid), me)
+        split = bench.CpuSplit(psutil.Process(server.pid), psutil.Process())
         split.start()
-        renderer = subprocess.Popen([sys.executable, "-c", BURN.format(s=0.6)])
-        while renderer.poll() is None:  # the burst's sampler, reading while the page is open
+        browser = subprocess.Popen(command)
+        while browser.poll() is None:
             split.sample()
             time.sleep(0.05)
-        cpu = split.stop()  # the process has ended: only the readings taken before count
+        return split.stop()  # the process has ended: only the readings taken before count
     finally:
         server.kill()
         server.wait()
+
+
+def test_an_ended_browser_process_still_counts():
+    cpu = cpu_split_while([sys.executable, "-c", BURN.format(s=0.6)])
     assert 0.4 <= cpu["chromium"] <= 1.5
     assert cpu["server"] < 0.3
     assert cpu["other_processes"] >= 0
@@ -46,21 +51,7 @@ def test_an_ended_browser_process_still_counts():
 
 def test_a_reaped_child_is_not_counted_twice():
     """The parent's reaped-children CPU is not added to the child's own readings."""
-    bench = load_bench()
-    me = psutil.Process()
-    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    try:
-        split = bench.CpuSplit(psutil.Process(server.pid), me)
-        split.start()
-        parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time\n"
-                                   f"subprocess.run([sys.executable, '-c', {BURN.format(s=0.6)!r}])\n"
-                                   "time.sleep(1.0)\n"])
-        while parent.poll() is None:
-            split.sample()
-            time.sleep(0.05)
-        cpu = split.stop()
-    finally:
-        server.kill()
-        server.wait()
+    cpu = cpu_split_while([sys.executable, "-c", "import subprocess, sys, time\n"
+                           f"subprocess.run([sys.executable, '-c', {BURN.format(s=0.6)!r}])\n"
+                           "time.sleep(1.0)\n"])
     assert 0.4 <= cpu["chromium"] <= 1.0  # 0.6 s once (twice would be 1.2 s or more)
-
