@@ -10,7 +10,6 @@ from panel.viewable import Viewer
 
 from apps.ui.batch_chart import BatchChart, batch_charts, power_of_two_rows
 from apps.ui.budget import has_budget, with_fits
-from apps.ui.busy import BUSY_CSS as BUSY_CSS  # the note's style, re-exported
 from apps.ui.busy import BusyNote
 from apps.ui.cards import error_html
 from apps.ui.charts import NOTE

@@ -62,11 +62,6 @@ class ExperimentRecord:
     dataset: str | None = None
     """``"module:loader"`` of a dataset that is not a grid; None: the grid's, if any."""
 
-    @property
-    def has_dataset(self) -> bool:
-        """Whether ``open_dataset(slug)`` opens something: a grid or a loader's dataset."""
-        return self.grid is not None or self.dataset is not None
-
     def experiment_class(self) -> type:
         """The experiment's ``param`` class."""
         return resolve(self.param_class)

@@ -215,7 +215,7 @@ def test_sources_legend_gib_parts_and_chart_csv_inputs():
 
 
 def test_busy_note_shows_while_the_charts_catch_up(monkeypatch):
-    from apps.ui.chart_view import BUSY_CSS
+    from apps.ui.busy import BUSY_CSS
 
     scheduled = []
     monkeypatch.setattr(pn.state, "execute", lambda fn, schedule=False: scheduled.append(fn))
