@@ -228,6 +228,8 @@ def _read_text(path: Path) -> str:
         if path.stat().st_size > MAX_SPEC_BYTES:
             raise CatalogError(f"{path} is larger than {MAX_SPEC_BYTES:,} bytes.")
         return path.read_bytes().decode("utf-8")
+    except CatalogError:  # said above; a CatalogError is a ValueError, caught last below
+        raise
     except FileNotFoundError:
         raise CatalogError(f"{path} does not exist.") from None
     except UnicodeDecodeError as exc:

@@ -10,6 +10,7 @@ name and a grid of 1.8×10^12 cells.
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
@@ -225,3 +226,22 @@ def test_shown_never_raises_and_stays_short():
         nested = [nested]
     for value in (10**5000, nested, "x" * 10_000, {"a": 10**5000}):
         assert len(shown(value)) <= 40
+
+
+@pytest.mark.parametrize("kind", ["config.json", "gpu.toml"])
+def test_model_or_gpu_file_over_the_size_limit_says_so(tmp_path, kind):
+    """A file over the stated size, or one that is not a regular file, is named as such (both
+    were reported as "not a usable file name")."""
+    from lab.catalog import get_gpu, get_model
+    from lab.limits import MAX_SPEC_BYTES
+
+    path = tmp_path / kind
+    path.write_bytes(b" " * (MAX_SPEC_BYTES + 1))
+    load = get_model if kind == "config.json" else get_gpu
+    with pytest.raises(LabInputError, match=f"is larger than {MAX_SPEC_BYTES:,} bytes"):
+        load(str(path))
+    fifo = tmp_path / f"fifo-{kind}"
+    os.mkfifo(fifo)
+    with pytest.raises(LabInputError, match="is not a regular file"):
+        load(str(fifo))
+
