@@ -29,14 +29,14 @@ from apps.ui.pages import (
 )
 from apps.ui.panel_compat import detach_busy
 from apps.ui.sources import sources_page
+from apps.ui.theme import LOADER_CSS, MUI_FONT
 from apps.ui.url_values import quoted
 
 VIEW_ARG = "view"
 """Query argument naming the page (experiments sync their inputs to the other arguments)."""
 
 THEME = {"palette": {"primary": {"main": "#0072B2"}, "secondary": {"main": "#E69F00"}},
-         "typography": {"fontFamily": "system-ui, -apple-system, 'Segoe UI', Roboto, Arial, "
-                        "sans-serif"}}
+         "typography": {"fontFamily": MUI_FONT}}
 """MUI theme: Okabe–Ito blue and orange, local system fonts."""
 
 
@@ -89,6 +89,7 @@ def build_page(slug: str | None = None) -> pmui.Page:
         title="Inference Lab" if slug == HOME.slug else f"Inference Lab · {title}",
         sidebar=[navigation(slug), state], main=[page_content(slug)], theme_toggle=True,
         theme_config=THEME, sidebar_width=290, busy_indicator=None)
+    page.config.raw_css = [*page.config.raw_css, LOADER_CSS]
     follow_browser(page, state)
     # The page's busy flag follows ``pn.state.busy``; every toggle re-walks the page's whole
     # Bokeh model (~30 ms each, twice per widget change). Updates here take a few ms, so the

@@ -18,6 +18,7 @@ import xarray as xr
 from bokeh.models import CustomJSTickFormatter, FixedTicker
 from bokeh.plotting import figure
 
+from apps.ui.theme import CHART_LIGHT_STYLE
 from lab.unit_attrs import unit_label
 from lab.units import GB, GFLOP, MS
 
@@ -147,13 +148,26 @@ def new_figure(title: str, x_label: str, y_label: str, height: int,
     fig.x_range.range_padding = fig.y_range.range_padding = PADDING
     fig.yaxis[0].formatter = plain_ticks()
     fig.min_border_left = 70  # room for the y label beside long tick labels
+    themed(fig)  # the minor ticks of the log axis are hidden too (alpha 0)
     if not log_x:
         fig.xaxis[0].formatter = plain_ticks()
         return fig, None
     ticker = FixedTicker()
     fig.xaxis[0].ticker = ticker
-    fig.xaxis.minor_tick_line_color = None
     return fig, ticker
+
+
+def themed(fig: figure) -> figure:
+    """``fig`` styled as the page's light theme styles it in the browser
+    (:data:`apps.ui.theme.CHART_LIGHT_STYLE`), so the page need not restyle it on load."""
+    style = CHART_LIGHT_STYLE
+    fig.update(**style["figure"])
+    fig.title.update(**style["title"])
+    for axis in (*fig.xaxis, *fig.yaxis):
+        axis.update(**style["axis"])
+    for grid in (*fig.xgrid, *fig.ygrid):
+        grid.update(**style["grid"])
+    return fig
 
 
 def set_log2_ticks(fig: figure, ticker: FixedTicker, xs: np.ndarray,

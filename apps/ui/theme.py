@@ -19,7 +19,7 @@ PRIMARY = OKABE_ITO[0]
 HIGHLIGHT = OKABE_ITO[3]
 """Colour of the current point."""
 
-FONT_STACK = ("system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, "
+FONT_STACK = ("system-ui, -apple-system, 'Segoe UI', 'Helvetica Neue', Arial, "
               "sans-serif")
 """Local fonts only: the lab makes no request beyond its own server."""
 
@@ -50,3 +50,35 @@ PROSE_CSS = """
 :host { font-family: FONT; font-size: 1rem; line-height: 1.55; max-width: 860px; }
 """.replace("FONT", FONT_STACK)
 """Readable measure for long text."""
+
+LOADER_CSS = """
+#loader .spinner { animation: none; border: none; border-radius: 0; width: auto; height: auto; }
+#loader .spinner::after { content: "Loading the page\\2026"; color: #fff; font: 1.1rem FONT; }
+""".replace("FONT", FONT_STACK)
+"""The template's loading overlay, still: its spinning ring keeps the browser redrawing every
+frame while a page waits for the server (about 0.02 of a core per waiting tab, measured in
+headless Chromium); a line of text says the same at no cost."""
+
+MUI_FONT = "system-ui, -apple-system, 'Segoe UI', Arial, sans-serif"
+"""Font family of the Material UI theme (local system fonts), and so of the charts' text."""
+
+_TEXT, _MUTED, _AXIS = "rgba(0, 0, 0, 0.87)", "rgba(0, 0, 0, 0.6)", "rgba(0, 0, 0, 0.22)"
+
+CHART_LIGHT_STYLE = {
+    "figure": {"background_fill_color": "#fff", "border_fill_color": "#fff",
+               "outline_line_color": _TEXT, "outline_line_alpha": 0},
+    "title": {"text_color": _TEXT, "text_font": MUI_FONT, "text_font_size": "1.05em",
+              "text_font_style": "normal"},
+    "axis": {"axis_line_color": _AXIS, "major_tick_line_color": _AXIS,
+             "minor_tick_line_color": _AXIS, "axis_line_alpha": 0, "major_tick_line_alpha": 0,
+             "minor_tick_line_alpha": 0, "major_label_text_color": _MUTED,
+             "major_label_text_font": MUI_FONT, "major_label_text_font_size": "0.925em",
+             "major_label_text_font_style": "normal", "axis_label_text_color": _TEXT,
+             "axis_label_text_font": MUI_FONT, "axis_label_text_font_size": "1em",
+             "axis_label_text_font_style": "normal", "axis_label_standoff": 12},
+    "grid": {"grid_line_color": "rgba(0, 0, 0, 0.1)"},
+}
+"""What the Material UI page's light theme sets on a Bokeh figure in the browser (minimal
+chart style; read back from a rendered page). A figure built with these values already is
+left alone there: no re-render of the chart and no message back to the server for each of
+its ~40 properties while the page loads. The dark theme still restyles it in the browser."""

@@ -1,0 +1,67 @@
+"""What a page costs the browser while it loads: nothing that keeps it busy for no result.
+
+Measured with ``benchmarks/bench_sessions.py burst`` (docs/operations.md): with forty pages
+opening at once on two cores, each waiting tab redrew the template's spinning loader every
+frame, and the page's theme restyled every chart in the browser and sent each changed
+property back to the server (about 80 patches per experiment-1 page, each re-rendering a
+chart). The loader is still now and the charts arrive styled.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lab_browser import wait_idle
+
+from apps.ui.app import build_page
+from apps.ui.batch_chart import batch_charts, power_of_two_rows
+from apps.ui.pages import experiment_class
+from apps.ui.theme import CHART_LIGHT_STYLE, LOADER_CSS
+
+THEME_ATTRS = {name for part in CHART_LIGHT_STYLE.values() for name in part}
+"""Every property the page's light theme sets on a chart."""
+
+
+def test_every_page_has_the_still_loader():
+    page = build_page("batch")
+    assert LOADER_CSS in page.config.raw_css
+    assert "animation: none" in LOADER_CSS
+
+
+def test_experiment_charts_are_built_in_the_light_theme():
+    from apps.ui.charts import new_figure
+
+    fig, _ticker = new_figure("t", "x", "y", 300, log_x=True)
+    assert fig.background_fill_color == "#fff"
+    assert fig.title.text_font == CHART_LIGHT_STYLE["title"]["text_font"]
+    for axis in (*fig.xaxis, *fig.yaxis):
+        for name, value in CHART_LIGHT_STYLE["axis"].items():
+            assert getattr(axis, name) == value, name
+    for grid in (*fig.xgrid, *fig.ygrid):
+        assert grid.grid_line_color == "rgba(0, 0, 0, 0.1)"
+    exp = experiment_class("batch")()
+    ds = exp.chart_data()
+    charts = batch_charts(ds, exp.batch, exp.result["ridge_batch"])
+    assert len(charts) == 2 and len(power_of_two_rows(ds).batch) > 1
+    for chart in charts:
+        assert chart.figure.yaxis[0].axis_label_text_font_style == "normal"
+        assert chart.figure.border_fill_color == "#fff"
+
+
+def test_loading_a_page_sends_no_theme_patches_and_shows_a_still_loader(lab_url, lab_page,
+                                                                        console_errors):
+    """Before: the page sent ~80 theme properties back (axis colours, fonts, grid lines, the
+    figure's fill) and its loader span at 60 frames a second."""
+    sent: list[str] = []
+    lab_page.on("websocket", lambda ws: ws.on(
+        "framesent", lambda frame: sent.append(frame if isinstance(frame, str)
+                                               else frame.decode(errors="replace"))))
+    lab_page.goto(f"{lab_url}/?view=batch")
+    animation = lab_page.evaluate(
+        "() => getComputedStyle(document.querySelector('#loader .spinner')).animationName")
+    assert animation == "none"
+    wait_idle(lab_page)
+    lab_page.locator("canvas").first.wait_for(state="visible")
+    patched = set(re.findall(r'"attr":"(\w+)"', "".join(sent)))
+    assert sent and not (patched & THEME_ATTRS), sorted(patched & THEME_ATTRS)
+    assert console_errors == []
