@@ -65,3 +65,26 @@ def test_loading_a_page_sends_no_theme_patches_and_shows_a_still_loader(lab_url,
     patched = set(re.findall(r'"attr":"(\w+)"', "".join(sent)))
     assert sent and not (patched & THEME_ATTRS), sorted(patched & THEME_ATTRS)
     assert console_errors == []
+
+
+def test_the_burst_benchmark_sees_content_inside_shadow_roots_and_only_when_shown(page):
+    """``bench_sessions.py burst`` checks each page every 250 ms with its own script (not
+    Playwright's locator wait, which costs every waiting tab CPU): it must find Panel's
+    cards inside shadow roots, and not count a hidden one."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_sessions.py"
+    spec = importlib.util.spec_from_file_location("bench_sessions", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    page.set_content("<div id='host'></div><canvas width='10' height='10'></canvas>")
+    page.evaluate("""() => { const root = document.getElementById('host').attachShadow(
+        {mode: 'open'}); root.innerHTML = "<div class='lab-card'><span class='value' "
+        + "style='visibility: hidden'>7.04 ms</span></div>"; }""")
+    selectors = [".lab-card .value", "canvas"]
+    assert page.evaluate(bench.SHOWN, [selectors]) is False
+    page.evaluate("""() => document.getElementById('host').shadowRoot
+        .querySelector('.value').style.visibility = 'visible'""")
+    assert page.evaluate(bench.SHOWN, [selectors]) is True
+    assert page.evaluate(bench.SHOWN, [[".lab-card .value", ".missing"]]) is False
