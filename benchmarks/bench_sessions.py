@@ -14,15 +14,16 @@ Debian's headless Chromium (one fresh browser context per session, as a new read
   session by the page's HTTP request alone (the server builds the whole page; no browser
   renders it or connects): several times faster, and the server-side cost is the same.
 * ``burst``: ``--sessions`` browser contexts open ``--page`` at the same moment. Per page,
-  seconds from ``goto`` until its content is shown, checked every ``POLL_MS`` (landing: the experiment cards;
-  experiment pages: the headline cards and a chart canvas), with ``--timeout`` as the
-  limit; the 1-minute load average before, at its peak and at the end; CPU seconds used
-  meanwhile by the server's processes, by Chromium's (with Playwright's driver) and by every
-  other process on the machine, against the core-seconds the machine had (cores × wall
-  time), to tell where the time went. Chromium's renderers end as their pages close, so
-  CPU is read per process every half second. ``--client http``
-  sends the page requests alone, all at once (the server builds every page; no browser
-  runs): the server's share of a burst.
+  seconds from ``goto`` until its content is shown, checked every :data:`POLL_MS` (landing:
+  the experiment cards; experiment pages: the headline cards and a chart canvas), with
+  ``--timeout`` as the limit; the 1-minute load average before, at its peak and at the
+  end; CPU seconds used meanwhile by the server's processes, by Chromium's (with
+  Playwright's driver) and by every other process on the machine, against the core-seconds
+  the machine had (cores × wall time), to tell where the time went. Chromium's renderers
+  end as their pages close, so CPU is read per process every half second. ``--client
+  http`` sends the page requests alone, all at once (the server builds every page; no
+  browser runs): the server's share of a burst. Runs of 2026-12-04, before and after the
+  page changes that let all forty load: ``benchmarks/results/``.
 
 Usage::
 

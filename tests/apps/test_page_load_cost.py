@@ -22,9 +22,9 @@ THEME_ATTRS = {name for part in CHART_LIGHT_STYLE.values() for name in part}
 """Every property the page's light theme sets on a chart."""
 
 
-def test_every_page_has_the_still_loader():
-    page = build_page("batch")
-    assert LOADER_CSS in page.config.raw_css
+def test_the_page_template_has_the_still_loader():
+    for slug in ("", "batch", "grid"):
+        assert LOADER_CSS in build_page(slug).config.raw_css
     assert "animation: none" in LOADER_CSS
 
 
