@@ -15,7 +15,7 @@ import holoviews.plotting.bokeh  # registers the Bokeh backend used by .opts
 import numpy as np
 import pandas as pd
 import xarray as xr
-from bokeh.models import CustomJSTickFormatter, FixedTicker
+from bokeh.models import Axis, ColorBar, CustomJSTickFormatter, FixedTicker, Grid, Legend
 from bokeh.plotting import figure
 
 from apps.ui.theme import CHART_LIGHT_STYLE
@@ -159,15 +159,23 @@ def new_figure(title: str, x_label: str, y_label: str, height: int,
 
 def themed(fig: figure) -> figure:
     """``fig`` styled as the page's light theme styles it in the browser
-    (:data:`apps.ui.theme.CHART_LIGHT_STYLE`), so the page need not restyle it on load."""
+    (:data:`apps.ui.theme.CHART_LIGHT_STYLE`), so the page need not restyle it on load.
+
+    Styles what ``fig`` holds now: call it again after adding a legend or a colour bar."""
     style = CHART_LIGHT_STYLE
     fig.update(**style["figure"])
-    fig.title.update(**style["title"])
-    for axis in (*fig.xaxis, *fig.yaxis):
-        axis.update(**style["axis"])
-    for grid in (*fig.xgrid, *fig.ygrid):
-        grid.update(**style["grid"])
+    if fig.title is not None:
+        fig.title.update(**style["title"])
+    for kind, name in ((Axis, "axis"), (Grid, "grid"), (Legend, "legend"),
+                       (ColorBar, "colorbar")):
+        for model in fig.select(type=kind):
+            model.update(**style[name])
     return fig
+
+
+def themed_hook(plot, _element) -> None:
+    """HoloViews hook: :func:`themed` on the Bokeh figure a plot draws into."""
+    themed(plot.state)
 
 
 def set_log2_ticks(fig: figure, ticker: FixedTicker, xs: np.ndarray,
@@ -221,4 +229,4 @@ def heatmap(ds: xr.Dataset, variable: str, x: str = "batch", y: str = "context")
     return el.opts(cmap="cividis", colorbar=True, logz=bool(positive), tools=["hover"],
                    responsive=True, height=460,
                    xrotation=45, backend_opts=CANVAS, clipping_colors={"NaN": "#d9d9d9"},
-                   title=axis_label(ds[variable]))
+                   title=axis_label(ds[variable]), hooks=[themed_hook])

@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 from bokeh.models import FixedTicker
 
-from apps.ui.charts import display_values, heatmap
+from apps.ui.charts import display_values, heatmap, themed_hook
 from apps.ui.theme import OKABE_ITO
 
 DIVERGING = "RdBu"
@@ -85,4 +85,4 @@ def grid_view(ds: xr.Dataset, variable: str) -> hv.Overlay | hv.HeatMap:
     if "fits" not in ds:
         return el
     return (el * over_budget_cells(ds)).opts(legend_position="top", legend_opts={
-        "orientation": "horizontal", "background_fill_alpha": 0.0})
+        "orientation": "horizontal", "background_fill_alpha": 0.0}, hooks=[themed_hook])

@@ -28,6 +28,7 @@ from apps.ui.charts import (
     numeric_variables,
     set_log2_ticks,
     sweep_axis,
+    themed,
 )
 from apps.ui.theme import HIGHLIGHT, OKABE_ITO
 
@@ -149,6 +150,7 @@ def series_chart(ds: xr.Dataset, y: str, current: dict) -> SeriesChart:
     if len(items) > 1:
         tooltips.insert(0, ("Series", "@series"))
     fig.add_tools(HoverTool(renderers=markers, tooltips=tooltips))
+    themed(fig)  # the legend too, as the page's theme would restyle it
     chart = SeriesChart(y, layout, fig, sources, current, ticker)
     chart.show(data)
     return chart

@@ -77,8 +77,21 @@ CHART_LIGHT_STYLE = {
              "axis_label_text_font": MUI_FONT, "axis_label_text_font_size": "1em",
              "axis_label_text_font_style": "normal", "axis_label_standoff": 12},
     "grid": {"grid_line_color": "rgba(0, 0, 0, 0.1)"},
+    "legend": {"background_fill_color": "#fff", "border_line_alpha": 0,
+               "background_fill_alpha": 0, "label_text_color": _TEXT, "label_text_font": MUI_FONT,
+               "label_text_font_size": "0.95em", "label_text_font_style": "normal",
+               "title_text_color": _MUTED, "title_text_font": MUI_FONT,
+               "title_text_font_size": "0.95em", "title_text_font_style": "normal",
+               "spacing": 8, "label_standoff": 8, "glyph_width": 14, "glyph_height": 14},
+    "colorbar": {"background_fill_color": "#fff", "background_fill_alpha": 0,
+                 "major_tick_line_alpha": 0, "minor_tick_line_alpha": 0, "bar_line_alpha": 0,
+                 "title_text_color": _TEXT, "title_text_font": MUI_FONT,
+                 "title_text_font_size": "0.95em", "title_text_font_style": "normal",
+                 "major_label_text_color": _MUTED, "major_label_text_font": MUI_FONT,
+                 "major_label_text_font_size": "0.9em", "major_label_text_font_style": "normal"},
 }
 """What the Material UI page's light theme sets on a Bokeh figure in the browser (minimal
 chart style; read back from a rendered page). A figure built with these values already is
 left alone there: no re-render of the chart and no message back to the server for each of
-its ~40 properties while the page loads. The dark theme still restyles it in the browser."""
+its ~40 properties (more with a legend or a colour bar) while the page loads. The dark
+theme still restyles it in the browser."""

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from lab_browser import wait_idle
 
 from apps.ui.app import build_page
 from apps.ui.batch_chart import batch_charts, power_of_two_rows
 from apps.ui.pages import experiment_class
-from apps.ui.theme import CHART_LIGHT_STYLE, LOADER_CSS
+from apps.ui.theme import CHART_LIGHT_STYLE, LOADER_CSS, MUI_FONT
 
 THEME_ATTRS = {name for part in CHART_LIGHT_STYLE.values() for name in part}
 """Every property the page's light theme sets on a chart."""
@@ -48,15 +49,43 @@ def test_experiment_charts_are_built_in_the_light_theme():
         assert chart.figure.border_fill_color == "#fff"
 
 
-def test_loading_a_page_sends_no_theme_patches_and_shows_a_still_loader(lab_url, lab_page,
+def test_series_and_heatmap_charts_carry_the_theme_of_their_legends_and_colour_bars():
+    from bokeh.models import ColorBar, Legend
+
+    from apps.ui.charts import themed
+    from apps.ui.lessons import chart_inputs
+    from apps.ui.series_chart import experiment_charts
+
+    exp = experiment_class("precision")()
+    charts = experiment_charts(exp.chart_data(), chart_inputs(exp))
+    legends = [lg for c in charts for lg in c.figure.select(type=Legend)]
+    assert legends and all(lg.spacing == 8 and lg.label_text_font == MUI_FONT
+                           for lg in legends)
+    fig = themed(new_figure_with_colour_bar())
+    (bar,) = fig.select(type=ColorBar)
+    assert bar.major_label_text_font_size == "0.9em" and bar.bar_line_alpha == 0
+
+
+def new_figure_with_colour_bar():
+    from bokeh.models import ColorBar, LinearColorMapper
+    from bokeh.plotting import figure
+
+    fig = figure()
+    fig.add_layout(ColorBar(color_mapper=LinearColorMapper(palette="Cividis256")), "right")
+    return fig
+
+
+@pytest.mark.parametrize("slug", ["decode", "precision", "grid"])
+def test_loading_a_page_sends_no_theme_patches_and_shows_a_still_loader(slug, lab_url, lab_page,
                                                                         console_errors):
-    """Before: the page sent ~80 theme properties back (axis colours, fonts, grid lines, the
-    figure's fill) and its loader span at 60 frames a second."""
+    """Before: experiment 1 sent ~80 theme properties back (axis colours, fonts, grid lines,
+    the figure's fill), experiment 4 also its legends', the grid explorer its colour bar's;
+    and the loader span at 60 frames a second."""
     sent: list[str] = []
     lab_page.on("websocket", lambda ws: ws.on(
         "framesent", lambda frame: sent.append(frame if isinstance(frame, str)
                                                else frame.decode(errors="replace"))))
-    lab_page.goto(f"{lab_url}/?view=batch")
+    lab_page.goto(f"{lab_url}/?view={slug}")
     animation = lab_page.evaluate(
         "() => getComputedStyle(document.querySelector('#loader .spinner')).animationName")
     assert animation == "none"
