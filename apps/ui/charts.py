@@ -15,7 +15,15 @@ import holoviews.plotting.bokeh  # registers the Bokeh backend used by .opts
 import numpy as np
 import pandas as pd
 import xarray as xr
-from bokeh.models import Axis, ColorBar, CustomJSTickFormatter, FixedTicker, Grid, Legend
+from bokeh.models import (
+    Axis,
+    ColorBar,
+    CustomJSTickFormatter,
+    FixedTicker,
+    GlyphRenderer,
+    Grid,
+    Legend,
+)
 from bokeh.plotting import figure
 
 from apps.ui.theme import CHART_LIGHT_STYLE
@@ -127,12 +135,22 @@ def series_with_current(fig: figure, series, current, variable: str, color: str,
     """Draw ``variable`` against batch from the ``series`` data source as a line with markers
     (hollow where ``fill_alpha`` says the point is over the budget) and the ``current`` source
     as one large marker in ``highlight``; returns ``(markers, current marker)`` renderers."""
-    fig.line("batch", variable, source=series, color=color, line_width=2)
-    markers = fig.scatter("batch", variable, source=series, color=color,
-                          fill_alpha="fill_alpha", size=8, line_width=2)
-    point = fig.scatter("batch", variable, source=current, color=highlight,
-                        fill_alpha="fill_alpha", size=15, line_width=3)
+    lean(fig.line("batch", variable, source=series, color=color, line_width=2))
+    markers = lean(fig.scatter("batch", variable, source=series, color=color,
+                               fill_alpha="fill_alpha", size=8, line_width=2))
+    point = lean(fig.scatter("batch", variable, source=current, color=highlight,
+                             fill_alpha="fill_alpha", size=15, line_width=3))
     return markers, point
+
+
+def lean(renderer: GlyphRenderer) -> GlyphRenderer:
+    """``renderer`` without its non-selection and muted copies of the glyph: the charts have
+    no selection tool, and their legends hide a series rather than mute it, so the copies
+    are never drawn; two models fewer per series for the server to build and send and for
+    the browser to decode and set up."""
+    renderer.nonselection_glyph = None
+    renderer.muted_glyph = None
+    return renderer
 
 
 def new_figure(title: str, x_label: str, y_label: str, height: int,

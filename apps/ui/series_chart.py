@@ -24,6 +24,7 @@ from apps.ui.charts import (
     capitalized,
     display_label,
     display_values,
+    lean,
     new_figure,
     numeric_variables,
     set_log2_ticks,
@@ -132,9 +133,9 @@ def series_chart(ds: xr.Dataset, y: str, current: dict) -> SeriesChart:
     for i, (key, columns) in enumerate(zip(layout.keys, data.columns, strict=True)):
         color = OKABE_ITO[i % len(OKABE_ITO)]
         source = ColumnDataSource(columns)
-        line = fig.line(layout.x, y, source=source, color=color, line_width=2)
-        dots = fig.scatter(layout.x, y, source=source, color=color, fill_alpha="fill_alpha",
-                           size=7)
+        line = lean(fig.line(layout.x, y, source=source, color=color, line_width=2))
+        dots = lean(fig.scatter(layout.x, y, source=source, color=color,
+                                fill_alpha="fill_alpha", size=7))
         sources.append(source)
         markers.append(dots)
         items.append(LegendItem(label=key, renderers=[line, dots]))
