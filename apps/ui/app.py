@@ -29,14 +29,14 @@ from apps.ui.pages import (
 )
 from apps.ui.panel_compat import detach_busy
 from apps.ui.sources import sources_page
-from apps.ui.theme import LOADER_CSS, MUI_FONT
+from apps.ui.theme import FONT_STACK, LOADER_CSS
 from apps.ui.url_values import quoted
 
 VIEW_ARG = "view"
 """Query argument naming the page (experiments sync their inputs to the other arguments)."""
 
 THEME = {"palette": {"primary": {"main": "#0072B2"}, "secondary": {"main": "#E69F00"}},
-         "typography": {"fontFamily": MUI_FONT}}
+         "typography": {"fontFamily": FONT_STACK}}
 """MUI theme: Okabe–Ito blue and orange, local system fonts."""
 
 

@@ -21,7 +21,8 @@ HIGHLIGHT = OKABE_ITO[3]
 
 FONT_STACK = ("system-ui, -apple-system, 'Segoe UI', 'Helvetica Neue', Arial, "
               "sans-serif")
-"""Local fonts only: the lab makes no request beyond its own server."""
+"""Local fonts only: the lab makes no request beyond its own server. The Material UI theme's
+font too, and so the charts' text (:data:`CHART_LIGHT_STYLE`)."""
 
 CARD_CSS = """
 :host { width: 100%; }
@@ -59,35 +60,32 @@ LOADER_CSS = """
 frame while a page waits for the server (about 0.02 of a core per waiting tab, measured in
 headless Chromium); a line of text says the same at no cost."""
 
-MUI_FONT = "system-ui, -apple-system, 'Segoe UI', Arial, sans-serif"
-"""Font family of the Material UI theme (local system fonts), and so of the charts' text."""
-
 _TEXT, _MUTED, _AXIS = "rgba(0, 0, 0, 0.87)", "rgba(0, 0, 0, 0.6)", "rgba(0, 0, 0, 0.22)"
 
 CHART_LIGHT_STYLE = {
     "figure": {"background_fill_color": "#fff", "border_fill_color": "#fff",
                "outline_line_color": _TEXT, "outline_line_alpha": 0},
-    "title": {"text_color": _TEXT, "text_font": MUI_FONT, "text_font_size": "1.05em",
+    "title": {"text_color": _TEXT, "text_font": FONT_STACK, "text_font_size": "1.05em",
               "text_font_style": "normal"},
     "axis": {"axis_line_color": _AXIS, "major_tick_line_color": _AXIS,
              "minor_tick_line_color": _AXIS, "axis_line_alpha": 0, "major_tick_line_alpha": 0,
              "minor_tick_line_alpha": 0, "major_label_text_color": _MUTED,
-             "major_label_text_font": MUI_FONT, "major_label_text_font_size": "0.925em",
+             "major_label_text_font": FONT_STACK, "major_label_text_font_size": "0.925em",
              "major_label_text_font_style": "normal", "axis_label_text_color": _TEXT,
-             "axis_label_text_font": MUI_FONT, "axis_label_text_font_size": "1em",
+             "axis_label_text_font": FONT_STACK, "axis_label_text_font_size": "1em",
              "axis_label_text_font_style": "normal", "axis_label_standoff": 12},
     "grid": {"grid_line_color": "rgba(0, 0, 0, 0.1)"},
     "legend": {"background_fill_color": "#fff", "border_line_alpha": 0,
-               "background_fill_alpha": 0, "label_text_color": _TEXT, "label_text_font": MUI_FONT,
+               "background_fill_alpha": 0, "label_text_color": _TEXT, "label_text_font": FONT_STACK,
                "label_text_font_size": "0.95em", "label_text_font_style": "normal",
-               "title_text_color": _MUTED, "title_text_font": MUI_FONT,
+               "title_text_color": _MUTED, "title_text_font": FONT_STACK,
                "title_text_font_size": "0.95em", "title_text_font_style": "normal",
                "spacing": 8, "label_standoff": 8, "glyph_width": 14, "glyph_height": 14},
     "colorbar": {"background_fill_color": "#fff", "background_fill_alpha": 0,
                  "major_tick_line_alpha": 0, "minor_tick_line_alpha": 0, "bar_line_alpha": 0,
-                 "title_text_color": _TEXT, "title_text_font": MUI_FONT,
+                 "title_text_color": _TEXT, "title_text_font": FONT_STACK,
                  "title_text_font_size": "0.95em", "title_text_font_style": "normal",
-                 "major_label_text_color": _MUTED, "major_label_text_font": MUI_FONT,
+                 "major_label_text_color": _MUTED, "major_label_text_font": FONT_STACK,
                  "major_label_text_font_size": "0.9em", "major_label_text_font_style": "normal"},
 }
 """What the Material UI page's light theme sets on a Bokeh figure in the browser (minimal

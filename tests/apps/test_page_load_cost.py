@@ -17,7 +17,7 @@ from lab_browser import wait_idle
 from apps.ui.app import build_page
 from apps.ui.batch_chart import batch_charts, power_of_two_rows
 from apps.ui.pages import experiment_class
-from apps.ui.theme import CHART_LIGHT_STYLE, LOADER_CSS, MUI_FONT
+from apps.ui.theme import CHART_LIGHT_STYLE, FONT_STACK, LOADER_CSS
 
 THEME_ATTRS = {name for part in CHART_LIGHT_STYLE.values() for name in part}
 """Every property the page's light theme sets on a chart."""
@@ -59,7 +59,7 @@ def test_series_and_heatmap_charts_carry_the_theme_of_their_legends_and_colour_b
     exp = experiment_class("precision")()
     charts = experiment_charts(exp.chart_data(), chart_inputs(exp))
     legends = [lg for c in charts for lg in c.figure.select(type=Legend)]
-    assert legends and all(lg.spacing == 8 and lg.label_text_font == MUI_FONT
+    assert legends and all(lg.spacing == 8 and lg.label_text_font == FONT_STACK
                            for lg in legends)
     fig = themed(new_figure_with_colour_bar())
     (bar,) = fig.select(type=ColorBar)
