@@ -141,9 +141,9 @@ def series_chart(ds: xr.Dataset, y: str, current: dict) -> SeriesChart:
         items.append(LegendItem(label=key, renderers=[line, dots]))
     if len(items) > 1:
         # Below the plot, not over it: a legend never covers the data.
+        # Its fonts and spacing are the page theme's (set by themed() below).
         fig.add_layout(Legend(items=items, click_policy="hide", orientation="horizontal",
-                              label_text_font_size="11px", spacing=4, padding=2,
-                              margin=2), "below")
+                              padding=2, margin=2), "below")
     current = Span(dimension="height", line_color=HIGHLIGHT, line_width=2, line_dash="dashed")
     fig.add_layout(current)
     tooltips = [(data.x_label, f"@{{{layout.x}}}{HOVER_NUMBER}"),
