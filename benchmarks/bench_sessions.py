@@ -22,8 +22,8 @@ Debian's headless Chromium (one fresh browser context per session, as a new read
   the machine had (cores × wall time), to tell where the time went. Chromium's renderers
   end as their pages close, so CPU is read per process every half second. ``--client
   http`` sends the page requests alone, all at once (the server builds every page; no
-  browser runs): the server's share of a burst. Runs of 2026-12-04, before and after the
-  page changes that let all forty load: ``benchmarks/results/``.
+  browser runs): the server's share of a burst. Runs of 2026-12-04 (every page, and
+  experiment 1 before and after the changes that let its forty load): ``benchmarks/results/``.
 
 Usage::
 
