@@ -9,6 +9,7 @@ Document-level tests first, then browser tests (headless Chromium, ``CI=true``).
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from urllib.parse import quote
 
@@ -19,6 +20,7 @@ import xarray as xr
 from lab_browser import (
     AUTH_PASSWORD,
     IDLE,
+    open_page,
 )
 from playwright.sync_api import expect
 
@@ -301,13 +303,17 @@ def test_upload_named_like_markup_is_shown_as_text(lab_url, lab_page, console_er
 
 
 def test_upload_over_the_limit_is_refused_before_it_is_sent(lab_url, lab_page, tmp_path):
-    lab_page.goto(f"{lab_url}/inference_lab?view=goodput")
-    expect(lab_page.locator(".lab-card .value").first).to_contain_text("req/s", timeout=30_000)
-    shipped = lab_page.locator(".lab-card .value").all_inner_texts()
+    open_page(lab_page, f"{lab_url}/inference_lab?view=goodput")
+    values = lab_page.locator(".lab-card .value")
+    expect(values.first).to_contain_text("req/s", timeout=30_000)
+    # Read the shipped trace's cards once every card shows a value (under load the page can
+    # still be filling them in when the first one shows).
+    expect(values).to_have_text([re.compile(r"\S")] * values.count(), timeout=30_000)
+    shipped = values.all_inner_texts()
     big = tmp_path / "big.csv"  # a path: the local browser reads it itself (no 25 MB over the driver)
     big.write_bytes(b"request_id,arrival_s,prompt_tokens,output_tokens\n" + b"1,0.0,100,5\n" * (2 * 2**20))
     assert big.stat().st_size > MAX_UPLOAD_BYTES
     lab_page.set_input_files("input[type=file]", files=[big])
     expect(lab_page.locator(".lab-upload-problem")).to_contain_text(
         "traces up to 20 MiB are accepted", timeout=30_000)
-    assert lab_page.locator(".lab-card .value").all_inner_texts() == shipped
+    expect(values).to_have_text(shipped)  # the refused file changed nothing
