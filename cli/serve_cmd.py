@@ -15,6 +15,7 @@ import secrets
 import sys
 from pathlib import Path
 
+from apps.ui.page_gate import LIMIT_ENV
 from lab.errors import LabInputError
 from lab.units import MIB
 
@@ -108,6 +109,11 @@ def _run(args: argparse.Namespace) -> int:
         raise LabInputError(f"Port {args.port} is not between 0 and 65535.")
     if args.num_procs < 0:
         raise LabInputError(f"--num-procs {args.num_procs} is negative (0 means one per CPU).")
+    if args.pages_at_once is not None:
+        if args.pages_at_once < 0:
+            raise LabInputError(f"--pages-at-once {args.pages_at_once} is negative (0 means no "
+                                "limit).")
+        os.environ[LIMIT_ENV] = str(args.pages_at_once)  # read by the server's setup script
     cmd = panel_command(args)
     prefix = checked_prefix(args.prefix) if args.prefix else ""
     print(f"Serving Inference Lab at http://{args.address}:{args.port}{prefix}/ once its main pages are "
@@ -126,6 +132,10 @@ def register(subparsers) -> None:
                         help="address to listen on (default localhost; 0.0.0.0 for all)")
     parser.add_argument("--num-procs", type=int, default=1,
                         help="server processes (default 1; 0 = one per CPU)")
+    parser.add_argument("--pages-at-once", type=int, default=None, metavar="N",
+                        help="pages that load at once; a reader who comes while N load gets "
+                        "a small waiting page that opens the page on its turn (default: one "
+                        "per CPU core; 0 = no limit)")
     parser.add_argument("--basic-auth", metavar="PASSWORD_OR_FILE", default=None,
                         help="require a password (or a file of user:password lines)")
     parser.add_argument("--cookie-secret", default=None,

@@ -22,6 +22,7 @@ import param
 import xarray as xr
 from panel.viewable import Viewer
 
+from apps.ui.held_size import BUTTON_WIDTH
 from lab.errors import LabInputError
 from sweeps.conventions import cf_attrs, cf_units
 from sweeps.export import netcdf_engine, portable, write
@@ -155,8 +156,8 @@ class WholeDatasetDownload(Viewer):
 def csv_button(get_data: Callable[[], xr.Dataset], filename: str, label: str) -> pmui.FileDownload:
     """A download button that builds the CSV when clicked, from the data current then."""
     return pmui.FileDownload(callback=lambda: io.StringIO(dataset_csv(get_data())),
-                             filename=filename, label=label,
-                             embed=False)
+                             filename=filename, label=label, embed=False,
+                             width=BUTTON_WIDTH)
 
 
 def inputs_lines(inputs: dict) -> str:
@@ -178,4 +179,5 @@ def chart_csv_button(get: Callable[[], tuple[xr.Dataset, dict]], filename: str,
                      label: str) -> pmui.FileDownload:
     """A download button for :func:`chart_csv` of the chart data current when clicked."""
     return pmui.FileDownload(callback=lambda: io.StringIO(chart_csv(*get())),
-                             filename=filename, label=label, embed=False)
+                             filename=filename, label=label, embed=False,
+                             width=BUTTON_WIDTH)

@@ -11,6 +11,7 @@ from panel.viewable import Viewer
 from apps.ui.calculation import CalculationView
 from apps.ui.cards import CardsView
 from apps.ui.chart_view import ChartView
+from apps.ui.held_size import hold_sizes
 from apps.ui.inputs import InputMessage, input_panel
 from apps.ui.live_inputs import follow_switches, shown_inputs
 from apps.ui.measured_overlay import MeasuredOverlay
@@ -102,4 +103,7 @@ class ExperimentView(Viewer):
         # Side by side where both fit; on a phone the results wrap below the inputs.
         body = pn.FlexBox(inputs, results, flex_wrap="wrap", align_items="flex-start",
                           sizing_mode="stretch_width", css_classes=["lab-experiment-body"])
-        return pn.Column(header, *self.prediction.parts(), body, sizing_mode="stretch_width")
+        # Each widget's drawn size is held from the start, so React drawing the widgets one
+        # after another does not re-lay out the page (and its charts) each time.
+        return hold_sizes(pn.Column(header, *self.prediction.parts(), body,
+                                    sizing_mode="stretch_width"))

@@ -7,6 +7,7 @@ import panel_material_ui as pmui
 import param
 from panel.viewable import Viewer
 
+from apps.ui.held_size import BUTTON_WIDTH
 from apps.ui.plain_text import markdown_literal, shown_error
 from lab.experiments.base import Experiment
 
@@ -39,10 +40,12 @@ class PredictionView(Viewer):
         super().__init__(**params)
         prediction = self.experiment.prediction
         self.param.choice.objects = [UNDECIDED, *prediction.choices]
-        self._choices = pmui.RadioBoxGroup.from_param(self.param.choice, label="",
-                                                      inline=True)
+        # As wide as the column and the button fixed, from the start (apps.ui.held_size).
+        self._choices = pmui.RadioBoxGroup.from_param(self.param.choice, label="", inline=True,
+                                                      sizing_mode="stretch_width")
         self._button = pmui.Button.from_param(self.param.reveal, variant="contained",
-                                              color="primary", disabled=True)
+                                              color="primary", disabled=True,
+                                              width=BUTTON_WIDTH)
         self.param.watch(self._lock, ["choice", "revealed"])
         self._answer = pn.pane.Markdown(
             pn.bind(self._answer_text, self.param.revealed, self.param.choice,

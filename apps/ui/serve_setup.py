@@ -1,4 +1,5 @@
-"""``panel serve --setup`` script: build the main pages once before the server takes requests.
+"""``panel serve --setup`` script: build the main pages once before the server takes requests,
+and let at most a few pages load at once (:mod:`apps.ui.page_gate`).
 
 ``inference-lab serve`` passes it; with plain Panel:
 ``panel serve apps/*.py --setup apps/ui/serve_setup.py``.
@@ -7,7 +8,14 @@
 import logging
 
 from apps.ui.app import build_page
+from apps.ui.page_gate import PageGate, configured_limit
+from apps.ui.panel_compat import gate_page_requests
 from apps.ui.warmup import warm_up
 
-logging.getLogger("bokeh").info("Inference Lab: pages prepared in %.1f s.",
-                                warm_up(build_page))
+log = logging.getLogger("bokeh")
+log.info("Inference Lab: pages prepared in %.1f s.", warm_up(build_page))
+pages_at_once = configured_limit()
+if pages_at_once:
+    gate_page_requests(PageGate(pages_at_once))
+    log.info("Inference Lab: pages load %d at a time; later readers wait their turn.",
+             pages_at_once)

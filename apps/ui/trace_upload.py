@@ -20,6 +20,7 @@ import panel_material_ui as pmui
 import param
 from panel.viewable import Viewer
 
+from apps.ui.held_size import hold_sizes
 from apps.ui.plain_text import shown_error
 from lab.experiments.base import Experiment
 from lab.units import MIB
@@ -194,7 +195,7 @@ class TraceUpload(Viewer):
         self._status.object = self._describe()
 
     def __panel__(self):
-        return pn.Column(
+        return hold_sizes(pn.Column(
             pn.pane.Markdown("**Your own trace** (CSV with `request_id,arrival_s,"
                              "prompt_tokens,output_tokens`)", sizing_mode="stretch_width"),
-            self._file, self._status, self._note, self._reset, sizing_mode="stretch_width")
+            self._file, self._status, self._note, self._reset, sizing_mode="stretch_width"))

@@ -54,3 +54,13 @@ def test_freeze_gc_moves_live_objects_out_of_collection():
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+def test_the_page_gate_wraps_panels_page_handler():
+    import inspect
+
+    from panel.io.server import DocHandler
+
+    assert inspect.iscoroutinefunction(inspect.unwrap(DocHandler.get))
+    assert inspect.iscoroutinefunction(inspect.unwrap(DocHandler.get_session))
+    assert "_lab_gate" not in vars(DocHandler)  # installed by the server's setup only
