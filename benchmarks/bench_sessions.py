@@ -22,15 +22,18 @@ Debian's headless Chromium (one fresh browser context per session, as a new read
   the machine had (cores × wall time), to tell where the time went. Chromium's renderers
   end as their pages close, so CPU is read per process every half second. ``--client
   http`` sends the page requests alone, all at once (the server builds every page; no
-  browser runs): the server's share of a burst. Runs of 2026-12-04 (every page, and
-  experiment 1 before and after the changes that let its forty load): ``benchmarks/results/``.
+  browser runs): the server's share of a burst. A page shown counts from the reader's first
+  request: a reader who gets the server's waiting page (``--pages-at-once``) waits on it,
+  and its page loads on its turn. Runs of 2026-12-04 (every page, and experiment 1 before
+  and after the changes that let its forty load) and of 2026-12-05 (every page, pages
+  loading one per core at a time): ``benchmarks/results/``.
 
 Usage::
 
     python benchmarks/bench_sessions.py leak [--rounds 5] [--sessions 20] [--parallel 2]
                                              [--client browser|http]
     python benchmarks/bench_sessions.py burst [--sessions 40] [--page batch] [--num-procs 1]
-                                              [--client browser|http]
+                                              [--pages-at-once N] [--client browser|http]
 
 ``--json FILE`` also writes the figures to FILE. Needs ``/usr/bin/chromium``; traffic stays on
 127.0.0.1 (any other host fails to resolve inside Chromium).
@@ -55,6 +58,7 @@ from concurrent.futures import ThreadPoolExecutor
 import psutil
 from playwright.async_api import async_playwright
 
+from apps.ui.page_gate import LIMIT_ENV, configured_limit
 from cli.main import build_parser
 from cli.serve_cmd import panel_command
 
@@ -113,10 +117,14 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start(cmd: list[str], port: int) -> subprocess.Popen:
-    """Start the server and wait (up to 120 s) until ``/`` answers."""
+def start(cmd: list[str], port: int, pages_at_once: int | None = None) -> subprocess.Popen:
+    """Start the server (``pages_at_once``: its ``--pages-at-once``, None for the default)
+    and wait (up to 120 s) until ``/`` answers."""
     log = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the server)
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
+    env = dict(os.environ)
+    if pages_at_once is not None:
+        env[LIMIT_ENV] = str(pages_at_once)  # what inference-lab serve --pages-at-once sets
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env=env)
     proc.log = log  # type: ignore[attr-defined]
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -334,7 +342,7 @@ def timed_fetch(base: str, slug: str, timeout_s: float) -> float:
 
 async def burst(args) -> dict:
     port = free_port()
-    proc = start(server_command(port, args.num_procs, []), port)
+    proc = start(server_command(port, args.num_procs, []), port, args.pages_at_once)
     base = f"http://127.0.0.1:{port}"
     server = psutil.Process(proc.pid)
     me = psutil.Process()
@@ -379,6 +387,8 @@ async def burst(args) -> dict:
     return {
         "client": args.client, "page": args.page or "landing", "sessions": args.sessions,
         "num_procs": args.num_procs, "timeout_s": args.timeout,
+        "pages_at_once": (configured_limit() if args.pages_at_once is None
+                          else args.pages_at_once),
         "loaded": len(loaded), "timed_out": args.sessions - len(loaded),
         "load_s": ({"median": round(statistics.median(loaded), 1),
                     "p90": round(loaded[round(0.9 * (len(loaded) - 1))], 1),
@@ -407,6 +417,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--page", default="batch", help="burst: page opened ('' = landing)")
     parser.add_argument("--num-procs", type=int, default=1, help="burst: server processes")
     parser.add_argument("--timeout", type=float, default=120.0, help="burst: seconds per load")
+    parser.add_argument("--pages-at-once", type=int, default=None,
+                        help="burst: the server's --pages-at-once (default: the server's own, "
+                        "one per core; 0 = no limit)")
     parser.add_argument("--verbose", action="store_true", help="print progress")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args(argv)

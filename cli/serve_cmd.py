@@ -104,16 +104,26 @@ def checked_prefix(prefix: str) -> str:
     return "/" + "/".join(segments)
 
 
+def pages_at_once(args: argparse.Namespace) -> str | None:
+    """The server's page-load limit (:data:`LIMIT_ENV`) for the parsed arguments: as given,
+    ``"0"`` (none) with several processes, each of which would keep a line of its own, else
+    None (the server's default, one per core); a negative limit is refused."""
+    if args.pages_at_once is not None:
+        if args.pages_at_once < 0:
+            raise LabInputError(f"--pages-at-once {args.pages_at_once} is negative (0 means no "
+                                "limit).")
+        return str(args.pages_at_once)
+    return "0" if args.num_procs != 1 else None
+
+
 def _run(args: argparse.Namespace) -> int:
     if args.port < 0 or args.port > 65535:
         raise LabInputError(f"Port {args.port} is not between 0 and 65535.")
     if args.num_procs < 0:
         raise LabInputError(f"--num-procs {args.num_procs} is negative (0 means one per CPU).")
-    if args.pages_at_once is not None:
-        if args.pages_at_once < 0:
-            raise LabInputError(f"--pages-at-once {args.pages_at_once} is negative (0 means no "
-                                "limit).")
-        os.environ[LIMIT_ENV] = str(args.pages_at_once)  # read by the server's setup script
+    limit = pages_at_once(args)
+    if limit is not None:
+        os.environ[LIMIT_ENV] = limit  # read by the server's setup script
     cmd = panel_command(args)
     prefix = checked_prefix(args.prefix) if args.prefix else ""
     print(f"Serving Inference Lab at http://{args.address}:{args.port}{prefix}/ once its main pages are "
@@ -135,7 +145,7 @@ def register(subparsers) -> None:
     parser.add_argument("--pages-at-once", type=int, default=None, metavar="N",
                         help="pages that load at once; a reader who comes while N load gets "
                         "a small waiting page that opens the page on its turn (default: one "
-                        "per CPU core; 0 = no limit)")
+                        "per CPU core with one process, no limit with several; 0 = no limit)")
     parser.add_argument("--basic-auth", metavar="PASSWORD_OR_FILE", default=None,
                         help="require a password (or a file of user:password lines)")
     parser.add_argument("--cookie-secret", default=None,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextvars
 import gc
+import inspect
 
 import panel as pn
 import panel_material_ui as pmui
@@ -30,7 +31,7 @@ from panel.io.server import DocHandler
 from panel.util import edit_readonly
 
 from apps.ui.page_gate import PageGate, Ticket
-from apps.ui.waiting_page import TURN_COOKIE, TURN_HEADER, waiting_page
+from apps.ui.waiting_page import TURN_COOKIE, TURN_HEADER, YOUR_TURN, waiting_page
 
 TESTED_PANEL = "1.9.4"
 """The Panel version these hooks were checked against."""
@@ -66,6 +67,12 @@ def freeze_gc() -> None:
     gc.freeze()
 
 
+async def _settled(result):
+    """``result`` awaited if it is awaitable: Tornado's ``authenticated`` decorator returns
+    None, not a coroutine, when it redirects a visitor who is not logged in."""
+    return await result if inspect.isawaitable(result) else result
+
+
 _TICKET: contextvars.ContextVar[Ticket | None] = contextvars.ContextVar("lab_page_ticket",
                                                                        default=None)
 """The page request's place in the gate, seen by the session it builds (same task)."""
@@ -94,10 +101,10 @@ def gate_page_requests(gate: PageGate) -> None:
         if reader is not None and self.current_user:  # a waiting page asks for its turn
             self.set_header("Cache-Control", "no-store")
             self.set_header("Content-Type", "text/plain; charset=utf-8")
-            self.write("your turn" if await gate.turn(reader) else "not in line")
+            self.write(YOUR_TURN if await gate.turn(reader) else "not in line")
             return None
         if self.request.headers.get("Sec-Fetch-Dest") != "document" or not self.current_user:
-            return await original_get(self, *args, **kwargs)
+            return await _settled(original_get(self, *args, **kwargs))
         ticket = None
         for name in self.request.cookies:
             if name.startswith(TURN_COOKIE):
@@ -120,13 +127,13 @@ def gate_page_requests(gate: PageGate) -> None:
             return None
         token = _TICKET.set(ticket)
         try:
-            return await original_get(self, *args, **kwargs)
+            return await _settled(original_get(self, *args, **kwargs))
         finally:
             _TICKET.reset(token)
             gate.sent(ticket)
 
     async def get_session(self):
-        session = await original_get_session(self)
+        session = await _settled(original_get_session(self))
         ticket = _TICKET.get()
         if ticket is not None and not ticket.done and ticket.session is None:
             ticket.session = session

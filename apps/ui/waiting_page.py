@@ -22,6 +22,10 @@ TURN_COOKIE = "inference_lab_turn_"
 """Start of the name of the cookie with which the reloaded page claims its reserved place
 (the name ends with the reader's id; it lapses after a minute)."""
 
+YOUR_TURN = "your turn"
+"""The server's answer to a request for its turn when the turn has come (any other answer:
+the reader is not in this server process's line, and the page reloads a second later)."""
+
 RETRY_S = 5
 """Seconds between reloads without JavaScript."""
 
@@ -51,6 +55,9 @@ Your page opens by itself in a moment; keep this tab open.</p>
     try {{
       const answer = await fetch(location.href, {{headers: {{"{TURN_HEADER}": reader}},
                                                   cache: "no-store"}});
+      if (answer.ok && (await answer.text()) !== "{YOUR_TURN}") {{  // not in this line
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }}
       if (answer.ok) break;
     }} catch (error) {{
       await new Promise((resolve) => setTimeout(resolve, 1000));

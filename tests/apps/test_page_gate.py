@@ -4,6 +4,7 @@ first served, and no place held by a reader who has gone (``apps.ui.page_gate``)
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import html.parser
 
 import pytest
@@ -21,7 +22,10 @@ class FakeSession:
 
 
 def run(coroutine):
-    return asyncio.run(coroutine)
+    """Run ``coroutine`` on an event loop of its own, in a thread: the browser tests' sync
+    Playwright keeps a loop running in the main thread."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 def test_loads_beyond_the_limit_wait_in_line_and_are_admitted_in_order():

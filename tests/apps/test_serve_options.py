@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cli.main import build_parser, main
-from cli.serve_cmd import panel_command
+from cli.serve_cmd import pages_at_once, panel_command
 from lab.errors import LabInputError
 
 
@@ -47,3 +47,19 @@ def test_a_refused_passthrough_is_one_sentence_and_exit_2(capsys):
     assert main(["serve", "--", "--port", "9"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_pages_at_once_is_passed_to_the_server_and_off_by_default_with_several_processes():
+    def limit(*argv: str) -> str | None:
+        return pages_at_once(build_parser().parse_args(["serve", *argv]))
+
+    assert limit() is None  # the server's own default: one per core
+    assert limit("--pages-at-once", "3") == "3" and limit("--pages-at-once", "0") == "0"
+    assert limit("--num-procs", "2") == "0"
+    assert limit("--num-procs", "2", "--pages-at-once", "4") == "4"
+
+
+def test_a_negative_pages_at_once_is_one_sentence_and_exit_2(capsys):
+    assert main(["serve", "--pages-at-once", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert "--pages-at-once -1 is negative" in err and "Traceback" not in err
