@@ -15,7 +15,7 @@ import secrets
 import sys
 from pathlib import Path
 
-from apps.ui.page_gate import LIMIT_ENV
+from apps.ui.page_gate import LIMIT_ENV, configured_limit
 from lab.errors import LabInputError
 from lab.units import MIB
 
@@ -105,14 +105,21 @@ def checked_prefix(prefix: str) -> str:
 
 
 def pages_at_once(args: argparse.Namespace) -> str | None:
-    """The server's page-load limit (:data:`LIMIT_ENV`) for the parsed arguments: as given,
-    ``"0"`` (none) with several processes, each of which would keep a line of its own, else
-    None (the server's default, one per core); a negative limit is refused."""
+    """The server's page-load limit (:data:`LIMIT_ENV`) for the parsed arguments: as given;
+    else None when the environment sets it already (checked) or with one process (the
+    server's default, one per core); else ``"0"`` (none): several processes would each keep
+    a line of their own. A negative limit is refused in one sentence."""
     if args.pages_at_once is not None:
         if args.pages_at_once < 0:
             raise LabInputError(f"--pages-at-once {args.pages_at_once} is negative (0 means no "
                                 "limit).")
         return str(args.pages_at_once)
+    try:
+        configured_limit()  # a value set in the environment must be one the server takes
+    except ValueError as error:
+        raise LabInputError(str(error)) from None
+    if LIMIT_ENV in os.environ:
+        return None
     return "0" if args.num_procs != 1 else None
 
 

@@ -74,7 +74,10 @@ class Ticket:
     """One admitted page load; its place is given back once, by :meth:`PageGate.leave`."""
 
     timer: asyncio.TimerHandle | None = None
+    """When the load gives its place up at the latest."""
     done: bool = False
+    reader: str | None = None
+    """The reader the place is reserved for, until they claim it."""
     session: object | None = field(default=None, repr=False)
     """The Bokeh session built for the load (its ``connection_count`` is watched)."""
     connected: bool = False
@@ -106,7 +109,7 @@ class PageGate:
 
     def enter(self) -> Ticket | None:
         """A place for a load that arrives now, or None if it has to wait in line."""
-        return self._admit() if self.has_room() else None
+        return self._admit(self.ready_s) if self.has_room() else None
 
     def wait_in_line(self) -> tuple[str, int] | None:
         """Put a new reader in line: its id (unguessable) and its place (1 = next), or None
@@ -131,18 +134,23 @@ class PageGate:
     def claim(self, reader: str) -> Ticket | None:
         """The place reserved for ``reader`` (now its load's), None if there is none."""
         ticket = self.reserved.pop(reader, None)
-        if ticket is not None and ticket.timer is not None:
-            ticket.timer.cancel()
-            ticket.timer = asyncio.get_running_loop().call_later(self.ready_s, self.leave,
-                                                                 ticket)
+        if ticket is not None:
+            ticket.reader = None
+            self._hold(ticket, self.ready_s)
         return ticket
 
-    def _admit(self) -> Ticket:
+    def _admit(self, hold_s: float) -> Ticket:
         ticket = Ticket()
         self.loading.add(ticket)
         self.admitted += 1
-        ticket.timer = asyncio.get_running_loop().call_later(self.ready_s, self.leave, ticket)
+        self._hold(ticket, hold_s)
         return ticket
+
+    def _hold(self, ticket: Ticket, seconds: float) -> None:
+        """Give ``ticket``'s place up ``seconds`` from now at the latest."""
+        if ticket.timer is not None:
+            ticket.timer.cancel()
+        ticket.timer = asyncio.get_running_loop().call_later(seconds, self.leave, ticket)
 
     def sent(self, ticket: Ticket) -> None:
         """The load's page has been sent. A request that built no session (a redirect, a
@@ -176,14 +184,11 @@ class PageGate:
             ticket.timer.cancel()
         ticket.session = None
         self.loading.discard(ticket)
-        for reader, held in list(self.reserved.items()):
-            if held is ticket:  # a reserved place that lapsed
-                del self.reserved[reader]
+        if ticket.reader is not None:  # a reserved place that lapsed
+            del self.reserved[ticket.reader]
         while self.line and (not self.limit or len(self.loading) < self.limit):
             reader, future = self.line.popitem(last=False)
-            ticket = self._admit()
-            ticket.timer.cancel()
-            ticket.timer = asyncio.get_running_loop().call_later(self.connect_s, self.leave,
-                                                                 ticket)
+            ticket = self._admit(self.connect_s)
+            ticket.reader = reader
             self.reserved[reader] = ticket
             future.set_result(ticket)

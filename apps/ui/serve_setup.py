@@ -8,13 +8,17 @@ and let at most a few pages load at once (:mod:`apps.ui.page_gate`).
 import logging
 
 from apps.ui.app import build_page
-from apps.ui.page_gate import PageGate, configured_limit
+from apps.ui.page_gate import PageGate, configured_limit, default_limit
 from apps.ui.panel_compat import gate_page_requests
 from apps.ui.warmup import warm_up
 
 log = logging.getLogger("bokeh")
 log.info("Inference Lab: pages prepared in %.1f s.", warm_up(build_page))
-pages_at_once = configured_limit()
+try:
+    pages_at_once = configured_limit()
+except ValueError as error:  # plain `panel serve` with a bad value; inference-lab serve refuses it
+    pages_at_once = default_limit()
+    log.error("Inference Lab: %s Using the default, %d.", error, pages_at_once)
 if pages_at_once:
     gate_page_requests(PageGate(pages_at_once))
     log.info("Inference Lab: pages load %d at a time; later readers wait their turn.",

@@ -63,3 +63,14 @@ def test_a_negative_pages_at_once_is_one_sentence_and_exit_2(capsys):
     assert main(["serve", "--pages-at-once", "-1"]) == 2
     err = capsys.readouterr().err
     assert "--pages-at-once -1 is negative" in err and "Traceback" not in err
+
+
+def test_a_limit_in_the_environment_is_checked_before_the_server_starts(monkeypatch, capsys):
+    from apps.ui.page_gate import LIMIT_ENV
+
+    monkeypatch.setenv(LIMIT_ENV, "<script>")
+    assert main(["serve"]) == 2
+    err = capsys.readouterr().err
+    assert "is not a whole number of pages" in err and "Traceback" not in err
+    monkeypatch.setenv(LIMIT_ENV, "3")
+    assert pages_at_once(build_parser().parse_args(["serve", "--num-procs", "2"])) is None
