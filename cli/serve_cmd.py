@@ -15,6 +15,7 @@ import secrets
 import sys
 from pathlib import Path
 
+from apps.ui.logins import logins_for
 from apps.ui.page_gate import LIMIT_ENV, configured_limit
 from lab.errors import LabInputError
 from lab.units import MIB
@@ -24,6 +25,9 @@ APP_MODULE = "apps.inference_lab"
 
 SETUP_MODULE = "apps.ui.serve_setup"
 """Script ``panel serve --setup`` runs before serving: it builds every page once."""
+LOGIN_PAGE = "login.html"
+"""The lab's login page, beside the setup script: Panel's own loads images from a CDN. A
+``--basic-login-template`` after ``--`` comes later on the command line and replaces it."""
 WEBSOCKET_MAX_MESSAGE_BYTES = 4 * MIB
 """Largest websocket message the server reads, bytes: uploads arrive in 1 MiB pieces, and a
 larger message closes that connection before it is held (Bokeh's default is 20 MiB)."""
@@ -49,9 +53,10 @@ def panel_command(args: argparse.Namespace) -> list[str]:
                                               ("localhost", "127.0.0.1", args.address)]
     for origin in dict.fromkeys(origins):
         cmd += ["--allow-websocket-origin", origin]
-    if args.basic_auth:
-        cmd += ["--basic-auth", args.basic_auth,
-                "--cookie-secret", args.cookie_secret or secrets.token_hex(32)]
+    if args.basic_auth is not None:
+        cmd += ["--basic-auth", checked_basic_auth(args.basic_auth),
+                "--cookie-secret", args.cookie_secret or secrets.token_hex(32),
+                "--basic-login-template", str(app_script(SETUP_MODULE).with_name(LOGIN_PAGE))]
     cmd += ["--setup", str(app_script(SETUP_MODULE))]
     if args.num_procs == 1:
         cmd.append("--warm")
@@ -64,6 +69,14 @@ def panel_command(args: argparse.Namespace) -> list[str]:
     if args.show:
         cmd.append("--show")
     return cmd + checked_passthrough(args.panel_options)
+
+
+def checked_basic_auth(value: str) -> str:
+    """``--basic-auth``'s value as the server takes it: a logins file, read and checked now
+    (:mod:`apps.ui.logins`: one sentence naming a malformed line, never quoting a password)
+    and passed by its absolute path; else the one shared password as given."""
+    logins_for(value)
+    return str(Path(value).resolve()) if os.path.isfile(value) else value
 
 
 OWN_OPTIONS = ("--port", "--address", "--num-procs", "--basic-auth", "--cookie-secret",
@@ -154,7 +167,9 @@ def register(subparsers) -> None:
                         "a small waiting page that opens the page on its turn (default: one "
                         "per CPU core with one process, no limit with several; 0 = no limit)")
     parser.add_argument("--basic-auth", metavar="PASSWORD_OR_FILE", default=None,
-                        help="require a password (or a file of user:password lines)")
+                        help="require a login: one shared password, or a file of "
+                        "user:password lines (passwords may be htpasswd -B bcrypt hashes) "
+                        "or a JSON map, checked at start")
     parser.add_argument("--cookie-secret", default=None,
                         help="cookie secret for --basic-auth (default: random per start)")
     parser.add_argument("--allow-websocket-origin", action="append", metavar="HOST[:PORT]",

@@ -198,13 +198,31 @@ def moe_model_section(models: dict[str, MoESpec]) -> str:
     return "\n".join(lines) + "\n"
 
 
+SPECULATIVE_INTRO = """\
+## Speculative decoding (experiment 10)
+
+The primary sources of experiment 10's model (formulas and assumptions in
+[model.md §10](model.md#10-speculative-decoding-experiment-10)), as its page lists them. The
+acceptance rate α is an input, not a catalog figure: DeepSeek-V3's reported 85–90 % acceptance
+of its MTP module's second token is a reference point for α at k = 1, evidence level **S**.
+"""
+
+
+def speculative_section() -> str:
+    """Experiment 10's primary sources, read from its class (one copy)."""
+    from lab.experiments.speculative_decoding import SpeculativeDecoding
+
+    papers = [s for s in SpeculativeDecoding.sources if not s.startswith("GPU peaks")]
+    return "\n".join([SPECULATIVE_INTRO, *(f"- {_escape(s)}" for s in papers)]) + "\n"
+
+
 def render() -> str:
     """The whole of docs/sources.md for the catalogs as they are now."""
     models = model_catalog()
     dense = {key: m for key, m in models.items() if not isinstance(m, MoESpec)}
     moe = {key: m for key, m in models.items() if isinstance(m, MoESpec)}
     return "\n".join([HEADER, gpu_section(gpu_catalog()), model_section(dense),
-                      moe_model_section(moe), measured_section()])
+                      moe_model_section(moe), measured_section(), speculative_section()])
 
 
 def main(argv: list[str] | None = None) -> int:

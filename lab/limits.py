@@ -29,6 +29,8 @@ MAX_PAGE = 4096
 """Largest KV page accepted, tokens."""
 MAX_ALLREDUCE_LATENCY_US = 1e6
 """Largest all-reduce latency per collective accepted, µs."""
+MAX_DRAFT_TOKENS = 16
+"""Most tokens one speculative cycle drafts per sequence (experiment 10's ``k``)."""
 
 # -- experiment 9 (measured kernel times) -------------------------------------------------------
 MAX_MEASURED_TP = 64

@@ -13,8 +13,9 @@ the first call.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -82,17 +83,32 @@ def _check_default(ds: xr.Dataset, name: str, path: Path, spec: ExperimentSpec) 
                                 f"{name}` (or open it with refresh=True) to recompute it.")
 
 
-def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: bool = True,
-                 refresh: bool = False) -> xr.Dataset:
+def _as_path(name: str | os.PathLike) -> Path | None:
+    """``name`` as the path of a store when it is one (a path object, or a string that is not
+    a dataset name and names a folder or looks like a path), else None."""
+    if isinstance(name, os.PathLike):
+        return Path(name)
+    if not isinstance(name, str) or name in DATASET_NAMES or dataset_loader(name) is not None:
+        return None
+    separators = [sep for sep in (os.sep, os.altsep, "/") if sep]
+    if any(sep in name for sep in separators) or name.endswith(".zarr") or Path(name).is_dir():
+        return Path(name)
+    return None
+
+
+def open_dataset(name: str | os.PathLike, *, path: str | Path | None = None,
+                 compute_missing: bool = True, refresh: bool = False) -> xr.Dataset:
     """The grid dataset of experiment ``name`` as a lazy ``xarray.Dataset``.
 
     Parameters
     ----------
-    name : {"decode", "prefill", "prefix", "goodput", "context", "measured"}
+    name : {"decode", "prefill", "prefix", "goodput", "context", "measured"} or path
         Which experiment's dataset: a grid's name, or an experiment whose record names a
         loader (``"measured"``: experiment 9's table of measured kernel times with their floors
         over ``point``, in memory from the package data, its ``units`` CF units as a grid's;
-        the other arguments do not apply).
+        the other arguments do not apply). A path (``str`` or ``os.PathLike``) of a ``.zarr``
+        store a sweep wrote opens that store as ``open_dataset(its experiment, path=...)``
+        does; a missing one is reported, not computed.
     path : path, optional
         A ``.zarr`` store to open instead of the data directory's ``<name>.zarr``.
     compute_missing : bool
@@ -116,6 +132,7 @@ def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: 
         Unknown name; or (:class:`~sweeps.store.DatasetError`) a missing, stale or corrupt
         dataset, with one sentence saying how to fix it.
     """
+    from sweeps import metadata as md
     from sweeps.conventions import cf_units
     from sweeps.grid_kinds import grid_kind
     from sweeps.store import (
@@ -125,15 +142,33 @@ def open_dataset(name: str, *, path: str | Path | None = None, compute_missing: 
         grid_name_of,
         open_grid,
         open_grid_spec,
+        stored_attribute,
     )
+    from sweeps.swap import has_leftovers, recover
 
+    store_path = _as_path(name)
+    if store_path is not None:
+        if path is not None:
+            raise LabInputError("Give the dataset's path once: as the first argument or as "
+                                "path=, not both.")
+        experiment = stored_attribute(store_path, md.ATTR_EXPERIMENT) \
+            if store_path.is_dir() else None
+        if experiment not in DATASET_NAMES:  # missing, not a lab store, or damaged: say which
+            return open_grid(store_path)
+        return open_dataset(experiment, path=store_path, compute_missing=False, refresh=refresh)
     loader = dataset_loader(name)
     if loader is not None:  # not a grid: the record's loader (docs/architecture.md), CF units
         return cf_units(loader())
     if name not in DATASET_NAMES:
-        raise LabInputError(f"There is no dataset '{name}'; valid: {', '.join(DATASET_NAMES)}.")
+        raise LabInputError(f"There is no dataset '{name}'; valid: {', '.join(DATASET_NAMES)}, "
+                            "or the path of a .zarr store a sweep wrote.")
     grid_kind(name)
     target = Path(path) if path is not None else dataset_path(name)
+    if has_leftovers(target):
+        # A writer killed mid-swap: the old dataset goes back in place and is then opened as
+        # it is, never computed over (in a read-only folder, what is there is reported).
+        with suppress(OSError), _lock(target):
+            recover(target)
 
     def recompute_unverified(exc: UnverifiedDatasetError) -> bool:
         """The lab's own default grid, written before checksums: recomputed like a missing

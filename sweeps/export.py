@@ -260,12 +260,13 @@ def write(ds: xr.Dataset, path: str | Path, fmt: str) -> Path:
         _write_file(ds, tmp, fmt)
         files.replace(tmp, path)
     except BaseException as exc:
-        files.remove(tmp)
+        removed = files.remove(tmp)
         for folder in reversed(created):
             with contextlib.suppress(OSError):
                 folder.rmdir()
         if isinstance(exc, OSError) and files.is_disk_error(exc):
-            raise LabInputError(f"Could not write {path}: {files.os_reason(exc)}; nothing "
-                                "was written.") from None
+            left = "nothing was written" if removed else f"the partial file {tmp} is left"
+            raise LabInputError(f"Could not write {path}: {files.os_reason(exc)}; "
+                                f"{left}.") from None
         raise
     return path

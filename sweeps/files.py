@@ -168,13 +168,18 @@ def lab_written(path: Path) -> bool:
     return _lab_csv(path)
 
 
-def remove(path: Path) -> None:
-    """Delete a temporary file or folder this process made (no error if it is gone)."""
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-        return
-    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-        path.unlink()
+def remove(path: Path) -> bool:
+    """Delete a temporary file or folder this process made, as far as the file system allows.
+
+    Never raises: it runs while another error is reported (on a read-only file system even
+    removing a name that was never created fails). True when nothing is left at ``path``.
+    """
+    with contextlib.suppress(OSError):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.lexists(path):
+            path.unlink()
+    return not os.path.lexists(path)
 
 
 def replace(new: Path, target: Path) -> None:

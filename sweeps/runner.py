@@ -13,6 +13,7 @@ has had no worker for :data:`WORKER_LOSS_TIMEOUT_S`, the work is cancelled and
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -36,6 +37,17 @@ POLL_S = 0.25
 """How often the futures and the worker count are checked while a cluster computes (s)."""
 BAR_WIDTH = 40
 """Characters of the progress bar."""
+DRAIN_TIMEOUT_S = 60.0
+"""After a failure, how long to wait for the workers to finish the tasks they had started
+before cleaning up the output anyway (s)."""
+WORKER_LOG_LEVEL = logging.CRITICAL
+"""Log level of a local cluster's workers and scheduler: a failed task comes back as an
+exception, reported once in one sentence, not as the workers' error logs and tracebacks."""
+
+
+def _running_tasks(keys: set, dask_worker=None) -> list:
+    """Which of ``keys`` the worker is executing now (run on every worker by ``Client.run``)."""
+    return [ts.key for ts in dask_worker.state.executing if ts.key in keys]
 
 
 class WorkersLostError(LabInputError):
@@ -65,6 +77,10 @@ class _TextBar:
 
     def close(self, done: int) -> None:
         self.show(done)
+        self.end_line()
+
+    def end_line(self) -> None:
+        """End the bar's line on a terminal (a file or pipe gets whole lines already)."""
         if self.plain is None:
             sys.stderr.write("\n")
 
@@ -96,20 +112,37 @@ class Runner:
             bar = in_process_bar() if self.progress else nullcontext()
             with bar:
                 return dask.compute(*collections, scheduler=self.scheduler)
+        from distributed import KilledWorker
+
         futures = self.client.compute(list(collections))
         try:
             self._wait(futures)
-        except BaseException:
-            with suppress(Exception):  # the client may be closing already
-                self.client.cancel(futures)
-            raise
-        from distributed import KilledWorker
-
-        try:
             return tuple(self.client.gather(futures))
-        except KilledWorker:
-            raise WorkersLostError("Dask workers kept dying while running the same part of "
-                                   "the work (out of memory?); it was stopped.") from None
+        except BaseException as exc:
+            self._stop(futures)
+            if isinstance(exc, KilledWorker):
+                raise WorkersLostError("Dask workers kept dying while running the same part "
+                                       "of the work (out of memory?); it was stopped.") from None
+            raise
+
+    def _stop(self, futures: list) -> None:
+        """After a failure: summarise the failed tasks (one line, with the progress bar),
+        cancel the others and wait until no worker still runs one, so that nothing writes
+        into the output once the caller cleans it up."""
+        with suppress(Exception):  # the client or the cluster may be closing already
+            failed = [f for f in futures if f.status == "error"]
+            if failed and self.progress:
+                first = failed[0].exception()
+                sys.stderr.write(f"{len(failed)} of {len(futures)} tasks failed on the "
+                                 f"workers (the first: {type(first).__name__}: {first}).\n")
+            keys = {f.key for f in futures}
+            self.client.cancel(futures)
+            deadline = time.monotonic() + DRAIN_TIMEOUT_S
+            while time.monotonic() < deadline:
+                running = self.client.run(_running_tasks, keys)
+                if not any(running.values()):
+                    return
+                time.sleep(POLL_S)
 
     def _workers(self) -> int:
         return len(self.client.scheduler_info(n_workers=-1).get("workers", {}))
@@ -129,6 +162,8 @@ class Runner:
                 pass
             statuses = [f.status for f in futures]
             if "error" in statuses:
+                if bar:
+                    bar.end_line()
                 break
             if bar:
                 bar.show(statuses.count("finished"))
@@ -190,7 +225,8 @@ def runner(scheduler: str | None = None, workers: int | None = None, *,
 
     if scheduler is None:
         with LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
-                          processes=True, dashboard_address=":0") as cluster, \
+                          processes=True, dashboard_address=":0",
+                          silence_logs=WORKER_LOG_LEVEL) as cluster, \
                 Client(cluster) as client:
             yield Runner(client, progress=progress)
         return

@@ -6,8 +6,9 @@ nothing opens it as a dataset; every chunk is filled by a region write from the 
 computed it, wherever that runs, and the task returns the checksum of each file it wrote;
 then the root metadata is restored with the ``sweep_complete`` attribute and the checksum of
 every file (``file_digests``), and the directory is renamed into place. An interrupted or
-failed sweep leaves the previous dataset untouched; the next write clears the leftovers of dead
-writers. Only a store this lab wrote is ever replaced.
+failed sweep leaves the previous dataset untouched; the next write or open of the path recovers
+from a writer killed at any step, even between the two renames of the swap (:mod:`sweeps.swap`).
+Only a store this lab wrote is ever replaced.
 
 Opening (:func:`open_grid`): a missing, unreadable, incomplete, damaged or stale dataset raises
 a :class:`DatasetError` with one sentence saying what is wrong and how to fix it. The stored
@@ -18,10 +19,10 @@ the read raises :class:`CorruptDatasetError`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,9 +38,15 @@ from sweeps.conventions import cf_units, consolidate
 from sweeps.grid_kinds import GridKind, grid_kind
 from sweeps.grid_schema import OPTION_KEYS, ExperimentSpec, expand_section
 from sweeps.runner import Runner, WorkersLostError
+from sweeps.swap import (
+    TMP_MARK,
+    has_leftovers,
+    recover,
+    swap_into_place,
+    writer_alive,
+    writer_path,
+)
 
-TMP_MARK = ".tmp-"
-OLD_MARK = ".old-"
 HIDDEN_ROOT = "zarr.json.incomplete"
 """Name of a store's root metadata while a sweep writes it (plain Zarr readers find none)."""
 
@@ -130,54 +137,13 @@ def check_replaceable(target: Path) -> None:
 
 def _pid_alive(pid: int) -> bool:
     """Whether process ``pid`` is running (psutil: the same answer on every platform)."""
-    import psutil
-
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-    except psutil.AccessDenied:
-        return True
-
-
-def _leftovers(target: Path, mark: str) -> list[tuple[Path, int]]:
-    found = []
-    for path in target.parent.glob(f"{target.name}{mark}*"):
-        try:
-            pid = int(path.name[len(target.name) + len(mark):].split("-")[0])
-        except ValueError:
-            continue
-        found.append((path, pid))
-    return found
+    return writer_alive(pid, None)
 
 
 def clear_leftovers(target: Path) -> None:
-    """Remove temporaries of writers that died; restore a target lost mid-swap."""
-    for path, pid in _leftovers(target, TMP_MARK):
-        if not _pid_alive(pid):
-            shutil.rmtree(path, ignore_errors=True)
-    for path, pid in _leftovers(target, OLD_MARK):
-        if _pid_alive(pid):
-            continue
-        if not target.exists():
-            path.rename(target)
-        else:
-            shutil.rmtree(path, ignore_errors=True)
-
-
-def _swap_into_place(tmp: Path, target: Path) -> None:
-    backup = None
-    if target.exists():
-        backup = target.with_name(f"{target.name}{OLD_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}")
-        target.rename(backup)
-    try:
-        tmp.rename(target)
-    except BaseException:
-        if backup is not None:
-            backup.rename(target)
-        raise
-    if backup is not None:
-        shutil.rmtree(backup, ignore_errors=True)
+    """Remove temporaries of writers that died; restore a target lost mid-swap
+    (:func:`sweeps.swap.recover`)."""
+    recover(target)
 
 
 def _hide_root(store: Path) -> None:
@@ -230,21 +196,27 @@ def write_grid(ds: xr.Dataset, target: str | Path, run: Runner,
         previous dataset is then unchanged).
     """
     target = Path(target)
+    if target.parent.is_dir() and has_leftovers(target):
+        with contextlib.suppress(OSError):  # a refused write is reported below, in a sentence
+            recover(target)  # a dataset lost mid-swap is back before it is checked
     check_replaceable(target)
     existed = target.exists()
-    tmp = target.with_name(f"{target.name}{TMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    tmp = writer_path(target, TMP_MARK)
+    created = [folder for folder in target.parents if not folder.exists()]
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        clear_leftovers(target)
         ds.to_zarr(tmp, mode="w-", compute=False, consolidated=False, zarr_format=3)
         _hide_root(tmp)
         digests: dict[str, str] = {}
         for written in run.compute(*writers(str(tmp))):
             digests.update(written)
         _finish(tmp, digests)
-        _swap_into_place(tmp, target)
+        swap_into_place(tmp, target)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        for folder in created:  # innermost first: only the folders this write made
+            with contextlib.suppress(OSError):
+                folder.rmdir()
         kept = "the previous dataset is unchanged" if existed else "nothing was written"
         if files.is_disk_error(exc):
             raise DatasetWriteError(f"Could not write the dataset at {target}: "
@@ -310,8 +282,23 @@ def open_grid(path: str | Path, *, check_stale: bool = True) -> xr.Dataset:
     return open_grid_spec(path, check_stale=check_stale)[0]
 
 
+def _missing_root(path: Path) -> CorruptDatasetError:
+    """The one-sentence error for a store at ``path`` without its root ``zarr.json``."""
+    if (path / HIDDEN_ROOT).is_file():
+        what = ("was never completed (the sweep writing it stopped before its metadata "
+                f"{files.ZARR_META} was written)")
+    else:
+        what = f"has lost its metadata (its root {files.ZARR_META} is missing)"
+    return CorruptDatasetError(f"The dataset at {path} {what}; delete it and {_fix(path)}.")
+
+
 def _root_attrs(path: Path) -> dict:
     """The attributes in the store's root metadata (read directly: they hold the manifest)."""
+    if path.is_file():
+        raise CorruptDatasetError(f"{path} is a file, not a dataset (a dataset is a Zarr "
+                                  "store, a folder).")
+    if path.is_dir() and not (path / files.ZARR_META).exists():
+        raise _missing_root(path)
     try:
         meta = json.loads((path / files.ZARR_META).read_text(encoding="utf-8"))
         attrs = meta.get("attributes", {}) if isinstance(meta, dict) else None
@@ -327,8 +314,13 @@ def _root_attrs(path: Path) -> dict:
 def grid_name_of(path: Path) -> object:
     """The preset or spec name the store at ``path`` says it was computed from (None when its
     root metadata cannot be read)."""
+    return stored_attribute(path, md.ATTR_NAME)
+
+
+def stored_attribute(path: Path, name: str) -> object:
+    """Root attribute ``name`` of the store at ``path`` (None when absent or unreadable)."""
     try:
-        return _root_attrs(path).get(md.ATTR_NAME)
+        return _root_attrs(path).get(name)
     except CorruptDatasetError:
         return None
 
@@ -404,6 +396,9 @@ def open_grid_spec(path: str | Path, *,
     was checked against), so a caller need not finalise it again."""
     path = Path(path)
     fix = _fix(path)
+    if not path.exists() and has_leftovers(path):
+        with contextlib.suppress(OSError):  # a read-only folder: report what is there
+            recover(path)
     if not path.exists():
         raise MissingDatasetError(f"There is no dataset at {path}; {fix}.")
     attrs = _root_attrs(path)

@@ -27,9 +27,9 @@ from apps.ui.pages import (
     page_builder,
     page_slug,
 )
-from apps.ui.panel_compat import detach_busy
+from apps.ui.panel_compat import detach_busy, parse_query_value_by_value
 from apps.ui.sources import sources_page
-from apps.ui.theme import FONT_STACK, LOADER_CSS
+from apps.ui.theme import FONT_STACK, HEADER_CSS, LOADER_CSS
 from apps.ui.url_values import quoted
 
 VIEW_ARG = "view"
@@ -38,6 +38,8 @@ VIEW_ARG = "view"
 THEME = {"palette": {"primary": {"main": "#0072B2"}, "secondary": {"main": "#E69F00"}},
          "typography": {"fontFamily": FONT_STACK}}
 """MUI theme: Okabe–Ito blue and orange, local system fonts."""
+
+parse_query_value_by_value()  # a 5,000-digit query value must not blank the page
 
 
 def requested_page() -> str:
@@ -88,7 +90,8 @@ def build_page(slug: str | None = None) -> pmui.Page:
     page = pmui.Page(
         title="Inference Lab" if slug == HOME.slug else f"Inference Lab · {title}",
         sidebar=[navigation(slug), state], main=[page_content(slug)], theme_toggle=True,
-        theme_config=THEME, sidebar_width=290, busy_indicator=None)
+        theme_config=THEME, sidebar_width=290, busy_indicator=None,
+        stylesheets=[HEADER_CSS])
     page.config.raw_css = [*page.config.raw_css, LOADER_CSS]
     follow_browser(page, state)
     # The page's busy flag follows ``pn.state.busy``; every toggle re-walks the page's whole

@@ -23,7 +23,17 @@ from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
-from bokeh.models import ColumnDataSource, FixedTicker, GlyphRenderer, HoverTool, Label, Span
+from bokeh.models import (
+    ColumnDataSource,
+    FixedTicker,
+    GlyphRenderer,
+    HoverTool,
+    Label,
+    Legend,
+    LegendItem,
+    Span,
+    Title,
+)
 from bokeh.plotting import figure
 
 from apps.ui.charts import (
@@ -32,9 +42,11 @@ from apps.ui.charts import (
     axis_label,
     display_values,
     fit_columns,
+    lean,
     new_figure,
     series_with_current,
     set_log2_ticks,
+    themed,
 )
 from apps.ui.theme import HIGHLIGHT, OKABE_ITO, PRIMARY
 
@@ -63,9 +75,44 @@ MS = 1e-3
 """One millisecond, s."""
 
 
+PHASES = (("linear_time_s", OKABE_ITO[5], "dashed", "linear phase"),
+          ("attention_time_s", OKABE_ITO[7], "dotdash", "attention phase (KV reads)"))
+"""The step-time figure's two phase lines (their sum is the step): variable, colour, dash,
+legend label."""
+
+SUBTITLE = NOTE.lower()
+"""The second title line of every figure: what the curves are (a line of its own, so a
+phone-wide figure shows both lines whole)."""
+
+
 def chart_title(title: str) -> str:
-    """A chart title that says what the curve is."""
-    return f"{title}: {NOTE.lower()}"
+    """A chart's first title line: what is drawn (short enough for a phone-wide figure)."""
+    return title
+
+
+def phase_columns(ds: xr.Dataset) -> dict[str, np.ndarray]:
+    """The step's two phases against batch (ms), as the phase lines' data source holds them."""
+    columns = {"batch": display_values(ds["batch"])[0]}
+    for name, *_ in PHASES:
+        columns[name] = display_values(ds[name])[0]
+    return columns
+
+
+def phase_lines(fig: figure, lines: xr.Dataset, step_line: GlyphRenderer) -> ColumnDataSource:
+    """Draw the linear and attention phases under the step line, with a legend at the top
+    left (where the step is still small); returns their data source."""
+    source = ColumnDataSource(phase_columns(lines))
+    items = [LegendItem(label="step = linear + attention", renderers=[step_line])]
+    for name, color, dash, label in PHASES:
+        line = lean(fig.line("batch", name, source=source, color=color, line_width=2,
+                             line_dash=dash))
+        items.append(LegendItem(label=label, renderers=[line]))
+    fig.add_layout(Legend(items=items, location="top_left", padding=4, margin=4,
+                          spacing=2, background_fill_alpha=0.85))
+    themed(fig)
+    fig.legend[0].update(background_fill_alpha=0.85, label_text_font_size="0.85em",
+                         spacing=2)
+    return source
 
 
 def source_data(ds: xr.Dataset, y: str) -> dict[str, np.ndarray]:
@@ -135,18 +182,24 @@ class BatchChart:
     ridge: Span
     ticker: FixedTicker
     ridge_label: Label | None = None
+    phases: ColumnDataSource | None = None
+    """The linear and attention phase lines' data (step time only)."""
     measured: MeasuredMarkers | None = None
     """The measured attention markers, added the first time they are shown (step time only)."""
 
     def show_series(self, lines: xr.Dataset, ridge_batch: float) -> None:
         """Redraw the line and markers over ``lines`` and move the ridge line."""
         self.series.data = source_data(lines, self.variable)
-        set_log2_ticks(self.figure, self.ticker, display_values(lines["batch"])[0])
+        if self.phases is not None:
+            self.phases.data = phase_columns(lines)
+        batches = display_values(lines["batch"])[0]
+        set_log2_ticks(self.figure, self.ticker, batches)
         self.ridge.location = float(ridge_batch) if math.isfinite(ridge_batch) else None
         if self.ridge_label is not None:
             shown = self.ridge.location is not None
             self.ridge_label.update(x=self.ridge.location if shown else 1, visible=shown,
-                                    text=f"ridge batch B* = {ridge_batch:,.0f}" if shown else "")
+                                    text=f"ridge batch B* = {ridge_batch:,.0f}" if shown else "",
+                                    **ridge_label_side(ridge_batch, batches))
 
     def show_point(self, ds: xr.Dataset, batch: int) -> None:
         """Move the current-point marker to ``batch`` (hollow when over budget)."""
@@ -167,9 +220,13 @@ def batch_chart(lines: xr.Dataset, ds: xr.Dataset, batch: int, ridge_batch: floa
     """One figure of ``variable``: ``lines`` drawn, ``batch`` (in ``ds``) highlighted."""
     fig, ticker = new_figure(chart_title(title), axis_label(ds["batch"]),
                              axis_label(ds[variable]), HEIGHT, log_x=True)
+    fig.add_layout(Title(text=SUBTITLE, text_font_size="0.9em", text_font_style="italic",
+                         text_color="rgba(0, 0, 0, 0.6)"), "above")
     series = ColumnDataSource(source_data(lines, variable))
     current = ColumnDataSource(source_data(ds.sel(batch=[batch]), variable))
     markers, point = series_with_current(fig, series, current, variable, color, HIGHLIGHT)
+    phases = (phase_lines(fig, lines, markers)
+              if variable == "step_time_s" and PHASES[0][0] in lines else None)
     ridge = Span(dimension="height", line_color=RIDGE_COLOR, line_dash="dashed",
                  line_width=1.5)
     fig.add_layout(ridge)
@@ -181,9 +238,19 @@ def batch_chart(lines: xr.Dataset, ds: xr.Dataset, batch: int, ridge_batch: floa
         (axis_label(ds["batch"]), "@batch{0,0}"),
         (axis_label(ds[variable]), f"@{{{variable}}}{HOVER_NUMBER}"),
         ("Fits the memory budget", "@fits")]))
-    chart = BatchChart(variable, fig, series, current, ridge, ticker, ridge_label)
+    chart = BatchChart(variable, fig, series, current, ridge, ticker, ridge_label, phases)
     chart.show_series(lines, ridge_batch)
     return chart
+
+
+def ridge_label_side(ridge_batch: float, batches: np.ndarray) -> dict:
+    """Where the ridge label sits: right of the line in the left half of the (log) batch
+    axis, left of it in the right half, so the label stays inside the plot."""
+    finite = batches[np.isfinite(batches) & (batches > 0)]
+    middle = (math.log(finite.min()) + math.log(finite.max())) / 2 if finite.size else 0.0
+    right_half = math.isfinite(ridge_batch) and ridge_batch > 0 and math.log(ridge_batch) > middle
+    return {"text_align": "right", "x_offset": -4} if right_half else {"text_align": "left",
+                                                                          "x_offset": 4}
 
 
 def power_of_two_rows(ds: xr.Dataset) -> xr.Dataset:

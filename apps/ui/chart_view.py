@@ -207,7 +207,7 @@ class ChartView(Viewer):
 
     def _drawn(self, ds):
         """What the series charts draw: the lesson's variables, over-budget points flagged."""
-        return lesson_data(with_fits(self.experiment, ds))
+        return lesson_data(with_fits(self.experiment, ds), self.experiment.inputs())
 
     def _mark(self) -> None:
         """Draw the lesson's limit lines, bands and crossovers on the current figures."""
@@ -217,7 +217,7 @@ class ChartView(Viewer):
             if layer is None:
                 layer = self._layers[id(chart.figure)] = MarkLayer(
                     chart.figure, chart.variable, chart.layout.x)
-            layer.show(marks)
+            layer.show(marks, chart.sources[0].data[chart.layout.x])
 
     def parts(self) -> list:
         """The busy note, the charts, why there are none, the caption and the CSV download, in

@@ -130,6 +130,28 @@ def plain_ticks() -> CustomJSTickFormatter:
     return CustomJSTickFormatter(code=PLAIN_NUMBER_JS)
 
 
+TICK_LABEL_PX = 44
+"""Room one label of a fixed x tick needs, px ("1,024" and a gap): with less, every other
+label (or every third, …) is left blank."""
+
+THINNED_JS = f"""
+let width = NaN;
+try {{ width = fig.inner_width; }} catch (e) {{}}  // unset until the plot is first laid out
+const room = width / Math.max(ticks.length, 1);
+const keep = Math.max(1, Math.ceil({TICK_LABEL_PX} / room));
+if (Number.isFinite(keep) && index % keep !== 0) {{ return ""; }}
+""" + PLAIN_NUMBER_JS
+"""Tick label code of a fixed-tick x axis: plain numbers, as many as the plot's width holds
+(read in the browser at each render, so a phone shows 1, 4, 16, … where a desktop shows every
+power of two)."""
+
+
+def thinned_ticks(fig: figure) -> CustomJSTickFormatter:
+    """A formatter of ``fig``'s fixed x ticks that never lets labels run together
+    (see :data:`THINNED_JS`)."""
+    return CustomJSTickFormatter(code=THINNED_JS, args={"fig": fig})
+
+
 def series_with_current(fig: figure, series, current, variable: str, color: str,
                         highlight: str) -> tuple:
     """Draw ``variable`` against batch from the ``series`` data source as a line with markers
@@ -154,13 +176,15 @@ def lean(renderer: GlyphRenderer) -> GlyphRenderer:
 
 
 def new_figure(title: str, x_label: str, y_label: str, height: int,
-               log_x: bool) -> tuple[figure, FixedTicker | None]:
-    """A canvas figure as wide as its pane, with the lab's toolbar and padding.
+               log_x: bool, log_y: bool = False) -> tuple[figure, FixedTicker | None]:
+    """A canvas figure as wide as its pane, with the lab's toolbar and padding (a log y axis
+    when ``log_y``: its labels stay plain numbers, 10, 100, 1,000).
 
     On a log x axis the ticks are fixed (set them with :func:`set_log2_ticks`); the ticker is
     returned for that, else None.
     """
-    fig = figure(x_axis_type="log" if log_x else "linear", height=height,
+    fig = figure(x_axis_type="log" if log_x else "linear",
+                 y_axis_type="log" if log_y else "linear", height=height,
                  sizing_mode="stretch_width", title=title, tools=TOOLS, output_backend="canvas",
                  x_axis_label=x_label, y_axis_label=y_label)
     fig.x_range.range_padding = fig.y_range.range_padding = PADDING
@@ -172,6 +196,7 @@ def new_figure(title: str, x_label: str, y_label: str, height: int,
         return fig, None
     ticker = FixedTicker()
     fig.xaxis[0].ticker = ticker
+    fig.xaxis[0].formatter = thinned_ticks(fig)
     return fig, ticker
 
 
@@ -201,10 +226,9 @@ def themed_hook(plot, _element) -> None:
 
 def set_log2_ticks(fig: figure, ticker: FixedTicker, xs: np.ndarray,
                    max_ticks: int = MAX_TICKS) -> None:
-    """Label the powers of two spanning ``xs`` on ``fig``'s log x axis."""
-    ticks = power_of_two_ticks(xs, max_ticks)
-    ticker.ticks = [t for t, _ in ticks]
-    fig.xaxis[0].major_label_overrides = {t: label for t, label in ticks}
+    """Tick the powers of two spanning ``xs`` on ``fig``'s log x axis (labelled by its
+    formatter, :func:`thinned_ticks`)."""
+    ticker.ticks = [t for t, _ in power_of_two_ticks(xs, max_ticks)]
 
 
 def numeric_variables(ds: xr.Dataset) -> list[str]:

@@ -9,8 +9,9 @@ import param
 from panel.viewable import Viewer
 
 from apps.ui.cards import error_html
-from apps.ui.inputs import input_panel
+from apps.ui.inputs import InputMessage, input_panel
 from apps.ui.theme import CARD_CSS, FONT_STACK
+from apps.ui.url_sync import UrlInputs, url_inputs
 from lab.derivations.decode_family import Step
 from lab.experiments.batch_bottleneck import BatchBottleneck
 
@@ -68,8 +69,10 @@ class DerivationView(Viewer):
         if "experiment" not in params:
             params["experiment"] = BatchBottleneck()
         super().__init__(**params)
-        if pn.state.location is not None:
-            pn.state.location.sync(self.experiment, self.experiment.input_names())
+        names = url_inputs(self.experiment)
+        self.message = InputMessage()
+        self.url = UrlInputs(self.experiment, names, self.message.say)
+        self._inputs = input_panel(self.experiment, names, report=self.message.say)
         self._body = pn.pane.HTML(pn.bind(self._html, self.experiment.param.result),
                                   stylesheets=[DERIVATION_CSS, CARD_CSS],
                                   sizing_mode="stretch_width")
@@ -85,6 +88,11 @@ class DerivationView(Viewer):
                  "experiments 1–4: ideal phase costs, not a measurement.")
         return pn.Column(
             pn.pane.Markdown(intro, sizing_mode="stretch_width"),
-            pn.Row(pn.Column(input_panel(self.experiment, self.experiment.input_names()),
-                             width=300), self._body, sizing_mode="stretch_width"),
+            # Side by side where both fit; on a phone the derivation wraps below the inputs.
+            pn.FlexBox(pn.Column(self.message, self._inputs, width=300,
+                                 css_classes=["lab-inputs-column"], styles={"flex": "0 0 300px"}),
+                       pn.Column(self._body, sizing_mode="stretch_width",
+                                 css_classes=["lab-derivation-body"],
+                                 styles={"flex": "1 1 340px", "min-width": "min(340px, 100%)"}),
+                       flex_wrap="wrap", align_items="flex-start", sizing_mode="stretch_width"),
             sizing_mode="stretch_width")

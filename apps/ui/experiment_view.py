@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlencode
-
 import panel as pn
 import param
 from panel.viewable import Viewer
@@ -18,15 +16,10 @@ from apps.ui.measured_overlay import MeasuredOverlay
 from apps.ui.prediction import PredictionView
 from apps.ui.theme import PROSE_CSS
 from apps.ui.trace_upload import TraceUpload
-from apps.ui.url_values import strict_selectors, url_problems
+from apps.ui.url_sync import UrlInputs, url_inputs
+from apps.ui.url_values import strict_selectors
 from lab.experiments.base import Experiment
 from lab.experiments.registry import record
-
-
-def url_inputs(experiment: Experiment) -> list[str]:
-    """Inputs kept in the URL: all but free-text ones (a file path must not come from a link)."""
-    return [n for n in experiment.input_names()
-            if not isinstance(experiment.param[n], param.String)]
 
 
 def limits_markdown(experiment: Experiment) -> str:
@@ -47,37 +40,13 @@ class ExperimentView(Viewer):
         names = url_inputs(exp)
         strict_selectors(exp, names)
         self.message = InputMessage()
-        problems = self._sync_url(names) if self.sync_url else []
+        self.url = UrlInputs(exp, names, self.message.say) if self.sync_url else None
         self.inputs = input_panel(exp, shown_inputs(exp, names), report=self.message.say)
         follow_switches(exp, self.inputs)
-        self.message.say(" ".join(problems))
         self.cards = CardsView(experiment=exp)
         self.chart = ChartView(experiment=exp)
         self.prediction = PredictionView(experiment=exp)
         self.calculation = CalculationView(experiment=exp)
-
-    def _sync_url(self, names: list[str]) -> list[str]:
-        """Keep ``names`` in the URL; return a sentence per URL value the page refused.
-
-        Refused values are dropped from the query before syncing, so the URL then shows the
-        value in force; later URL changes that the inputs refuse are reported too.
-        """
-        location = pn.state.location
-        if location is None:
-            return []
-        exp = self.experiment
-        accepted, problems = url_problems(exp, names, location.search)
-        if problems:
-            kept = [(k, v) for k, v in parse_qsl(location.search[1:], keep_blank_values=True)
-                    if k not in names or k in accepted]
-            location.search = "?" + urlencode(kept) if kept else ""
-        location.sync(exp, names, on_error=self._url_refused)
-        return problems
-
-    def _url_refused(self, values: dict) -> None:
-        _accepted, problems = url_problems(
-            self.experiment, list(values), "?" + urlencode({k: v for k, v in values.items()}))
-        self.message.say(" ".join(problems) or "The link's values were not applied.")
 
     def __panel__(self):
         exp = self.experiment

@@ -1,210 +1,522 @@
-"""Grid explorer: any decode variable over batch × context from the precomputed dataset.
+"""Grid explorer: any dataset the lab wrote, any two axes, small multiples, lines, queries and
+comparisons (``?view=grid&dataset=NAME``).
 
-The dataset is opened once per process (``pn.cache``) through ``lab.open_dataset("decode")``;
-nothing is recomputed here. A dataset that cannot be opened, or whose files turn out missing or
-damaged when a selection is read (deleted or replaced under the running server), is reported
-on the page in one sentence, and the cache is dropped so the next page load opens it afresh.
-URL values the page does not offer are reported in one sentence and not applied. The model
-and GPU dropdowns show catalog names; the URL keeps ids. A redraw that takes more than 0.3 s
-shows the busy note.
+The page lists the datasets by name (:mod:`sweeps.catalog_of_datasets`: the experiments'
+grids, the ``large`` preset, the user's sweeps in the datasets folder) and opens the chosen one
+lazily; nothing is computed in a request: a missing, stale or damaged dataset is one sentence
+naming the command that writes it. Every input lives in the URL through
+:class:`apps.ui.url_sync.UrlInputs` (dataset first, then that dataset's own inputs,
+:mod:`apps.ui.grid_choices`). A change reads only the slice on screen (an axis longer than the
+screen can show is thinned, and the chart says so); a query reads the cells it covers chunk by
+chunk (:mod:`apps.ui.grid_query`). A redraw or query that takes more than 0.3 s shows the busy
+note. In a notebook, ``GridExplorer(ds)`` explores any ``xarray.Dataset`` the same way.
 """
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlencode
+import io
+from html import escape
+from urllib.parse import urlencode
 
-import holoviews as hv
-import numpy as np
 import panel as pn
 import panel_material_ui as pmui
 import param
 import xarray as xr
+from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.plotting import figure
 from panel.viewable import Viewer
 
+from apps.ui import grid_heatmap as charts
 from apps.ui.busy import BusyNote
-from apps.ui.charts import axis_label
-from apps.ui.downloads import WholeDatasetDownload, csv_button
-from apps.ui.grid_heatmap import grid_view, styled_heatmap
+from apps.ui.charts import TOOLS, axis_label, display_label, themed
+from apps.ui.downloads import WholeDatasetDownload, dataset_csv
+from apps.ui.grid_choices import NONE, GridChoices, choices_for, plain, plottable
+from apps.ui.grid_query import QueryResult, meets, parse_where, run_query
+from apps.ui.held_size import BUTTON_WIDTH
 from apps.ui.input_extras import catalog_options
 from apps.ui.inputs import InputMessage
-from apps.ui.url_values import strict_selectors, url_problems
+from apps.ui.url_sync import UrlInputs
 from lab.errors import LabInputError
-from lab.points.decode_family import DecodeConfig
+from lab.experiments.registry import record
 
-DEFAULTS = DecodeConfig()
-"""The lab's default configuration (Llama 3.1 8B on H100 SXM, tp 1, BF16), shown first."""
+MAX_FACETS = 12
+"""Most small multiples drawn (a longer facet dimension shows its first ones, and says so)."""
 
-SELECTORS = ("model", "gpu", "tp", "precision", "kv_precision")
-"""Dimensions chosen with a selector; the heatmap spans batch × context. A dataset without one
-of them (a grid written before the KV-precision axis) is shown without its selector."""
+MAX_WHOLE_DOWNLOAD_BYTES = 512 * 1024**2
+"""Largest dataset (in memory) the page offers whole as NetCDF; a larger one is exported with
+``inference-lab export`` (the ``large`` preset is ~5 GB in memory)."""
 
+INPUTS_STYLE = {"flex": "1 1 300px", "max-width": "400px", "min-width": "0"}
+AREA_STYLE = {"flex": "1 1 560px", "min-width": "0"}
+"""Inputs beside the charts on a wide screen, above them on a phone (the row wraps)."""
 
-@pn.cache
-def decode_grid() -> xr.Dataset:
-    """The precomputed decode-family dataset (loaded on first use, cached per process).
-
-    ``lab.open_dataset``, imported from its module: a stale editable install can leave the
-    ``lab`` package itself resolved as a namespace (no ``__init__``) under ``panel serve``.
-    """
-    from sweeps.datasets import open_dataset
-
-    return open_dataset("decode")
-
-
-def page_sentence(exc: LabInputError) -> str:
-    """A dataset error as the page shows it: the default dataset's folder is not shown, and the
-    command recomputes it where the server reads it."""
-    from sweeps.paths import dataset_path
-
-    path = str(dataset_path("decode"))
-    return (str(exc).replace(f"--out {path}", "--experiment decode")
-            .replace(path, "the lab's decode dataset"))
+TABLE_CSS = """
+.lab-grid-table { overflow-x: auto; max-width: 100%; }
+.lab-grid-table table { border-collapse: collapse; font-size: 13px; }
+.lab-grid-table th, .lab-grid-table td { padding: 2px 8px; border-bottom: 1px solid #ddd;
+  text-align: right; white-space: nowrap; }
+"""
 
 
-def plottable(ds: xr.Dataset) -> list[str]:
-    """Variables over batch × context that can be coloured (numbers, not flags or text)."""
-    return [name for name, da in ds.data_vars.items()
-            if {"batch", "context"} <= set(da.dims) and np.issubdtype(da.dtype, np.number)
-            and not np.issubdtype(da.dtype, np.bool_)]
+def page_sentence(exc: LabInputError, ds_path: str | None = None) -> str:
+    """A dataset error as the page shows it: the server's folder is not shown."""
+    from sweeps.catalog_of_datasets import datasets_dir
+
+    text = str(exc)
+    folder = str(datasets_dir())
+    if ds_path:
+        text = text.replace(ds_path, "the dataset")
+    return text.replace(folder + "/", "").replace(folder, "the datasets folder")
 
 
-def selection(ds: xr.Dataset, **choices) -> xr.Dataset:
-    """The batch × context slice of ``ds`` at the chosen model, GPU, tp, precision and KV
-    precision (choices for dimensions ``ds`` does not have are ignored)."""
-    return ds.sel({k: v for k, v in choices.items() if k in ds.dims})
+def experiment_link(ds: xr.Dataset, row: dict) -> str | None:
+    """``?view=<experiment>&…`` opening the experiment page at a table row's configuration
+    (its inputs among the row's coordinates), or None when the dataset is no experiment's."""
+    slug = ds.attrs.get("experiment")
+    found = record(str(slug)) if slug else None
+    if found is None:
+        return None
+    inputs = set(found.experiment_class().param)
+    values = {d: row[d] for d in ds.dims if d in inputs and d in row}
+    return "?" + urlencode({"view": found.slug, **{k: str(v) for k, v in values.items()}})
 
-
-
-def variable_options(ds: xr.Dataset, variables: list[str]) -> dict[str, str]:
-    """``{shown label: variable}`` for the Variable dropdown: each variable by its long name
-    and the unit it is drawn in (the heatmap's title), its name in brackets; the URL keeps the
-    name."""
-    return {f"{axis_label(ds[name])} [{name}]": name for name in variables}
 
 class GridExplorer(Viewer):
-    """Selectors for model, GPU, tp, precision, KV precision and variable; a heatmap; CSV and
-    NetCDF."""
+    """The grid explorer of one dataset (``GridExplorer(ds)``) or of the lab's datasets by
+    name (``GridExplorer()``, served)."""
 
-    variable = param.Selector(default=None, objects=[], label="Variable",
-                              doc="Decode variable coloured over batch × context.")
-    model = param.Selector(default=None, objects=[], label="Model", doc="Catalog model.")
-    gpu = param.Selector(default=None, objects=[], label="GPU", doc="Catalog GPU.")
-    tp = param.Selector(default=None, objects=[], label="Tensor parallel",
-                        doc="GPUs the model is sharded over.")
-    precision = param.Selector(default=None, objects=[], label="Precision",
-                               doc="Linear-layer weights and arithmetic.")
-    kv_precision = param.Selector(default=None, objects=[], label="KV cache precision",
-                                  doc="Bytes per cached K or V element: bf16 2, fp8 1.")
+    dataset = param.Selector(default=None, objects=[], label="Dataset",
+                             doc="The dataset explored, by name (the lab's list, no paths).")
 
-    def __init__(self, dataset: xr.Dataset | None = None, **params):
+    def __init__(self, data: xr.Dataset | None = None, **params):
+        if isinstance(params.get("dataset"), xr.Dataset):
+            data = params.pop("dataset")
         super().__init__(**params)
         self.message = InputMessage()
         self.busy = BusyNote()
-        self._plot = None
-        self._selectors: list[str] = []
+        self.choices: GridChoices | None = None
+        self._ds: xr.Dataset | None = None
+        self._url: UrlInputs | None = None
+        self._query_key = None
+        self._slice: tuple | None = None
+        self.result: QueryResult | None = None
+        self._controls = pn.Column(sizing_mode="stretch_width", margin=0)
+        self._area = pn.Column(sizing_mode="stretch_width", min_height=480,
+                               css_classes=["lab-grid-chart"])
+        self._note = pn.pane.Markdown("", sizing_mode="stretch_width", margin=(0, 10))
+        self._query = pn.Column(sizing_mode="stretch_width")
+        self._downloads = pn.Column(sizing_mode="stretch_width", margin=0)
+        self._served = data is None
+        if self._served:
+            from sweeps.catalog_of_datasets import dataset_names
+
+            self.param.dataset.objects = dataset_names()
+            if self.dataset is None:
+                self.dataset = "decode"
+            self._dataset_url = UrlInputs(self, ["dataset"], self.message.say)
+            self._open(self.dataset)
+            self.param.watch(self._switch, "dataset")
+        else:
+            self._use(data)
+
+    # -- datasets -----------------------------------------------------------------------
+    def _open(self, name: str) -> None:
+        """Open dataset ``name`` from the lab's list (a sentence when it cannot be)."""
+        from sweeps.catalog_of_datasets import datasets_dir, open_named
+
         try:
-            self._ds = decode_grid() if dataset is None else dataset
+            data = open_named(name)
         except LabInputError as exc:
-            self._ds = None
-            self.message.say(page_sentence(exc))
+            self._forget()
+            self.message.say(page_sentence(exc, str(datasets_dir() / f"{name}.zarr")))
             return
-        self._selectors = [dim for dim in SELECTORS if dim in self._ds.dims]
-        variables = plottable(self._ds)
-        self.param.variable.objects = variables
-        if self.variable is None:
-            self.variable = ("step_time_s" if "step_time_s" in variables else variables[0])
-        for dim in self._selectors:
-            values = [v.item() if hasattr(v, "item") else v for v in self._ds[dim].values]
-            self.param[dim].objects = values
-            if getattr(self, dim) is None:
-                preferred = getattr(DEFAULTS, dim)
-                setattr(self, dim, preferred if preferred in values else values[0])
-        strict_selectors(self, ["variable", *self._selectors])
-        self.message.say(" ".join(self._sync_url(["variable", *self._selectors])))
-        # A new element per change, not a DynamicMap: the plot is rebuilt whole, so its
-        # colour bar, scale and cells always belong to the variable shown.
-        self._plot = pn.pane.HoloViews(self._view(), sizing_mode="stretch_width",
-                                       min_height=480)
-        self.param.watch(self._redraw, ["variable", *self._selectors])
+        self._use(data)
 
-    def _sync_url(self, names: list[str]) -> list[str]:
-        """Keep ``names`` in the URL; return a sentence per URL value the page refused (those
-        are dropped from the query first, so the URL shows the value in force)."""
-        location = pn.state.location
-        if location is None:
-            return []
-        accepted, problems = url_problems(self, names, location.search)
-        if problems:
-            kept = [(k, v) for k, v in parse_qsl(location.search[1:], keep_blank_values=True)
-                    if k not in names or k in accepted]
-            location.search = "?" + urlencode(kept) if kept else ""
-        location.sync(self, names, on_error=self._url_refused)
-        return problems
+    def _forget(self) -> None:
+        if self._url is not None:
+            self._url.close()
+            self._url = None
+        self._ds, self.choices = None, None
+        self._controls.objects, self._area.objects, self._query.objects = [], [], []
+        self._downloads.objects = []
+        self._note.object = ""
 
-    def _url_refused(self, values: dict) -> None:
-        _accepted, problems = url_problems(self, list(values), "?" + urlencode(values))
-        self.message.say(" ".join(problems) or "The link's values were not applied.")
+    def _use(self, data: xr.Dataset) -> None:
+        """Explore ``data``: its own inputs (from the URL when served), charts and query."""
+        self._forget()
+        if not plottable(data) or len(data.dims) < 2:
+            self.message.say("This dataset has no numeric variable over two or more "
+                             "dimensions to draw.")
+            return
+        self._ds = data
+        self.choices = choices_for(data)
+        # Without a page location (a notebook) UrlInputs syncs nothing.
+        self._url = UrlInputs(self.choices, self.choices.url_names(), self.message.say,
+                              first=["compare"], after_first=self.choices.compare_values,
+                              lenient=["compare_a", "compare_b"])
+        self._fix_axes()
+        c = self.choices
+        c.param.watch(self._compare_changed, "compare")
+        c.param.watch(self._axes_changed, ["x", "y"])
+        c.param.watch(self._where_changed, "where")
+        c.param.watch(self._redraw, [n for n in c.url_names() if n not in (
+            "objective", "best", "latency", "throughput", "scope")])
+        c.param.watch(self._requery, c.url_names())
+        self._controls.objects = self._widgets()
+        self._downloads.objects = self._download_buttons()
+        self._draw()
+        self._run_query()
 
-    def current(self) -> xr.Dataset:
-        """The batch × context slice on screen."""
-        return selection(self._ds, **{d: getattr(self, d) for d in self._selectors})
-
-    def _redraw(self, *_events) -> None:
-        """Draw the current choices; the busy note shows until the redraw has gone out (its
-        end is scheduled after any part of the update the pane defers to the next tick)."""
+    def _switch(self, event) -> None:
+        """Another dataset chosen: its inputs replace the old ones (in the URL too)."""
         self.busy.begin()
         try:
-            self._plot.object = self._view()
+            self.message.say(None)
+            self._open(event.new)
         finally:
             pn.state.execute(self.busy.end, schedule=True)
 
-    def _view(self) -> hv.Element:
-        """The heatmap of the current choices with its over-budget cells crossed."""
-        try:
-            return grid_view(self.current(), self.variable)
-        except LabInputError:
-            return self._heatmap(self.variable, self.model, self.gpu, self.tp,
-                                 self.precision, self.kv_precision)
+    # -- inputs -------------------------------------------------------------------------
+    def _fix_axes(self) -> None:
+        """x and y must differ, as must the facet and compared dimensions from them."""
+        c = self.choices
+        problems = []
+        if c.x == c.y:
+            other = next(d for d in c.dims if d != c.x)
+            problems.append(f"x and y must be different dimensions, so y shows {other}.")
+            c.y = other
+        if c.facet in (c.x, c.y):
+            problems.append("The small multiples must be a third dimension, so none are shown.")
+            c.facet = NONE
+        if c.mode == "compare" and c.compare in (c.x, c.y):
+            free = [d for d in c.dims if d not in (c.x, c.y)]
+            if free:
+                problems.append(f"The compared dimension must be off the axes, so "
+                                f"{free[0]} is compared.")
+                c.compare = free[0]
+        if problems:
+            self.message.say(" ".join(problems))
 
-    def _heatmap(self, variable, model, gpu, tp, precision,
-                 kv_precision: str | None = None) -> hv.HeatMap:
-        """The styled heatmap of one selection (``kv_precision`` None: the one on screen)."""
-        kv = self.kv_precision if kv_precision is None else kv_precision
+    def _axes_changed(self, *events) -> None:
+        c = self.choices
+        event = events[-1]
+        if c.x == c.y:  # the axes swap rather than collapse
+            other = "y" if event.name == "x" else "x"
+            setattr(c, other, event.old)
+        if c.facet in (c.x, c.y):
+            c.facet = NONE
+
+    def _compare_changed(self, *_events) -> None:
+        self.choices.compare_values()
+
+    def _where_changed(self, *events) -> None:
+        """Constraints typed on the page: the grammar's sentence, and the old text kept."""
+        event = events[-1]
+        problem = self.choices.param.where.check(event.new)
+        if problem:
+            self.message.say(problem + " The constraints in force are kept.")
+            self.choices.param.update(where=event.old)
+
+    def _widgets(self) -> list:
+        """The dataset's inputs: axes and mode, then a selector (or slider) per dimension."""
+        c = self.choices
+        dim_labels = {d: f"{display_label(self._ds[d])[0] or d} [{d}]" for d in c.dims}
+
+        def select(name, options=None, **kw):
+            w = pmui.Select.from_param(c.param[name], sizing_mode="stretch_width",
+                                       css_classes=[f"lab-grid-{name}"], **kw)
+            if options is not None:
+                w.options = options
+            return w
+
+        dims = {dim_labels[d]: d for d in c.dims}
+        variables = {f"{axis_label(self._ds[n])} [{n}]": n for n in c.param.variable.objects}
+        numeric = {f"{axis_label(self._ds[n])} [{n}]": n for n in c.param.objective.objects}
+        widgets = [select("mode", {"Heatmap": "heatmap", "Lines (one per y value)": "lines",
+                                   "Compare two slices": "compare"}),
+                   select("variable", variables), select("x", dims), select("y", dims),
+                   select("facet", {"None": NONE, **dims})]
+        self._compare_widgets = [select("compare", dims), select("compare_a"),
+                                 select("compare_b"),
+                                 select("how", {"Ratio A / B": "ratio",
+                                                "Difference A − B": "difference"})]
+        widgets += self._compare_widgets
+        self._dim_widgets = {}
+        for d in c.dims:
+            values = c.values[d]
+            if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values) \
+                    and len(values) > 1:
+                w = pmui.DiscreteSlider.from_param(c.param[d], options=values,
+                                                   sizing_mode="stretch_width",
+                                                   css_classes=[f"lab-grid-{d}"])
+            else:
+                w = select(d, catalog_options(d, values))
+            self._dim_widgets[d] = w
+            widgets.append(w)
+        where = pmui.TextInput.from_param(c.param.where, sizing_mode="stretch_width",
+                                          placeholder="step_time_s<=0.05,fits==1",
+                                          css_classes=["lab-grid-where"])
+        scope = {"The slice on screen": "view", "The whole dataset": "dataset",
+                 **{f"The whole dataset at this {d}": d for d in c.dims}}
+        widgets += [pn.pane.Markdown("**Query**", margin=(10, 10, 0, 10)), where,
+                    select("objective", numeric), select("best"), select("scope", scope),
+                    select("latency", numeric), select("throughput", numeric)]
+        self._shown_inputs()
+        c.param.watch(lambda *_: self._shown_inputs(), ["x", "y", "facet", "mode", "compare"])
+        return widgets
+
+    def _shown_inputs(self) -> None:
+        """Show the selectors of dimensions off the axes, and the compare inputs in that mode."""
+        c = self.choices
+        used = c.in_use
+        for d, w in getattr(self, "_dim_widgets", {}).items():
+            w.visible = d not in used
+        for w in getattr(self, "_compare_widgets", []):
+            w.visible = c.mode == "compare"
+
+    # -- data ---------------------------------------------------------------------------
+    def selection(self, free: set[str] | None = None) -> xr.Dataset:
+        """The dataset at the selectors' values, the dimensions in use (and ``free``) kept,
+        read into memory once per selection (the chart, its CSV and a query of the view share
+        the read)."""
+        c = self.choices
+        at = c.at(free)
+        key = (id(self._ds), tuple(sorted(at.items())), tuple(sorted(c.in_use | (free or set()))))
+        if self._slice is not None and self._slice[0] == key:
+            return self._slice[1]
+        ds = self._ds.sel(at)
+        extra = {d: 0 for d in ds.dims if d not in c.dims and d not in c.in_use}
+        ds = (ds.isel(extra) if extra else ds).load()
+        self._slice = (key, ds)
+        return ds
+
+    def current(self) -> xr.Dataset:
+        """What is on screen: the cells drawn (thinned as drawn), every variable."""
+        c = self.choices
+        if c.mode == "compare":
+            a, b = self._compare_slices()
+            result = charts.compared(a, b, c.variable, c.how)
+            return xr.Dataset({result.name: result, f"{c.variable}_a": a[c.variable],
+                               f"{c.variable}_b": b[c.variable]})
+        ds = self.selection()
+        if c.mode == "lines":
+            return charts.thinned(charts.thinned(ds, [c.x]), [c.y], charts.MAX_LINES)
+        ds = charts.thinned(ds, [c.x, c.y])
+        if c.facet != NONE:
+            ds = ds.isel({c.facet: slice(0, MAX_FACETS)})
+        return ds
+
+    def _compare_slices(self) -> tuple[xr.Dataset, xr.Dataset]:
+        c = self.choices
+        ds = charts.thinned(self.selection(), [c.x, c.y])
+        return (ds.sel({c.compare: c.compare_a}, drop=True),
+                ds.sel({c.compare: c.compare_b}, drop=True))
+
+    def constraints(self):
+        c = self.choices
         try:
-            return styled_heatmap(selection(self._ds, model=model, gpu=gpu, tp=tp,
-                                            precision=precision, kv_precision=kv).load(),
-                                  variable)
+            return parse_where(c.where, list(self._ds.data_vars))
+        except LabInputError:
+            return []
+
+    # -- drawing ------------------------------------------------------------------------
+    def _redraw(self, *_events) -> None:
+        """Draw the current choices; the busy note shows until the redraw has gone out."""
+        self.busy.begin()
+        try:
+            self._draw()
+        finally:
+            pn.state.execute(self.busy.end, schedule=True)
+
+    def _draw(self) -> None:
+        try:
+            views = self._views()
         except LabInputError as exc:  # the dataset was deleted or damaged under the server
-            decode_grid.clear()
             self.message.say(page_sentence(exc))
-            return hv.HeatMap([], ["batch", "context"], [variable]).opts(
-                responsive=True, height=460, title="No data: see the message on the left")
+            views = [figure(title="No data: see the message on the left", height=460,
+                            sizing_mode="stretch_width")]
+        panes = self._area.objects
+        if len(views) == 1 and len(panes) == 1 and isinstance(panes[0], pn.pane.Bokeh):
+            panes[0].object = views[0]
+        elif len(views) == 1:
+            self._area.objects = [pn.pane.Bokeh(views[0], sizing_mode="stretch_width",
+                                                min_height=480)]
+        else:
+            self._area.objects = [pn.FlexBox(*[pn.pane.Bokeh(v, margin=4) for v in views],
+                                             flex_wrap="wrap", sizing_mode="stretch_width")]
+        self._note.object = self._thinning_note()
+
+    def _views(self) -> list:
+        c = self.choices
+        ds = self.current()
+        if c.mode == "lines":
+            return [charts.lines_figure(ds, c.variable, c.x, c.y)]
+        if c.mode == "compare":
+            a, b = self._compare_slices()
+            title = (f"{axis_label(self._ds[c.variable])}: {c.compare} {c.compare_a} "
+                     f"{'/' if c.how == 'ratio' else '−'} {c.compare_b}")
+            return [charts.compare_figure(a, b, c.variable, c.how, c.x, c.y, title)]
+        ds = ds.load()
+        where = self.constraints()
+        if c.facet == NONE:
+            marks = meets(ds, where) if where else None
+            return [charts.grid_figure(ds, c.variable, c.x, c.y, marks=marks)]
+        values = charts.screen(ds[c.variable])[0]
+        clim = charts.colour_range(values, charts.is_signed(ds[c.variable]))
+        views = []
+        for value in ds[c.facet].values:
+            panel = ds.sel({c.facet: value})
+            marks = meets(panel, where) if where else None
+            views.append(charts.grid_figure(panel, c.variable, c.x, c.y, clim=clim, marks=marks,
+                                            title=f"{c.facet} {plain(value)}", width=330,
+                                            height=300))
+        return views
+
+    def _thinning_note(self) -> str:
+        c = self.choices
+        notes = []
+        axes = [(c.x, charts.MAX_AXIS_CELLS), (c.y, charts.MAX_LINES if c.mode == "lines"
+                                                else charts.MAX_AXIS_CELLS)]
+        for d, cap in axes:
+            n = self._ds.sizes[d]
+            if n > cap:
+                notes.append(f"{d} shows {cap} of its {n:,} values, spread over its range "
+                             "(the query reads every value)")
+        if c.mode == "heatmap" and c.facet != NONE and self._ds.sizes[c.facet] > MAX_FACETS:
+            notes.append(f"the first {MAX_FACETS} of {self._ds.sizes[c.facet]} {c.facet} "
+                         "values are drawn")
+        return ("*" + escape("; ".join(notes)).capitalize() + ".*") if notes else ""
+
+    # -- query --------------------------------------------------------------------------
+    def query_cells(self) -> xr.Dataset:
+        """The cells the query covers: the slice on screen (not thinned), the whole dataset,
+        or the whole dataset at the chosen value of one dimension."""
+        c = self.choices
+        if c.scope == "view":
+            return self.selection()
+        if c.scope == "dataset":
+            return self._ds
+        return self._ds.sel({c.scope: getattr(c, c.scope)})
+
+    def _requery(self, *_events) -> None:
+        """Re-run the query on the next tick (after the redraw went out) if what it covers
+        changed."""
+        pn.state.execute(self._run_query, schedule=True)
+
+    def _run_query(self) -> None:
+        if self.choices is None:
+            return
+        c = self.choices
+        key = (id(self._ds), c.scope, c.where, c.objective, c.best, c.latency, c.throughput,
+               tuple(sorted(c.at().items())) if c.scope == "view" else
+               (getattr(c, c.scope) if c.scope in c.dims else None),
+               tuple(sorted(c.in_use)) if c.scope == "view" else None)
+        if key == self._query_key or c.objective is None:
+            return
+        self._query_key = key
+        self.busy.begin()
+        try:
+            self.result = run_query(self.query_cells(), c.objective, c.best == "highest",
+                                    (c.latency, c.throughput), self.constraints())
+            self._query.objects = self._query_views(self.result)
+        except LabInputError as exc:
+            self.message.say(page_sentence(exc))
+        finally:
+            pn.state.execute(self.busy.end, schedule=True)
+
+    def _query_views(self, result: QueryResult) -> list:
+        c = self.choices
+        summary = (f"**{result.met:,}** of {result.cells:,} cells are valid and meet the "
+                   f"constraints" + (f" ({escape(c.where)})" if c.where else "") + ".")
+        return [pn.pane.Markdown(summary, sizing_mode="stretch_width",
+                                 css_classes=["lab-grid-summary"]),
+                pn.pane.HTML(self._table_html(result), sizing_mode="stretch_width",
+                             css_classes=["lab-grid-best"], stylesheets=[TABLE_CSS]),
+                pn.pane.Bokeh(self._frontier(result), sizing_mode="stretch_width",
+                              min_height=360, css_classes=["lab-grid-frontier"])]
+
+    def _table_html(self, result: QueryResult) -> str:
+        """The best cells as an escaped table; each row links to its experiment page."""
+        c = self.choices
+        frame = result.best
+        dims = [d for d in self._ds.dims if d in frame]
+        shown = [n for n in dict.fromkeys([c.objective, c.latency, c.throughput]) if n]
+        head = "".join(f"<th>{escape(d)}</th>" for d in dims)
+        head += "".join(f"<th>{escape(axis_label(self._ds[n]))}</th>" for n in shown)
+        rows = []
+        for row in frame.to_dict("records"):
+            cells = "".join(f"<td>{escape(str(row[d]))}</td>" for d in dims)
+            for n in shown:
+                value = float(row[n]) * display_label(self._ds[n])[2]
+                cells += f"<td>{value:,.4g}</td>"
+            link = experiment_link(self._ds, row)
+            opener = (f'<td><a class="lab-grid-open" href="{escape(link)}">Open</a></td>'
+                      if link else "<td></td>")
+            rows.append(f"<tr>{cells}{opener}</tr>")
+        if not rows:
+            return '<p class="lab-grid-table">No cell meets the constraints.</p>'
+        title = escape(f"Best cells by {c.objective} ({c.best} first)")
+        return (f'<div class="lab-grid-table"><p><b>{title}</b></p><table><thead><tr>{head}'
+                f"<th></th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+
+    def _frontier(self, result: QueryResult):
+        """Throughput against latency of the frontier's cells, hover with their coordinates."""
+        c = self.choices
+        frame = result.frontier
+        lx, ly = display_label(self._ds[c.latency]), display_label(self._ds[c.throughput])
+        dims = [d for d in self._ds.dims if d in frame]
+        data = {d: frame[d].astype(str).tolist() for d in dims}
+        data["lat"] = frame[c.latency].to_numpy(dtype=float) * lx[2]
+        data["thr"] = frame[c.throughput].to_numpy(dtype=float) * ly[2]
+        positive = bool(len(frame) and (data["lat"] > 0).all()
+                        and data["lat"].max() / data["lat"].min() > 30)
+        fig = figure(title=f"Frontier: {len(frame):,} cells no other beats on both",
+                     height=340, sizing_mode="stretch_width", tools=TOOLS,
+                     output_backend="canvas", x_axis_type="log" if positive else "linear",
+                     x_axis_label=axis_label(self._ds[c.latency]),
+                     y_axis_label=axis_label(self._ds[c.throughput]))
+        source = ColumnDataSource(data)
+        fig.step(x="lat", y="thr", source=source, mode="after", color="#0072B2")
+        points = fig.scatter(x="lat", y="thr", source=source, size=7, color="#0072B2")
+        fig.add_tools(HoverTool(renderers=[points], tooltips=[
+            *[(d, f"@{{{d}}}") for d in dims],
+            (axis_label(self._ds[c.latency]), "@lat{0,0.[0000]}"),
+            (axis_label(self._ds[c.throughput]), "@thr{0,0.[00]}")]))
+        return themed(fig)
+
+    # -- downloads and layout -----------------------------------------------------------
+    def _download_buttons(self) -> list:
+        name = self.dataset or "dataset"
+        csv = pmui.FileDownload(callback=lambda: io.StringIO(dataset_csv(self.current())),
+                                filename=f"{name}-on-screen.csv", label="On screen (CSV)",
+                                embed=False, width=BUTTON_WIDTH)
+        if self._ds.nbytes > MAX_WHOLE_DOWNLOAD_BYTES:
+            size = self._ds.nbytes / 1024**3
+            note = pn.pane.Markdown(
+                f"The whole dataset is {size:,.1f} GB in memory, too large to send from the "
+                f"page; export any selection with `inference-lab export --dataset PATH --sel "
+                f"…`.", sizing_mode="stretch_width", css_classes=["lab-grid-too-large"])
+            return [csv, note]
+        whole = WholeDatasetDownload(dataset=self._ds, filename=f"{name}.nc",
+                                     label="Whole dataset (NetCDF)")
+        return [csv, whole.button, whole.message]
 
     def __panel__(self):
-        if self._ds is None:
-            return pn.Column(pn.pane.Markdown("# Grid explorer"), self.message,
-                             sizing_mode="stretch_width")
-        shown = ["variable", *self._selectors]
-        widgets = pn.Param(self, parameters=shown, show_name=False,
-                           widgets={n: {"type": pmui.Select, "css_classes": [f"lab-grid-{n}"],
-                                        "sizing_mode": "stretch_width"}
-                                    for n in shown},
-                           sizing_mode="stretch_width", default_layout=pn.Column)
-        for name in ("model", "gpu"):
-            widgets._widgets[name].options = catalog_options(name, self.param[name].objects)
-        widgets._widgets["variable"].options = variable_options(
-            self._ds, self.param.variable.objects)
-        netcdf = WholeDatasetDownload(dataset=self._ds, filename="decode-grid.nc",
-                                      label="Whole dataset (NetCDF)")
-        csv = csv_button(self.current, "decode-grid-selection.csv", "Selection (CSV)")
-        intro = ("# Grid explorer\n\nThe precomputed decode grid (model × GPU × tp × precision × "
-                 "KV cache precision × batch × context), read as it was computed. Grey cells are invalid "
-                 "configurations, crossed cells do not fit the memory budget; hover a cell "
-                 "for every variable. Signed variables (memory remaining) are coloured red "
-                 "below 0 and blue above; `reason` is coloured by its meaning.")
-        return pn.Column(self.busy, pn.pane.Markdown(intro, sizing_mode="stretch_width"),
-                         pn.Row(pn.Column(self.message, widgets, csv, netcdf.button,
-                                          netcdf.message,
-                                          width=300), self._plot,
-                                sizing_mode="stretch_width"),
+        intro = ("# Grid explorer\n\nAny grid the lab computed, read as it was computed: "
+                 "choose the axes, small multiples or lines, fix the other dimensions, ring "
+                 "the cells that meet your constraints, rank the best cells and see the "
+                 "throughput-versus-latency frontier. Grey cells are invalid configurations, "
+                 "crossed cells do not fit the memory budget; hover a cell for every variable.")
+        inputs = [self.message]
+        if self._served:
+            inputs.append(pmui.Select.from_param(self.param.dataset,
+                                                 sizing_mode="stretch_width",
+                                                 css_classes=["lab-grid-dataset"]))
+        inputs += [self._controls, self._downloads]
+        row = pn.FlexBox(pn.Column(*inputs, css_classes=["lab-grid-inputs"],
+                                   styles=INPUTS_STYLE),
+                         pn.Column(self._area, self._note, self._query,
+                                   css_classes=["lab-grid-area"], styles=AREA_STYLE),
+                         flex_wrap="wrap", sizing_mode="stretch_width")
+        return pn.Column(self.busy, pn.pane.Markdown(intro, sizing_mode="stretch_width"), row,
                          sizing_mode="stretch_width")

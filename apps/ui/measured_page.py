@@ -10,9 +10,7 @@ upload their own measurements (:mod:`apps.ui.measured_upload`).
 
 from __future__ import annotations
 
-import json
 from html import escape
-from urllib.parse import urlencode
 
 import holoviews as hv
 import numpy as np
@@ -29,7 +27,7 @@ from apps.ui.inputs import InputMessage, input_panel
 from apps.ui.measured_upload import MeasurementsUpload
 from apps.ui.prediction import PredictionView
 from apps.ui.theme import CARD_CSS, PROSE_CSS
-from apps.ui.url_values import strict_selectors, url_problems
+from apps.ui.url_sync import UrlInputs
 from lab.measured.experiment import FloorsAgainstMeasurements
 
 INPUTS = ("kind", "shape", "tp", "batch", "context", "m", "gpu")
@@ -43,6 +41,9 @@ CHART_NOTE = ("Measured kernel times (not the lab's ideal) divided by the lab's 
 
 SELECTED_COLOR = "#D55E00"
 """Outline of the selected point on the heatmap (Okabe–Ito vermillion)."""
+
+BELOW_LABEL = "below the floor"
+"""Legend entry of the points faster than their floor (a cross each)."""
 
 FLAG_CSS = """
 .lab-below-floor { border-left: 4px solid #D55E00; padding: 8px 12px; margin: 6px 0;
@@ -63,8 +64,15 @@ def ratio_lines(ds, x: str) -> hv.Overlay:
         layers.append(hv.Curve((xs, ys), x, "ratio", label=str(shape)).opts(**style))
         layers.append(hv.Scatter((xs, ys), x, "ratio", label=str(shape)).opts(
             size=5, tools=["hover"], **style))
+    below = ds["ratio"].where(ds["ratio"] < 1.0)  # faster than the floor allows
+    bx = np.broadcast_to(ds[x].values, below.shape)[np.isfinite(below.values)].astype(float)
+    layers.append(hv.Scatter((bx, below.values[np.isfinite(below.values)]), x, "ratio",
+                             label=BELOW_LABEL).opts(
+        marker="x", size=10, line_width=2, color=SELECTED_COLOR, tools=["hover"], **style))
     layers.append(hv.HLine(1.0).opts(color="black", line_dash="dashed", line_width=1))
-    return hv.Overlay(layers).opts(legend_position="right", responsive=True, height=420,
+    # The legend below the plot, in columns: beside it, it covered the largest m.
+    return hv.Overlay(layers).opts(legend_position="bottom", legend_cols=2, responsive=True,
+                                   height=520, padding=0.05,
                                    title="Measured / floor (dashed: the floor, 1×)")
 
 
@@ -81,10 +89,9 @@ class MeasuredPage(Viewer):
         self.message = InputMessage()
         # ``shape`` stays lenient on set: a new kind moves it to that kind's shapes before the
         # list on offer follows; a link's shape is checked against its kind's list below.
-        strict_selectors(exp, [n for n in INPUTS if n != "shape"])
-        problems = self._sync_url(list(INPUTS))
+        self.url = UrlInputs(exp, list(INPUTS), self.message.say, first=["kind"],
+                             after_first=self._offer_kind_shapes, lenient=["shape"])
         self.inputs = input_panel(exp, list(INPUTS), report=self.message.say)
-        self.message.say(" ".join(problems))
         self.upload = MeasurementsUpload(experiment=exp)
         self.prediction = PredictionView(experiment=exp)
         self.cards = CardsView(experiment=exp)
@@ -100,57 +107,10 @@ class MeasuredPage(Viewer):
         self.busy = BusyNote()  # the chart follows the result within the calculation's span
         self.busy.follow(exp, "computing")
 
-    def _sync_url(self, names: list[str]) -> list[str]:
-        """Keep ``names`` in the URL; return a sentence per URL value the page refused.
-
-        Not ``Location.sync``: that sets a link's values in one go, so a shape would be judged
-        before its kind. Here the link's kind is applied first and its shape is judged against
-        that kind's measured shapes (a shape of another kind is refused, not drawn as an
-        error). The URL then shows the values in force; later URL changes are judged the
-        same way and a refused value is reported in the same sentence.
-        """
-        location = pn.state.location
-        if location is None:
-            return []
-        self._url_names, self._written = names, None
-        problems = self._apply_query(location.search)
-        self.experiment.param.watch(self._to_url, names)
-        location.param.watch(self._from_url, "search")
-        self._to_url()
-        return problems
-
-    def _apply_query(self, search: str) -> list[str]:
-        """Apply the accepted values of the query ``search``, kind first; the refusals."""
+    def _offer_kind_shapes(self) -> None:
+        """Offer the shapes of the kind now in force (a link's kind is applied first)."""
         exp = self.experiment
-        accepted, problems = url_problems(exp, ["kind"], search)
-        if accepted:
-            exp.kind = accepted["kind"]
         exp.param.shape.objects = exp.shapes() or [exp.shape]
-        rest, more = url_problems(exp, [n for n in self._url_names if n != "kind"], search)
-        exp.param.update(rest)
-        return problems + more
-
-    def _to_url(self, *_events) -> None:
-        """Write every input in force into the URL's query (other query keys are kept)."""
-        exp = self.experiment
-        values = {}
-        for name in self._url_names:
-            value = exp.param[name].serialize(getattr(exp, name))
-            values[name] = value if isinstance(value, str) else json.dumps(value)
-        location = pn.state.location
-        query = location.query_params
-        query.update(values)
-        self._written = "?" + urlencode(query)
-        location.search = self._written
-
-    def _from_url(self, event) -> None:
-        """A URL changed from the browser: apply what the page accepts, report the rest."""
-        if event.new == self._written:  # the page's own write, maybe seen late in a batch
-            return
-        problems = self._apply_query(event.new)
-        if problems:
-            self.message.say(" ".join(problems))
-            self._to_url()
 
     def _flag_html(self, _result) -> str:
         r = self.experiment.result

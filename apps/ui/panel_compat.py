@@ -15,23 +15,42 @@ re-checks each hook here:
   called by the server's start-up only (:mod:`apps.ui.warmup`);
 - :func:`gate_page_requests` (``panel.io.server.DocHandler.get`` and ``.get_session``): page
   requests pass an :class:`~apps.ui.page_gate.PageGate`; called by the server's start-up only
-  (``apps/ui/serve_setup.py``).
+  (``apps/ui/serve_setup.py``);
+- :func:`parse_query_value_by_value` (``Location.query_params``): one unparseable query value
+  (a 5,000-digit number) no longer blanks the page; installed when :mod:`apps.ui.app` is
+  imported;
+- :func:`answer_long_requests` (``DocHandler.prepare``, Tornado's
+  ``HTTP1ConnectionParameters``): an over-long page address gets HTTP 414 and a sentence;
+  called by the server's start-up only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+import functools
 import gc
 import inspect
+import logging
+import os
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode
 
 import panel as pn
 import panel_material_ui as pmui
+from bokeh.core.has_props import is_DataModel
+from bokeh.model import Model
+from panel.auth import BasicLoginHandler
 from panel.io.document import _cleanup_doc
+from panel.io.location import Location
 from panel.io.server import DocHandler
-from panel.util import edit_readonly
+from panel.util import edit_readonly, parse_query
+from tornado.http1connection import HTTP1ConnectionParameters
 
+from apps.ui.logins import Logins, logins_for
 from apps.ui.page_gate import PageGate, Ticket
 from apps.ui.waiting_page import TURN_COOKIE, TURN_HEADER, YOUR_TURN, waiting_page
+from lab.errors import LabInputError
 
 TESTED_PANEL = "1.9.4"
 """The Panel version these hooks were checked against."""
@@ -142,3 +161,144 @@ def gate_page_requests(gate: PageGate) -> None:
         return session
 
     DocHandler.get, DocHandler.get_session = get, get_session
+
+
+def parse_query_value_by_value() -> None:
+    """``Location.query_params`` parses each query value on its own and skips one that Panel's
+    ``parse_query`` cannot parse (process-wide; idempotent).
+
+    Panel parses the whole query whenever a page's location is created or changed; a value of
+    more than 4,300 digits raises in ``int()`` (Python's integer-string limit) and blanks the
+    page with a traceback in the log. The pages read their inputs through
+    :class:`apps.ui.url_sync.UrlInputs`, which refuses such a value in one sentence.
+    """
+    if getattr(Location, "_lab_value_by_value", False):
+        return
+
+    def query_params(self) -> dict:
+        parsed: dict = {}
+        for key, value in parse_qsl(self.search[1:]):
+            with contextlib.suppress(ValueError):
+                parsed.update(parse_query("?" + urlencode({key: value})))
+        return parsed
+
+    Location.query_params = property(query_params)
+    Location._lab_value_by_value = True
+
+
+MAX_HEADER_BYTES = 1 << 20
+"""Request header bytes the server reads before it gives up on a request (Tornado's default is
+64 KiB, past which it closes the connection without an answer)."""
+
+MAX_PAGE_URI_CHARS = 16_384
+"""Longest page address (path and query) a page request may have, characters; a longer one
+gets HTTP 414 with one sentence."""
+
+TOO_LONG = ("This address is too long for the lab: its query holds more than "
+            f"{MAX_PAGE_URI_CHARS:,} characters. Open the page without it and set the inputs "
+            "on the page.")
+"""The answer to a page request whose address is over :data:`MAX_PAGE_URI_CHARS`."""
+
+
+def answer_long_requests() -> None:
+    """Answer an over-long page address with HTTP 414 and one sentence, not a dropped
+    connection (process-wide; idempotent; called by the server's start-up).
+
+    Tornado reads at most 64 KiB of headers and closes the connection silently past that; the
+    limit is raised to :data:`MAX_HEADER_BYTES` for servers created after this call (so not
+    for ``--num-procs`` above 1, whose servers start before the set-up script runs), and a
+    page request whose address is longer than :data:`MAX_PAGE_URI_CHARS` gets the sentence.
+    """
+    if getattr(DocHandler, "_lab_long_requests", False):
+        return
+    original_init = HTTP1ConnectionParameters.__init__
+
+    def init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        self.max_header_size = max(self.max_header_size, MAX_HEADER_BYTES)
+
+    HTTP1ConnectionParameters.__init__ = init
+    original_prepare = DocHandler.prepare
+
+    async def prepare(self):
+        if len(self.request.uri or "") > MAX_PAGE_URI_CHARS:
+            self.set_status(414)
+            self.set_header("Content-Type", "text/plain; charset=utf-8")
+            self.finish(TOO_LONG)
+            return None
+        return await _settled(original_prepare(self))
+
+    DocHandler.prepare = prepare
+    DocHandler._lab_long_requests = True
+
+
+def _login_option(handler) -> str | dict | None:
+    """The ``--basic-auth`` value the server was started with, where Panel's own
+    ``BasicLoginHandler._validate`` looks for it."""
+    server_config = pn.state._server_config.get(handler.application, {})
+    return server_config.get("basic_auth", pn.config.basic_auth)
+
+
+@functools.lru_cache(maxsize=4)
+def _logins(option: str, version: tuple) -> Logins:
+    """The logins of ``option``, read again when its file changes (``version``)."""
+    return logins_for(option)
+
+
+def _file_version(option) -> tuple:
+    """What changes when the logins file named by ``option`` is edited (empty for a
+    password)."""
+    try:
+        stat = os.stat(option)
+    except (OSError, TypeError, ValueError):
+        return ()
+    return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+
+
+def check_logins() -> None:
+    """Check every ``--basic-auth`` login of this server process with :mod:`apps.ui.logins`
+    (process-wide). The file is read at the first login and again after it changes; a file
+    that has become unreadable or malformed refuses every login and logs its one sentence
+    (never a password)."""
+
+    def _validate(self, username: str, password: str) -> bool:
+        option = _login_option(self)
+        if not option:
+            return False
+        try:
+            logins = (logins_for(option) if isinstance(option, dict)
+                      else _logins(option, _file_version(option)))
+        except LabInputError as error:
+            logging.getLogger("bokeh").error("Inference Lab: login refused: %s", error)
+            return False
+        return logins.check(username, password)
+
+    BasicLoginHandler._validate = _validate
+
+
+def server_path(text: str) -> bool:
+    """Whether ``text`` names a place on this server: the working directory, the home
+    directory, anything under either, or another absolute path that exists here."""
+    if not isinstance(text, str) or not os.path.isabs(text):
+        return False
+    places = {str(Path.cwd()), str(Path.home())}
+    if any(text == place or text.startswith(place.rstrip(os.sep) + os.sep) for place in places):
+        return True
+    return text != os.sep and os.path.exists(text)
+
+
+def hide_server_paths() -> int:
+    """Blank every default of a Bokeh data model that names a server path (process-wide);
+    return how many. Bokeh sends the definition of every data model class with every
+    document, and panel-material-ui's ``FileSelector`` has the working directory as its
+    ``directory`` default; the lab uses no file selector, so nothing reads these defaults."""
+    hidden = 0
+    for cls in list(Model.model_class_reverse_map.values()):
+        if not is_DataModel(cls):
+            continue
+        for name in cls.__properties__:
+            prop = cls.lookup(name).property
+            if server_path(prop._default):
+                prop._default = ""
+                hidden += 1
+    return hidden

@@ -1,5 +1,6 @@
 """``panel serve --setup`` script: build the main pages once before the server takes requests,
-and let at most a few pages load at once (:mod:`apps.ui.page_gate`).
+and let at most a few pages load at once (:mod:`apps.ui.page_gate`); check ``--basic-auth``
+logins with :mod:`apps.ui.logins`; send no server path in any page (:func:`hide_server_paths`).
 
 ``inference-lab serve`` passes it; with plain Panel:
 ``panel serve apps/*.py --setup apps/ui/serve_setup.py``.
@@ -9,11 +10,19 @@ import logging
 
 from apps.ui.app import build_page
 from apps.ui.page_gate import PageGate, configured_limit, default_limit
-from apps.ui.panel_compat import gate_page_requests
+from apps.ui.panel_compat import (
+    answer_long_requests,
+    check_logins,
+    gate_page_requests,
+    hide_server_paths,
+)
 from apps.ui.warmup import warm_up
 
 log = logging.getLogger("bokeh")
+answer_long_requests()
+check_logins()
 log.info("Inference Lab: pages prepared in %.1f s.", warm_up(build_page))
+hide_server_paths()  # after the warm-up: every page's models are defined by now
 try:
     pages_at_once = configured_limit()
 except ValueError as error:  # plain `panel serve` with a bad value; inference-lab serve refuses it

@@ -79,13 +79,25 @@ def model_frame() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+TABLE_CSS = """
+:host { width: 100%; max-width: 100%; }
+.lab-table-box { max-width: 100%; overflow-x: auto; }
+.lab-table { border-collapse: collapse; font-size: 0.85rem; }
+.lab-table td, .lab-table th { padding: 4px 8px; border-bottom: 1px solid rgba(127,127,127,0.3);
+  vertical-align: top; text-align: left; }
+.lab-table th { white-space: nowrap; }
+.lab-table td:nth-last-child(2) { min-width: 22em; overflow-wrap: anywhere; }
+"""
+"""A catalog table in a box of its own that scrolls sideways when the table is wider than
+the page (the long source column wraps), so the page itself never does."""
+
+
 def _table(frame: pd.DataFrame) -> pn.pane.HTML:
     html = frame.to_html(index=False, na_rep="—", float_format=lambda v: f"{v:,.3f}".rstrip(
         "0").rstrip("."), classes="lab-table", border=0)
-    css = (".lab-table { border-collapse: collapse; font-size: 0.85rem; } "
-           ".lab-table td, .lab-table th { padding: 4px 8px; border-bottom: 1px solid "
-           "rgba(127,127,127,0.3); vertical-align: top; text-align: left; }")
-    return pn.pane.HTML(html, stylesheets=[css], sizing_mode="stretch_width")
+    return pn.pane.HTML(f'<div class="lab-table-box" tabindex="0">{html}</div>',
+                        stylesheets=[TABLE_CSS], sizing_mode="stretch_width",
+                        css_classes=["lab-sources-table"])
 
 
 def sources_page() -> pn.Column:

@@ -48,9 +48,21 @@ table.lab-steps td.result { font-variant-numeric: tabular-nums; white-space: now
 """Styles of the "Show the calculation" table."""
 
 PROSE_CSS = """
-:host { font-family: FONT; font-size: 1rem; line-height: 1.55; max-width: 860px; }
+:host { font-family: FONT; font-size: 1rem; line-height: 1.55; max-width: 860px;
+  overflow-wrap: anywhere; }
 """.replace("FONT", FONT_STACK)
-"""Readable measure for long text."""
+"""Readable measure for long text (a commit hash or a path breaks rather than widen a
+phone's page)."""
+
+HEADER_CSS = """
+@media (max-width: 600px) {
+  .title { font-size: 1.1rem !important; line-height: 1.25 !important;
+    display: -webkit-box; -webkit-line-clamp: 2; -webkit-box-orient: vertical;
+    overflow: hidden; }
+}
+"""
+"""The page header's title on a phone: smaller, at most two lines (the page's own heading
+below it gives the full title)."""
 
 LOADER_CSS = """
 #loader .spinner { animation: none; border: none; border-radius: 0; width: auto; height: auto; }

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import numbers
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlencode
 
 import param
 from panel.util import parse_query
@@ -19,6 +19,21 @@ MAX_SHOWN_CHARS = 40
 """Longest piece of a rejected value quoted back on the page, characters."""
 MAX_LISTED = 16
 """Most allowed values listed in a message."""
+
+
+class CheckedText(param.String):
+    """Text a page may take from its URL only when ``check(text)`` finds nothing wrong (a small
+    grammar such as the grid explorer's constraints; never a path). ``check`` returns one
+    sentence or None; ``allowed`` ends the sentence for a refused link value."""
+
+    __slots__ = ["allowed", "check"]
+
+    _slot_defaults = dict(param.String._slot_defaults, check=None, allowed="valid text")  # noqa: RUF012 (param reads it)
+
+    def __init__(self, default="", *, check=None, allowed="valid text", **params):
+        super().__init__(default=default, **params)
+        self.check = check
+        self.allowed = allowed
 
 
 def quoted(value: object) -> str:
@@ -33,6 +48,8 @@ def _number(value: float) -> str:
 
 def allowed_text(parameter: param.Parameter) -> str:
     """What ``parameter`` accepts, as the end of a sentence ('one of a, b', 'a number from…')."""
+    if isinstance(parameter, CheckedText):
+        return parameter.allowed
     if isinstance(parameter, param.Boolean):
         return "true or false"
     if isinstance(parameter, param.Selector):
@@ -62,6 +79,9 @@ def _in_bounds(parameter: param.Number, value: float) -> bool:
 
 def accepts(parameter: param.Parameter, value: object) -> bool:
     """Whether a page may set ``parameter`` to ``value`` (only its declared set, never a path)."""
+    if isinstance(parameter, CheckedText):
+        return isinstance(value, str) and (parameter.check is None
+                                           or parameter.check(value) is None)
     if isinstance(parameter, param.Boolean):
         return isinstance(value, bool)
     if isinstance(parameter, param.Selector):
@@ -92,7 +112,11 @@ def url_problems(experiment: param.Parameterized, names: list[str],
     """
     raw = dict(parse_qsl(search[1:] if search.startswith("?") else search,
                          keep_blank_values=True))
-    parsed = parse_query(search if search.startswith("?") else "?" + search)
+    parsed: dict[str, object] = {}
+    for name in names:
+        if name in raw:  # one value at a time: a 5,000-digit number raises in int()
+            with contextlib.suppress(ValueError):
+                parsed.update(parse_query("?" + urlencode({name: raw[name]})))
     accepted: dict[str, object] = {}
     problems: list[str] = []
     for name in names:

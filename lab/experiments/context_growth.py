@@ -51,8 +51,9 @@ class ContextGrowth(Experiment):
     c_ms = param.Number(default=D["c_ms"], bounds=(MIN_PAIR_COST_MS, MAX_MS), label="c (ms per pair)",
                         doc="Attention time per (query, key) pair over all layers and heads, ms.")
     window = param.Integer(default=0, bounds=(0, MAX_TOKENS_CONTEXT),
-                           label="Sliding window (tokens, 0 = dense; extension)",
-                           doc="Width W of sliding-window attention; 0 for dense causal.")
+                           label="Sliding window (tokens)",
+                           doc="Width W of sliding-window attention (an extension); 0 for "
+                               "dense causal.")
     from_model = param.Boolean(default=False, label="Derive a and c from a model",
                                doc="a = 2·N_lin/peak(p), c = 4·L·H·h/peak(bf16).")
     model = param.Selector(default="llama-3.1-8b", objects=list(dense_model_catalog()),

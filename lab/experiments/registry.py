@@ -114,6 +114,10 @@ EXPERIMENTS: list[ExperimentRecord] = [
                      "lab.measured.experiment:FloorsAgainstMeasurements",
                      command="cli.calc_measured", page="apps.ui.measured_page:MeasuredPage",
                      dataset="lab.measured.calc:measured_table"),
+    ExperimentRecord(10, "speculative", "lab.points.speculative:calc_speculative",
+                     "lab.derivations.speculative:speculative_steps",
+                     "lab.experiments.speculative_decoding:SpeculativeDecoding",
+                     grid="sweeps.grids.speculative:SPECULATIVE_GRID"),
 ]
 """Every experiment, in order (its position is its number)."""
 

@@ -65,12 +65,14 @@ def server_log(proc: subprocess.Popen) -> str:
     return log.read().decode(errors="replace")
 
 
-def start_server(cmd: list[str], port: int, path: str = "/") -> subprocess.Popen:
+def start_server(cmd: list[str], port: int, path: str = "/", cwd: Path = REPO,
+                 env: dict[str, str] | None = None) -> subprocess.Popen:
     """Start a server process (stderr to a temporary file, never a pipe that can fill up)
-    and wait until ``path`` answers (up to :data:`START_TIMEOUT_S`: the warm-up builds three
-    pages, which takes a minute on a loaded 2-core machine)."""
+    in ``cwd`` (with ``env``, default this process's environment) and wait until ``path``
+    answers (up to :data:`START_TIMEOUT_S`: the warm-up builds three pages, which takes a
+    minute on a loaded 2-core machine)."""
     log = tempfile.TemporaryFile()  # noqa: SIM115 (closed by stop_server)
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log)
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=log)
     proc.log = log  # type: ignore[attr-defined]
     try:
         wait_for_http(f"http://127.0.0.1:{port}{path}", proc, START_TIMEOUT_S)

@@ -36,10 +36,11 @@ def test_batch_chart_axes_units_and_canvas():
     assert step.yaxis[0].axis_label == "Ideal decode step time (ms)"
     assert step.output_backend == "canvas"
     assert type(step.x_scale).__name__ == "LogScale"
-    assert "not a measurement" in step.title.text
+    assert step.title.text == "Step time"  # short enough for a phone; the note on line two
+    assert "not a measurement" in step.above[0].text
     assert rate.yaxis[0].axis_label == "Aggregate decode ceiling (tokens/s)"
     assert step.xaxis[0].ticker.ticks[:4] == [1, 2, 4, 8]
-    assert step.xaxis[0].major_label_overrides[1024] == "1,024"
+    assert "fig.inner_width" in step.xaxis[0].formatter.code  # labels thinned to fit
     assert any(type(t).__name__ == "SaveTool" for t in step.toolbar.tools)
 
 
@@ -121,7 +122,7 @@ def test_series_chart_units_legend_and_current_line():
     ds = exp.chart_data()
     charts = {c.variable: c for c in experiment_charts(ds, exp.inputs())}
     kv = charts["kv_bytes_per_sequence"]
-    assert kv.figure.yaxis[0].axis_label.endswith("(GB)")
+    assert kv.figure.yaxis[0].axis_label == "GB"  # the title names it
     assert kv.layout.log_x and kv.figure.xaxis[0].ticker.ticks[0] >= 1
     assert len(kv.sources) == ds.sizes["tp"] and len(kv.figure.legend[0].items) == ds.sizes["tp"]
     assert kv.current.location == exp.context

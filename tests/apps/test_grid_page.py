@@ -1,6 +1,6 @@
 """The grid page at the Bokeh-document level: URL values it does not offer and a dataset that
 cannot be read are one plain sentence on the page (escaped, never HTML), not a traceback or a
-heatmap of blanks."""
+heatmap of blanks; axes, facets, lines, compare and the query in-process."""
 
 from __future__ import annotations
 
@@ -44,10 +44,10 @@ def message(view: GridExplorer) -> str:
 ])
 def test_bad_url_value_is_one_sentence_and_not_applied(document, small_store, query, name,
                                                        sentence):
-    default = getattr(GridExplorer(dataset=open_grid(small_store)), name)
+    default = getattr(GridExplorer(dataset=open_grid(small_store)).choices, name)
     view = page(document, small_store, f"?view=grid&{query}")
     assert sentence in message(view)
-    assert getattr(view, name) == default
+    assert getattr(view.choices, name) == default
     shown = dict(p.split("=", 1) for p in pn.state.location.search[1:].split("&"))
     assert shown["view"] == "grid" and shown[name] != query.split("=", 1)[1]
 
@@ -57,12 +57,13 @@ def test_script_in_the_url_is_shown_as_text(document, small_store):
     shown = message(view)
     assert "variable=&lt;script&gt;alert(1)&lt;/script&gt; is not one of" in shown
     assert "<script>" not in shown
-    assert view.variable == "step_time_s"
+    assert view.choices.variable == "step_time_s"
 
 
 def test_valid_url_values_apply(document, small_store):
     view = page(document, small_store, "?view=grid&tp=2&precision=fp8&variable=hbm_time_s")
-    assert (view.tp, view.precision, view.variable) == (2, "fp8", "hbm_time_s")
+    assert (view.choices.tp, view.choices.precision, view.choices.variable) == (
+        2, "fp8", "hbm_time_s")
     assert message(view) == ""
 
 
@@ -70,17 +71,20 @@ def test_dataset_deleted_under_the_page_is_one_sentence(document, small_store, t
     store = shutil.copytree(small_store, tmp_path / "small.zarr")
     view = page(document, store)
     shutil.rmtree(store)
-    plot = view._heatmap("step_time_s", "llama-3.1-8b", "h100-sxm", 2, "bf16")
+    view.choices.tp = 2
     assert "is corrupt (its file " in message(view) and "is missing" in message(view)
-    assert len(plot) == 0  # no heatmap of blanks posing as invalid configurations
+    fig = rendered(view)
+    assert "No data" in fig.title.text and not fig.renderers  # no heatmap of blanks
 
 
 def test_unreadable_dataset_is_one_sentence(document, monkeypatch):
-    def broken():
+    from sweeps import catalog_of_datasets
+
+    def broken(name):
         raise CorruptDatasetError("The dataset at /srv/x.zarr is corrupt (its file "
                                   "step_time_s/c/0 is missing); delete it and run <b>x</b>.")
 
-    monkeypatch.setattr(grid, "decode_grid", broken)
+    monkeypatch.setattr(catalog_of_datasets, "open_named", broken)
     pn.state._locations[document] = Location(search="?view=grid")
     view = GridExplorer()
     view.__panel__().get_root(document)
@@ -88,19 +92,10 @@ def test_unreadable_dataset_is_one_sentence(document, monkeypatch):
     assert "&lt;b&gt;x&lt;/b&gt;" in message(view)
 
 
-def test_the_heatmap_shows_the_selection(document, small_store):
-    view = page(document, small_store)
-    plot = view._heatmap("step_time_s", "llama-3.1-8b", "h100-sxm", 1, "bf16")
-    expected = open_grid(small_store)["step_time_s"].sel(
-        model="llama-3.1-8b", gpu="h100-sxm", tp=1, precision="bf16", kv_precision="bf16")
-    assert len(plot) == expected.size and np.isfinite(expected.values).any()
-
-
 def rendered(view: GridExplorer):
-    """The Bokeh figure of the grid page's heatmap as it is drawn now."""
-    import holoviews as hv
-
-    return hv.renderer("bokeh").get_plot(view._plot.object).state
+    """The Bokeh figure of the grid page's (first) chart as it is drawn now."""
+    pane = view._area.objects[0]
+    return pane.object if isinstance(pane, pn.pane.Bokeh) else pane.objects[0].object
 
 
 def colour_mapper(fig):
@@ -108,26 +103,37 @@ def colour_mapper(fig):
                 if type(r.glyph).__name__ == "Rect")
 
 
+def test_the_heatmap_shows_the_selection(document, small_store):
+    view = page(document, small_store, "?tp=1")
+    heat = next(r for r in rendered(view).renderers if type(r.glyph).__name__ == "Rect")
+    expected = open_grid(small_store)["step_time_s"].sel(
+        model="llama-3.1-8b", gpu="h100-sxm", tp=1, precision="bf16", kv_precision="bf16")
+    shown = np.asarray(heat.data_source.data["step_time_s"])
+    assert shown.size == expected.size and np.isfinite(expected.values).any()
+    assert np.allclose(np.sort(shown[np.isfinite(shown)]),
+                       np.sort(expected.values[np.isfinite(expected.values)].ravel()) * 1e3)
+
+
 def test_switching_variable_redraws_the_whole_heatmap(document, small_store):
     view = page(document, small_store)
     first = rendered(view)
     assert type(colour_mapper(first)).__name__ == "LogColorMapper"
-    view.variable = "memory_remaining_bytes"
+    view.choices.variable = "memory_remaining_bytes"
     fig = rendered(view)
     mapper = colour_mapper(fig)
     assert type(mapper).__name__ == "LinearColorMapper"  # signed: no log scale
     assert mapper.low == -mapper.high  # diverging, centred on 0
     assert "Memory remaining" in fig.title.text
     expected = open_grid(small_store)["step_time_s"].sel(
-        model=view.model, gpu=view.gpu, tp=view.tp, precision=view.precision,
-        kv_precision=view.kv_precision)
+        model=view.choices.model, gpu=view.choices.gpu, tp=view.choices.tp,
+        precision=view.choices.precision, kv_precision=view.choices.kv_precision)
     heat = next(r for r in fig.renderers if type(r.glyph).__name__ == "Rect")
     assert len(heat.data_source.data["batch"]) == expected.size  # every cell, not one
 
 
 def test_reason_is_categorical_with_its_meanings(document, small_store):
     view = page(document, small_store)
-    view.variable = "reason"
+    view.choices.variable = "reason"
     fig = rendered(view)
     bar = next(r for r in fig.right if type(r).__name__ == "ColorBar")
     labels = bar.major_label_overrides
@@ -141,7 +147,8 @@ def test_cells_over_budget_are_crossed(document, small_store):
     over = int((ds["valid"] & ~ds["fits"]).sum())
     assert over > 0
     fig = rendered(view)
-    crosses = [r for r in fig.renderers if type(r.glyph).__name__ == "Scatter"]
+    crosses = [r for r in fig.renderers if type(r.glyph).__name__ == "Scatter"
+               and r.glyph.marker == "x"]
     assert len(crosses) == 1 and len(crosses[0].data_source.data["batch"]) == over
     assert any("does not fit" in str(item.label) for item in fig.legend[0].items)
 
@@ -157,18 +164,19 @@ def two_kv_store(tmp_path_factory):
 
 def test_kv_precision_is_a_selector_and_selects_its_slice(document, two_kv_store):
     view = page(document, two_kv_store, "?view=grid&kv_precision=fp8")
-    assert view.param.kv_precision.objects == ["bf16", "fp8"] and view.kv_precision == "fp8"
+    c = view.choices
+    assert c.param.kv_precision.objects == ["bf16", "fp8"] and c.kv_precision == "fp8"
     assert message(view) == ""
     ds = open_grid(two_kv_store)
     at = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": 1, "precision": "bf16"}
     assert view.current()["kv_read_bytes"].equals(
         ds.sel({**at, "kv_precision": "fp8"})["kv_read_bytes"])
-    view.kv_precision = "bf16"
+    view.choices.kv_precision = "bf16"
     assert view.current()["kv_read_bytes"].equals(
         ds.sel({**at, "kv_precision": "bf16"})["kv_read_bytes"])
     bad = page(document, two_kv_store, "?view=grid&kv_precision=int4")
     assert "kv_precision=int4 is not one of bf16, fp8" in message(bad)
-    assert bad.kv_precision == "bf16"
+    assert bad.choices.kv_precision == "bf16"
 
 
 def test_a_grid_without_the_kv_axis_shows_no_kv_selector(document, small_store):
@@ -177,7 +185,7 @@ def test_a_grid_without_the_kv_axis_shows_no_kv_selector(document, small_store):
     pn.state._locations[document] = Location(search="")
     view = GridExplorer(dataset=older)
     view.__panel__().get_root(document)
-    assert view._selectors == ["model", "gpu", "tp", "precision"]
+    assert view.choices.dims == ("model", "gpu", "tp", "precision", "batch", "context")
     assert view.current().sizes == {"batch": 3, "context": 3}
 
 
@@ -198,10 +206,10 @@ def test_dropdowns_show_names_and_the_url_keeps_ids(document, small_store):
                              "Qwen3 8B": "qwen3-8b"}
     assert gpu.options == {"NVIDIA H100 SXM": "h100-sxm", "NVIDIA L4": "l4",
                            "Google TPU v5e": "tpu-v5e"}
-    assert (view.model, view.gpu) == ("llama-3.1-70b", "l4")  # an old URL's ids still apply
+    assert (view.choices.model, view.choices.gpu) == ("llama-3.1-70b", "l4")  # an old URL's ids still apply
     assert (model.value, gpu.value) == ("llama-3.1-70b", "l4")
     model.value = "qwen3-8b"  # what choosing "Qwen3 8B" sends
-    assert view.model == "qwen3-8b"
+    assert view.choices.model == "qwen3-8b"
     assert "model=qwen3-8b" in pn.state.location.search
 
 
@@ -210,16 +218,16 @@ def test_busy_note_shows_through_a_slow_redraw(document, small_store, monkeypatc
 
     view = page(document, small_store)
     during = []
-    original = grid.grid_view
+    original = grid.charts.grid_figure
 
-    def slow_view(ds, variable):
+    def slow_view(*args, **kwargs):
         time.sleep(0.4)
         during.append(view.busy.visible)
-        return original(ds, variable)
+        return original(*args, **kwargs)
 
-    monkeypatch.setattr(grid, "grid_view", slow_view)
+    monkeypatch.setattr(grid.charts, "grid_figure", slow_view)
     assert not view.busy.visible
-    view.variable = "hbm_time_s"
+    view.choices.variable = "hbm_time_s"
     assert during == [True] and not view.busy.visible
 
 
@@ -231,7 +239,7 @@ def test_variable_dropdown_shows_what_each_variable_is(document, small_store):
     variable = dropdown(layout, "variable")
     assert variable.options["Ideal decode step time (ms) [step_time_s]"] == "step_time_s"
     assert variable.options["HBM time of the weight reads (ms) [hbm_time_s]"] == "hbm_time_s"
-    assert variable.value == view.variable == "hbm_time_s"  # the URL's name still applies
+    assert variable.value == view.choices.variable == "hbm_time_s"  # the URL's name still applies
     variable.value = "kv_read_bytes"  # what choosing "KV cache reads per GPU (GB) …" sends
-    assert view.variable == "kv_read_bytes"
+    assert view.choices.variable == "kv_read_bytes"
     assert "variable=kv_read_bytes" in pn.state.location.search

@@ -115,7 +115,8 @@ def test_ridge_line_is_labelled_and_goodput_draws_each_curve_once():
     assert all(c.ridge_label.text.startswith("ridge batch") for c in view._batch)
     goodput = ChartView(experiment=GoodputContract())
     drawn = [c.variable for c in goodput._series]
-    assert "attainment" in drawn and "good_requests" not in drawn
+    # attainment and good requests are goodput scaled: drawn once, as goodput (issue 29 #9)
+    assert drawn == ["goodput_rps", "throughput_tokens_per_s", "ttft_p50_s", "tpot_p50_s"]
 
 
 def test_inputs_that_drive_nothing_are_not_shown():

@@ -119,3 +119,80 @@ def test_page_selectors_are_strict_but_the_classes_keep_paths_for_the_cli(docume
         view.experiment.model = "/etc/passwd"
     cls = experiment_class("batch")
     assert cls.param.model.check_on_set is False  # CLI and notebook: a config.json path
+
+
+# --- One road from the URL to every page's inputs (issue 33, items 1 and 4) ---------------------
+
+LONG_DIGITS = "9" * 5000
+"""Longer than Python's integer-string limit (4,300 digits)."""
+
+
+def derivation_page(document, search: str):
+    """The derivation page built as the server builds it for a request with ``search``."""
+    from apps.ui.derivation import DerivationView
+
+    pn.state._locations[document] = Location(search=search)
+    view = DerivationView()
+    view.__panel__().get_root(document)
+    return view
+
+
+def test_derivation_page_never_opens_a_path_from_its_url(document, tmp_path, monkeypatch):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"hidden_size": 4096}))
+    opened = []
+    real_open = open
+    monkeypatch.setattr("builtins.open",
+                        lambda f, *a, **k: opened.append(str(f)) or real_open(f, *a, **k))
+    view = derivation_page(document, f"?view=derivation&model=/etc/passwd&gpu={config}"
+                                     "&batch=9999999999")
+    assert (view.experiment.model, view.experiment.gpu, view.experiment.batch) == (
+        DEFAULTS.model, DEFAULTS.gpu, DEFAULTS.batch)
+    assert view.experiment.error is None
+    assert not [f for f in opened if "passwd" in f or str(config) in f]
+    text = view.message.object
+    assert "The link&#x27;s model=/etc/passwd is not one of" in text
+    assert "The link&#x27;s batch=9999999999 is not a whole number from 1 to" in text
+    shown = dict(p.split("=", 1) for p in pn.state.location.search[1:].split("&"))
+    assert shown["model"] == DEFAULTS.model and shown["batch"] == str(DEFAULTS.batch)
+
+
+def test_derivation_page_refuses_a_path_set_later_from_the_url(document):
+    view = derivation_page(document, "?view=derivation")
+    pn.state.location.search = "?view=derivation&model=/etc/passwd&batch=16"
+    assert view.experiment.model == DEFAULTS.model and view.experiment.batch == 16
+    assert "model=/etc/passwd" in view.message.object
+
+
+@pytest.mark.parametrize("slug", [cls.slug for cls in __import__(
+    "apps.ui.pages", fromlist=["experiment_classes"]).experiment_classes()])
+def test_a_5000_digit_value_is_refused_in_one_sentence_on_every_experiment_page(document, slug):
+    from apps.ui.pages import page_builder
+
+    cls = experiment_class(slug)
+    names = [n for n in cls.input_names() if n in ("batch", "context", "tp", "m", "prompt_tokens")]
+    name = names[0] if names else cls.input_names()[0]
+    pn.state._locations[document] = Location(search=f"?view={slug}&{name}={LONG_DIGITS}")
+    view = page_builder(slug)(experiment=cls())
+    view.__panel__().get_root(document)
+    assert f"The link&#x27;s {name}= value is 5,000 characters long" in view.message.object
+    assert view.experiment.error is None
+    assert LONG_DIGITS not in pn.state.location.search
+
+
+def test_panels_location_survives_a_5000_digit_value():
+    from apps.ui.panel_compat import parse_query_value_by_value
+
+    parse_query_value_by_value()
+    location = Location(search=f"?view=decode&batch={LONG_DIGITS}&tp=2")
+    assert location.query_params == {"view": "decode", "tp": 2}
+
+
+def test_url_values_of_nan_and_markup_are_refused_on_the_derivation_page(document):
+    view = derivation_page(document, "?view=derivation&batch=nan&context=<b>x</b>&tp=NaN"
+                                     "&precision=<script>alert(1)</script>&budget=nan")
+    exp = view.experiment
+    assert (exp.batch, exp.context, exp.tp, exp.precision, exp.budget) == (
+        DEFAULTS.batch, DEFAULTS.context, DEFAULTS.tp, DEFAULTS.precision, DEFAULTS.budget)
+    assert "<script>" not in view.message.object and "&lt;script&gt;" in view.message.object
+    assert exp.error is None

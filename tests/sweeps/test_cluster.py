@@ -145,3 +145,71 @@ def test_sweep_prints_the_dashboard_and_saves_a_performance_report(cluster, tmp_
     assert f"Dask performance report: {report}\n" in err
     html = report.read_text(encoding="utf-8")
     assert html.lstrip().lower().startswith("<!doctype html") and "Dask Performance Report" in html
+
+
+def _file_size_limit(limit: int):
+    """``preexec_fn``: a file size limit of ``limit`` bytes (``ulimit -f``), writes past it
+    failing with ``EFBIG`` (``SIGXFSZ`` ignored, as a shell that set the limit leaves it)."""
+    import resource
+    import signal
+
+    def apply():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+def test_sweep_at_the_file_size_limit_on_a_local_cluster_is_one_sentence(tmp_path):
+    """``ulimit -f 16; sweep --quiet``: only the sentence (no worker logs or tracebacks), and
+    nothing left behind, not even the folder the sweep made for its output."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    grid = tmp_path / "big.toml"
+    grid.write_text('name = "big"\n[decode]\nchunk_cells = 65536\n'
+                    'model = ["llama-3.1-8b", "qwen3-8b"]\n', encoding="utf-8")
+    out = tmp_path / "out" / "decode.zarr"
+    done = subprocess.run([sys.executable, "-m", "lab", "sweep", "--grid", str(grid), "--out",
+                           str(out), "--workers", "2", "--quiet"],
+                          cwd=Path(__file__).resolve().parents[2], capture_output=True,
+                          text=True, timeout=180, preexec_fn=_file_size_limit(16_384))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (f"inference-lab: error: Could not write the dataset at {out}: the "
+                           "file size limit was reached; nothing was written.\n")
+    assert done.stdout == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.toml"]
+
+
+def test_a_failed_task_is_summarised_and_the_running_ones_finish_first(cluster, tmp_path,
+                                                                       capsys):
+    """The caller removes the output once the error returns: no task may still write there
+    (a straggler used to recreate an empty ``.tmp-`` folder)."""
+    import errno
+    import time
+    from pathlib import Path
+
+    import dask
+
+    from sweeps.runner import Runner
+
+    late = tmp_path / "late"
+
+    def fail():
+        time.sleep(0.3)
+        raise OSError(errno.EFBIG, "File too large")
+
+    def slow(path):
+        time.sleep(2.0)
+        Path(path).write_text("written after the failure", encoding="utf-8")
+
+    with Client(cluster) as client:
+        run = Runner(client, progress=True)
+        with pytest.raises(OSError, match="File too large"):
+            run.compute(dask.delayed(fail, pure=False)(),
+                        dask.delayed(slow, pure=False)(str(late)))
+        assert late.exists(), "the error returned while a task was still writing"
+    err = capsys.readouterr().err
+    assert err.endswith("1 of 2 tasks failed on the workers (the first: OSError: [Errno 27] "
+                        "File too large).\n"), err
+    assert "Traceback" not in err

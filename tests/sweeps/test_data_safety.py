@@ -135,6 +135,70 @@ def test_name_too_long(small_decode, tmp_path, capsys):
     assert list(tmp_path.iterdir()) == []
 
 
+def _read_only(monkeypatch, folder: Path) -> None:
+    """Make ``folder`` behave in this process as a read-only mount does for root too: writing
+    there, and removing any name there (even one never created), fails with ``EROFS``."""
+    from sweeps import export
+
+    def refused(path, *args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    def guard(real):
+        def call(path, *args, **kwargs):
+            if isinstance(path, str | os.PathLike) and "dir_fd" not in kwargs \
+                    and Path(path).parent == folder:
+                refused(path)
+            return real(path, *args, **kwargs)
+        return call
+
+    for name in ("unlink", "remove", "rmdir"):
+        monkeypatch.setattr(os, name, guard(getattr(os, name)))
+    monkeypatch.setattr(export, "_write_file", guard(lambda path, *a, **k: refused(path)),
+                        raising=True)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "netcdf", "zarr"])
+def test_export_into_a_read_only_folder_is_one_sentence(small_decode, tmp_path, capsys,
+                                                        monkeypatch, fmt):
+    """Removing the never-created temporary name fails again there: still one sentence."""
+    folder = _empty(tmp_path)
+    _read_only(monkeypatch, folder)
+    out = folder / f"x.{fmt}"
+    err = _failed_export(small_decode, tmp_path, capsys, str(out), "--format", fmt)
+    assert err == (f"inference-lab: error: Could not write {out}: the file system is "
+                   "read-only; nothing was written.\n")
+    assert list(folder.iterdir()) == []
+
+
+def _read_only_mount(folder: Path, command: list[str]) -> list[str] | None:
+    """``command`` run with a read-only tmpfs mounted on ``folder`` in a private mount
+    namespace (root or not), or None where this system cannot do that."""
+    unshare = shutil.which("unshare")
+    if unshare is None or sys.platform != "linux":
+        return None
+    probe = subprocess.run([unshare, "-rm", "sh", "-c",
+                            f"mount -t tmpfs -o ro tmpfs '{folder}'"], capture_output=True)
+    if probe.returncode != 0:
+        return None
+    quoted = " ".join(f"'{part}'" for part in command)
+    return [unshare, "-rm", "sh", "-c",
+            f"mount -t tmpfs -o ro tmpfs '{folder}' && exec {quoted}"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "zarr"])
+def test_export_onto_a_read_only_mount_is_one_sentence(small_decode, tmp_path, fmt):
+    folder = _empty(tmp_path)
+    out = folder / f"x.{fmt}"
+    command = _read_only_mount(folder, [sys.executable, "-m", "lab", *_export(small_decode,
+                                                                               str(out))])
+    if command is None:
+        pytest.skip("no private read-only mount here (unshare -rm); the in-process test covers it")
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (f"inference-lab: error: Could not write {out}: the file system is "
+                           "read-only; nothing was written.\n")
+
+
 def test_full_disk_leaves_no_partial_file_and_keeps_the_old_export(small_decode, tmp_path,
                                                                    capsys, monkeypatch):
     tmp_path = _empty(tmp_path)

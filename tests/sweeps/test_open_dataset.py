@@ -75,7 +75,8 @@ def test_missing_without_compute(data):
 
 def test_unknown_name():
     with pytest.raises(LabInputError, match=re.escape(
-            "There is no dataset 'decoder'; valid: decode, prefill, prefix, goodput, context.")):
+            "There is no dataset 'decoder'; valid: decode, prefill, prefix, goodput, context")
+            + r".*, or the path of a \.zarr store a sweep wrote\.$"):
         lab.open_dataset("decoder")
 
 
@@ -148,3 +149,47 @@ def test_an_older_default_grid_of_another_shape_is_recomputed_not_called_corrupt
     with pytest.raises(StaleDatasetError, match="is stale"):
         lab.open_dataset("decode", path=data / "decode.zarr")
     assert lab.open_dataset("decode").sizes["kv_precision"] == 2
+
+
+def test_a_dataset_without_its_root_metadata_says_so(small_decode, tmp_path, capsys):
+    from cli.main import main
+
+    (small_decode / "zarr.json").unlink()
+    with pytest.raises(CorruptDatasetError, match=re.escape(
+            f"The dataset at {small_decode} has lost its metadata (its root zarr.json is "
+            "missing); delete it and run `inference-lab sweep --out")):
+        lab.open_dataset("decode", path=small_decode)
+    assert main(["export", "--dataset", str(small_decode), "-o", str(tmp_path / "x.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "has lost its metadata (its root zarr.json is missing)" in err
+    assert "does not exist" not in err and err.count("\n") == 1
+
+
+class _StorePath:
+    """A minimal ``os.PathLike`` (not a ``pathlib.Path``), as other libraries hand out."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+
+def test_open_dataset_accepts_a_path(small_decode, data):
+    from sweeps.store import open_grid
+
+    expected = open_grid(small_decode)
+    for given in (str(small_decode), small_decode, _StorePath(small_decode)):
+        ds = lab.open_dataset(given)
+        assert ds.attrs[md.ATTR_NAME] == "small"
+        assert ds["step_time_s"].equals(expected["step_time_s"])
+    assert not data.exists()  # nothing computed in the data directory
+
+
+def test_open_dataset_given_a_missing_path_reports_it(tmp_path, data):
+    missing = tmp_path / "none.zarr"
+    with pytest.raises(MissingDatasetError, match=re.escape(f"There is no dataset at {missing}")):
+        lab.open_dataset(str(missing))
+    assert not missing.exists() and not data.exists()
+    with pytest.raises(LabInputError, match="Give the dataset's path once"):
+        lab.open_dataset(missing, path=missing)

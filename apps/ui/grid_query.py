@@ -1,0 +1,231 @@
+"""The grid explorer's queries: constraints from a small grammar, best cells, Pareto frontier.
+
+Constraints are written ``VAR OP NUMBER`` separated by commas, e.g.
+``step_time_s<=0.05,fits==1`` (values in the dataset's stored units: seconds, bytes; ``1``/``0``
+or ``true``/``false`` for a flag). ``OP`` is one of ``<= >= < > == !=``. Anything else is one
+sentence; nothing is evaluated as code.
+
+The best cells and the throughput-versus-latency frontier are computed over a whole selection
+(up to the whole dataset) chunk by chunk: each Zarr chunk is read once, reduced to its few
+candidates (its top cells, its own Pareto set), and only those are kept, so memory stays at a
+few chunks whatever the dataset's size. Nothing here knows about Panel.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import dask
+import dask.array as dsa
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from lab.errors import LabInputError
+
+OPERATORS: dict[str, Callable] = {"<=": operator.le, ">=": operator.ge, "==": operator.eq,
+                                  "!=": operator.ne, "<": operator.lt, ">": operator.gt}
+"""The comparison operators a constraint may use."""
+
+CLAUSE = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]{0,63})\s*(<=|>=|==|!=|<|>)\s*"
+                    r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d{1,3})?|true|false)\s*")
+"""One constraint: a variable name, an operator and a number (or true/false)."""
+
+MAX_CONSTRAINTS = 8
+"""Most constraints in one query."""
+
+MAX_WHERE_CHARS = 200
+"""Longest constraint text, characters."""
+
+GRAMMAR = "constraints like step_time_s<=0.05,fits==1 (a variable, <= >= < > == or !=, a number)"
+"""What the constraint box accepts, as the end of a sentence."""
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """``variable op value``: a cell meets it when the comparison holds."""
+
+    variable: str
+    op: str
+    value: float
+
+    def __str__(self) -> str:
+        return f"{self.variable}{self.op}{self.value:g}"
+
+
+def queryable(ds: xr.Dataset) -> list[str]:
+    """Variables a constraint may name: numbers and flags."""
+    return [n for n, v in ds.data_vars.items() if v.dtype.kind in "biuf"]
+
+
+def parse_where(text: str, variables: list[str]) -> list[Constraint]:
+    """The constraints in ``text`` (empty text: none).
+
+    Raises
+    ------
+    LabInputError
+        One sentence naming the first piece that is not ``VAR OP NUMBER`` over ``variables``.
+    """
+    if not isinstance(text, str):
+        raise LabInputError(f"Constraints must be text: {GRAMMAR}.")
+    if len(text) > MAX_WHERE_CHARS:
+        raise LabInputError(f"The constraints are {len(text):,} characters long; at most "
+                            f"{MAX_WHERE_CHARS} are read.")
+    pieces = [p for p in text.split(",") if p.strip()] if text.strip() else []
+    if len(pieces) > MAX_CONSTRAINTS:
+        raise LabInputError(f"At most {MAX_CONSTRAINTS} constraints are read; "
+                            f"{len(pieces)} were given.")
+    found = []
+    for piece in pieces:
+        match = CLAUSE.fullmatch(piece)
+        if match is None:
+            raise LabInputError(f"'{piece.strip()[:40]}' is not a constraint; write {GRAMMAR}.")
+        name, op, raw = match.groups()
+        if name not in variables:
+            shown = ", ".join(variables[:12]) + (", …" if len(variables) > 12 else "")
+            raise LabInputError(f"'{name}' is not a variable of this dataset; constraints may "
+                                f"name {shown}.")
+        value = {"true": 1.0, "false": 0.0}.get(raw)
+        found.append(Constraint(name, op, float(raw) if value is None else value))
+    return found
+
+
+def where_problem(text: object, variables: list[str]) -> str | None:
+    """One sentence when ``text`` is not a constraint list over ``variables``, else None."""
+    try:
+        parse_where(text, variables)  # type: ignore[arg-type]
+    except LabInputError as exc:
+        return str(exc)
+    return None
+
+
+def meets(ds: xr.Dataset, constraints: list[Constraint]) -> xr.DataArray:
+    """Cells of ``ds`` that are valid (when ``valid`` is there) and meet every constraint
+    (lazy when ``ds`` is)."""
+    mask = ds["valid"].astype(bool) if "valid" in ds else None
+    for c in constraints:
+        term = OPERATORS[c.op](ds[c.variable], c.value)
+        mask = term if mask is None else mask & term
+    if mask is None:
+        name = next(iter(ds.data_vars))
+        return xr.ones_like(ds[name], dtype=bool)
+    return mask
+
+
+def higher_is_better(name: str) -> bool:
+    """Whether a larger value of ``name`` is better (a rate, a count, headroom) rather than a
+    smaller one (a time, bytes moved)."""
+    return (name.endswith("_per_s") or "per_s_" in name or "tokens_per" in name
+            or name.endswith("_per_gpu") or name in ("max_sequences", "goodput")
+            or "remaining" in name or "attainment" in name) and not name.endswith("_time_s")
+
+
+@dataclass
+class QueryResult:
+    """The best cells and the frontier of one query, with how many cells it looked at.
+
+    ``best`` and ``frontier`` have a column per dimension (the cell's coordinates) and per
+    variable read; ``met`` counts the cells meeting the constraints, ``cells`` all cells.
+    """
+
+    best: pd.DataFrame
+    frontier: pd.DataFrame
+    met: int
+    cells: int
+
+
+def _block_reduce(objective, fx, fy, mask, offset, shape, k, highest):
+    """One chunk reduced to its top ``k`` cells and its own Pareto set (global flat ids)."""
+    obj = np.asarray(objective, dtype=float)
+    ok = np.asarray(mask, dtype=bool) & np.isfinite(obj)
+    local = np.nonzero(ok.ravel())[0]
+    values = obj.ravel()[local]
+    if local.size > k:
+        part = np.argpartition(-values if highest else values, k - 1)[:k]
+        top, top_values = local[part], values[part]
+    else:
+        top, top_values = local, values
+    fx_flat = np.asarray(fx, dtype=float).ravel()
+    fy_flat = np.asarray(fy, dtype=float).ravel()
+    good = ok.ravel() & np.isfinite(fx_flat) & np.isfinite(fy_flat)
+    ids = np.nonzero(good)[0]
+    front = pareto(fx_flat[ids], fy_flat[ids])
+    block_shape = np.shape(obj)
+
+    def global_ids(flat: np.ndarray) -> np.ndarray:
+        idx = np.unravel_index(flat, block_shape)
+        return np.ravel_multi_index(tuple(i + o for i, o in zip(idx, offset, strict=True)),
+                                    shape)
+
+    return (global_ids(top), top_values, global_ids(ids[front]), fx_flat[ids[front]],
+            fy_flat[ids[front]], int(ok.sum()))
+
+
+def pareto(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Indices of the points with no other point of lower-or-equal ``x`` and higher ``y``
+    (lowest latency, highest throughput), ordered by ``x``."""
+    if x.size == 0:
+        return np.zeros(0, dtype=int)
+    order = np.lexsort((-y, x))
+    best = np.maximum.accumulate(y[order])
+    keep = np.ones(order.size, dtype=bool)
+    keep[1:] = y[order][1:] > best[:-1]
+    return order[keep]
+
+
+def _as_dask(da: xr.DataArray, dims: tuple[str, ...], chunks) -> dsa.Array:
+    data = da.transpose(*dims).data
+    if not isinstance(data, dsa.Array):
+        data = dsa.from_array(np.asarray(data), chunks=-1)
+    return data.rechunk(chunks) if chunks is not None and data.chunks != chunks else data
+
+
+def run_query(ds: xr.Dataset, objective: str, highest: bool, frontier: tuple[str, str],
+              constraints: list[Constraint], k: int = 10) -> QueryResult:
+    """The ``k`` best cells of ``ds`` for ``objective`` and the Pareto frontier of
+    ``frontier = (latency, throughput)`` (lower latency and higher throughput are better),
+    among the valid cells meeting ``constraints``; chunk by chunk, on dask's threads."""
+    dims = tuple(ds[objective].dims)
+    names = {objective, *frontier}
+    ref = ds[objective].transpose(*dims).data
+    chunks = ref.chunks if isinstance(ref, dsa.Array) else None
+    mask = _as_dask(meets(ds, constraints).broadcast_like(ds[objective]), dims, chunks)
+    arrays = {n: _as_dask(ds[n].broadcast_like(ds[objective]), dims, chunks) for n in names}
+    chunks = arrays[objective].chunks
+    shape = tuple(ds.sizes[d] for d in dims)
+    starts = [np.concatenate([[0], np.cumsum(c)[:-1]]) for c in chunks]
+    tasks = []
+    for index in np.ndindex(*[len(c) for c in chunks]):
+        offset = tuple(int(starts[a][i]) for a, i in enumerate(index))
+        tasks.append(dask.delayed(_block_reduce)(
+            arrays[objective].blocks[index], arrays[frontier[0]].blocks[index],
+            arrays[frontier[1]].blocks[index], mask.blocks[index], offset, shape, k, highest))
+    parts = dask.compute(*tasks, scheduler="threads")
+    top = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, int)
+    top_values = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
+    order = np.argsort(-top_values if highest else top_values, kind="stable")[:k]
+    fid = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, int)
+    fx = np.concatenate([p[3] for p in parts]) if parts else np.zeros(0)
+    fy = np.concatenate([p[4] for p in parts]) if parts else np.zeros(0)
+    front = pareto(fx, fy)
+    return QueryResult(best=cells_frame(ds, dims, top[order]),
+                       frontier=cells_frame(ds, dims, fid[front]),
+                       met=sum(p[5] for p in parts), cells=int(np.prod(shape)))
+
+
+def cells_frame(ds: xr.Dataset, dims: tuple[str, ...], flat: np.ndarray) -> pd.DataFrame:
+    """One row per cell ``flat`` (flat ids over ``dims``): its coordinates and every numeric
+    or flag variable of ``ds`` at it (a pointwise read of just those cells)."""
+    if flat.size == 0:
+        return pd.DataFrame(columns=[*dims, *queryable(ds)])
+    index = np.unravel_index(flat, tuple(ds.sizes[d] for d in dims))
+    points = {d: xr.DataArray(i, dims="cell") for d, i in zip(dims, index, strict=True)}
+    picked = ds[queryable(ds)].isel(points).compute()
+    frame = pd.DataFrame({d: [v.item() if hasattr(v, "item") else v
+                              for v in ds[d].values[i]] for d, i in zip(dims, index, strict=True)})
+    for name in queryable(ds):
+        frame[name] = np.asarray(picked[name].values)
+    return frame

@@ -1,0 +1,105 @@
+"""The datasets a page may open, by name: each experiment's grid, the ``large`` preset and every
+other sweep the lab wrote into the datasets folder.
+
+The folder is ``$INFERENCE_LAB_DATASETS`` (set by ``inference-lab serve --datasets DIR``) or
+the lab's data directory (:func:`sweeps.paths.data_dir`). A name is the store's folder name
+without ``.zarr``; only names of letters, digits and ``. _ -`` are listed, and a page chooses
+among the listed names only, so no path ever comes from a page. Opening never computes: a
+missing dataset is one sentence naming the command that writes it (computing the ``large``
+preset takes a minute and 1.9 GB, far too much inside a page request).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lab.errors import LabInputError
+from sweeps.paths import DATASET_NAMES, data_dir
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+DATASETS_ENV = "INFERENCE_LAB_DATASETS"
+"""Environment variable naming the folder whose datasets the grid explorer lists."""
+
+PRESET_STORES = {"large": "decode"}
+"""Datasets listed even before they are written: a preset's name → the experiment it covers."""
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+"""A listable dataset name (the store's folder name without ``.zarr``)."""
+
+MAX_LISTED = 200
+"""Most stores of the folder listed (the experiments' and presets' names always are)."""
+
+
+def datasets_dir() -> Path:
+    """The folder the explorer lists: ``$INFERENCE_LAB_DATASETS`` or the data directory."""
+    override = os.environ.get(DATASETS_ENV)
+    return Path(override).expanduser() if override else data_dir()
+
+
+def _stores(directory: Path) -> list[str]:
+    """Names of the ``NAME.zarr`` folders in ``directory`` (none when it cannot be listed)."""
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:
+        return []
+    names = []
+    for entry in entries:
+        stem = entry.name[:-5] if entry.name.endswith(".zarr") else None
+        if stem and NAME.fullmatch(stem) and not stem.startswith("."):
+            try:
+                if entry.is_dir():
+                    names.append(stem)
+            except OSError:
+                continue
+        if len(names) >= MAX_LISTED:
+            break
+    return names
+
+
+def dataset_names(directory: str | Path | None = None) -> list[str]:
+    """Every dataset name the explorer offers: the experiments' grids, the presets, then the
+    folder's other stores (user sweeps), alphabetically."""
+    folder = Path(directory) if directory is not None else datasets_dir()
+    known = [*DATASET_NAMES, *PRESET_STORES]
+    return known + [n for n in _stores(folder) if n not in known]
+
+
+def making_command(name: str, directory: str | Path | None = None) -> str:
+    """The command that writes dataset ``name`` where the explorer reads it."""
+    folder = Path(directory) if directory is not None else datasets_dir()
+    out = "" if folder == data_dir() else f" --out {folder / (name + '.zarr')}"
+    if name in DATASET_NAMES:
+        return f"inference-lab sweep --experiment {name}{out}"
+    if name in PRESET_STORES:
+        return (f"inference-lab sweep --grid {name} --experiment {PRESET_STORES[name]} "
+                f"--out {folder / (name + '.zarr')}")
+    return f"inference-lab sweep --grid YOUR_GRID.toml --out {folder / (name + '.zarr')}"
+
+
+def open_named(name: str, directory: str | Path | None = None) -> xr.Dataset:
+    """The dataset ``name`` of the explorer's folder, lazily, never computed here.
+
+    Raises
+    ------
+    LabInputError
+        ``name`` is not listed; or the dataset is missing, stale or damaged (one sentence,
+        naming the command that writes it).
+    """
+    from sweeps.datasets import open_dataset
+    from sweeps.store import MissingDatasetError
+
+    folder = Path(directory) if directory is not None else datasets_dir()
+    if name not in dataset_names(folder):
+        raise LabInputError(f"There is no dataset '{name[:40]}' here; the datasets are "
+                            f"{', '.join(dataset_names(folder)[:16])}.")
+    path = folder / f"{name}.zarr"
+    if not path.exists():
+        raise MissingDatasetError(f"The dataset '{name}' has not been computed yet; run "
+                                  f"`{making_command(name, folder)}` to write it.")
+    # An explicit path: a stale or damaged store is reported, never recomputed in a request.
+    return open_dataset(path)

@@ -1,0 +1,204 @@
+"""The grid explorer's modes and query in-process: the catalog of datasets by name, the
+constraint grammar, best cells and frontier against a brute-force answer, facets on one colour
+scale, lines, compare, the on-screen CSV, and a signed scale clipped to the headroom."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import panel as pn
+import pytest
+import xarray as xr
+from panel.io.location import Location
+
+from apps.ui.grid import GridExplorer, experiment_link
+from apps.ui.grid_heatmap import signed_span
+from apps.ui.grid_query import Constraint, pareto, parse_where, run_query
+from lab.errors import LabInputError
+from sweeps import catalog_of_datasets as catalog
+from sweeps.store import open_grid
+from tests.sweeps.conftest import write_small
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """A datasets folder holding the small decode grid as 'decode' and as a user sweep."""
+    root = tmp_path_factory.mktemp("grid-modes")
+    write_small(root / "decode.zarr")
+    write_small(root / "my-sweep.zarr", name="my-sweep")
+    return root
+
+
+@pytest.fixture
+def served(document, folder, monkeypatch):
+    """The grid page as the server builds it for a query, over ``folder``."""
+    monkeypatch.setenv(catalog.DATASETS_ENV, str(folder))
+
+    def build(search: str = "") -> GridExplorer:
+        pn.state._locations[document] = Location(search=search)
+        view = GridExplorer()
+        view.__panel__().get_root(document)
+        return view
+
+    return build
+
+
+def said(view: GridExplorer) -> str:
+    return view.message.object if view.message.visible else ""
+
+
+def test_catalog_lists_names_and_never_computes(folder):
+    names = catalog.dataset_names(folder)
+    assert names[:7] == ["decode", "prefill", "prefix", "goodput", "context", "speculative",
+                         "large"]
+    assert "my-sweep" in names
+    with pytest.raises(LabInputError, match=r"inference-lab sweep --experiment prefill"):
+        catalog.open_named("prefill", folder)
+    with pytest.raises(LabInputError, match="--grid large --experiment decode"):
+        catalog.open_named("large", folder)
+    with pytest.raises(LabInputError, match="There is no dataset"):
+        catalog.open_named("../../etc", folder)
+    assert not (folder / "prefill.zarr").exists()
+
+
+@pytest.mark.parametrize("search", ["?dataset=../../etc", "?dataset=/etc/passwd",
+                                    "?dataset=decode.zarr"])
+def test_a_path_as_dataset_is_one_sentence(served, search):
+    view = served(search)
+    assert "is not one of decode, prefill" in said(view)
+    assert view.dataset == "decode" and view.choices is not None
+
+
+def test_missing_dataset_names_its_command(served):
+    view = served("?dataset=goodput")
+    assert "has not been computed yet; run `inference-lab sweep --experiment goodput" in \
+        said(view)
+    assert view.choices is None and "/tmp" not in said(view)
+
+
+def test_switching_dataset_replaces_its_inputs_in_the_url(served):
+    view = served("?dataset=decode&tp=2&x=tp&y=batch")
+    assert (view.choices.x, view.choices.y, view.choices.tp) == ("tp", "batch", 2)
+    view.dataset = "my-sweep"
+    query = pn.state.location.search
+    assert "dataset=my-sweep" in query and said(view) == ""
+    assert view.choices.x == "batch" and view.choices.tp == 1  # its own defaults
+
+
+@pytest.mark.parametrize(("search", "words"), [
+    ("?x=nope", "x=nope is not one of model, gpu"),
+    ("?facet=__class__", "facet=__class__ is not one of none, model"),
+    ("?where=__import__('os')", "where=__import__(&#x27;os&#x27;) is not constraints like"),
+    ("?where=step_time_s<=0.05;fits==1", "is not constraints like"),
+    ("?where=nothing<3", "is not constraints like"),
+])
+def test_hostile_axes_and_constraints_are_one_sentence(served, search, words):
+    view = served(search)
+    assert words in said(view)
+    assert view.choices.where == "" and view.choices.x == "batch"
+
+
+def test_constraint_grammar():
+    names = ["step_time_s", "fits"]
+    assert parse_where("step_time_s<=0.05, fits==1", names) == [
+        Constraint("step_time_s", "<=", 0.05), Constraint("fits", "==", 1.0)]
+    assert parse_where("fits==true", names) == [Constraint("fits", "==", 1.0)]
+    for bad in ("step_time_s<=", "step_time_s=<1", "1<=step_time_s", "step_time_s<=0x10",
+                "hbm<=1", "step_time_s<=1e999999"):
+        with pytest.raises(LabInputError):
+            parse_where(bad, names)
+
+
+def test_constraints_ring_the_cells_meeting_them(served):
+    view = served("?tp=1&where=step_time_s<=0.01")
+    fig = view._area.objects[0].object
+    rings = next(r for r in fig.renderers if getattr(r.glyph, "marker", None) == "circle")
+    cells = view.selection()
+    expected = int((cells["valid"] & (cells["step_time_s"] <= 0.01)).sum())
+    assert expected > 0 and len(rings.data_source.data["batch"]) == expected
+
+
+def test_best_cells_and_frontier_match_brute_force(folder):
+    ds = open_grid(folder / "decode.zarr")
+    where = [Constraint("step_time_s", "<=", 0.05)]
+    result = run_query(ds, "aggregate_tokens_per_s", True,
+                       ("step_time_s", "aggregate_tokens_per_s"), where, k=5)
+    flat = ds[["aggregate_tokens_per_s", "step_time_s", "valid"]].to_dataframe()
+    ok = flat[flat["valid"] & (flat["step_time_s"] <= 0.05)]
+    assert result.met == len(ok)
+    assert np.allclose(result.best["aggregate_tokens_per_s"],
+                       ok["aggregate_tokens_per_s"].nlargest(5))
+    front = ok.iloc[pareto(ok["step_time_s"].to_numpy(), ok["aggregate_tokens_per_s"].to_numpy())]
+    assert np.allclose(np.sort(result.frontier["step_time_s"]), np.sort(front["step_time_s"]))
+    row = result.best.iloc[0].to_dict()
+    assert flat.loc[tuple(row[d] for d in ds["aggregate_tokens_per_s"].dims),
+                    "aggregate_tokens_per_s"] == pytest.approx(row["aggregate_tokens_per_s"])
+
+
+def test_table_rows_open_the_experiment_page(served):
+    view = served("?scope=dataset&where=step_time_s<=0.05")
+    assert view.result is not None and len(view.result.best) > 0
+    html = view._query.objects[1].object
+    row = view.result.best.iloc[0].to_dict()
+    link = experiment_link(view._ds, row)
+    assert link.startswith("?view=decode&model=") and f"tp={row['tp']}" in link
+    assert link.replace("&", "&amp;") in html
+
+
+def test_facets_share_one_colour_scale(served):
+    view = served("?facet=tp&variable=step_time_s")
+    figs = [p.object for p in view._area.objects[0].objects]
+    assert len(figs) == 3
+    mappers = {(f.right[0].color_mapper.low, f.right[0].color_mapper.high) for f in figs}
+    assert len(mappers) == 1
+
+
+def test_lines_draw_one_line_per_value(served):
+    view = served("?mode=lines&x=context&y=batch")
+    fig = view._area.objects[0].object
+    lines = [r for r in fig.renderers if type(r.glyph).__name__ == "Line"]
+    assert len(lines) == 3 and fig.legend[0].items[0].label.value == "batch 1"
+
+
+def test_compare_is_a_ratio_centred_on_one(served):
+    view = served("?mode=compare&compare=precision&compare_a=fp8&compare_b=bf16")
+    fig = view._area.objects[0].object
+    mapper = fig.right[0].color_mapper
+    assert type(mapper).__name__ == "LogColorMapper"
+    assert mapper.low * mapper.high == pytest.approx(1.0)
+    ds = view.current()
+    expected = view.selection().sel(precision="fp8")["step_time_s"] / \
+        view.selection().sel(precision="bf16")["step_time_s"]
+    assert np.allclose(ds["ratio_step_time_s"].values, expected.values, equal_nan=True)
+    view.choices.how = "difference"
+    mapper = view._area.objects[0].object.right[0].color_mapper
+    assert mapper.low == -mapper.high
+
+
+def test_csv_is_what_is_on_screen(served):
+    view = served("?x=tp&y=context")
+    buttons = [b for b in view._downloads.objects if getattr(b, "filename", "").endswith(".csv")]
+    text = buttons[0].callback().getvalue()
+    frame = pd.read_csv(io.StringIO(text), comment="#")
+    assert len(frame) == 3 * 3 and set(frame["tp"]) == {1, 2, 8}
+
+
+def test_memory_scale_is_clipped_to_the_headroom():
+    """Issue 29 item 12: a deficit 1,000 times the largest headroom no longer washes out the
+    cells that fit."""
+    values = np.array([-15_000.0, -300.0, 5.0, 12.0, np.nan])
+    assert signed_span(values) == 12.0
+    assert signed_span(np.array([-8.0, -3.0])) == 8.0
+
+
+def test_notebook_explorer_takes_any_dataset(document):
+    pn.state._locations.pop(document, None)
+    ds = xr.Dataset({"t": (("a", "b"), np.arange(12.0).reshape(3, 4) + 1)},
+                    coords={"a": [1, 2, 3], "b": ["p", "q", "r", "s"]})
+    view = GridExplorer(ds)
+    view.__panel__().get_root(document)
+    assert (view.choices.x, view.choices.y) == ("b", "a")
+    fig = view._area.objects[0].object
+    assert len(fig.renderers[0].data_source.data["t"]) == 12
