@@ -18,7 +18,8 @@ DECODE_FLAGS: dict[str, dict] = {
     "gpu": {"default": DEFAULTS.gpu, "help": "catalog GPU id or path to a GPU TOML file"},
     "tp": {"type": int, "default": DEFAULTS.tp, "help": "tensor-parallel degree: 1, 2, 4 or 8"},
     "precision": {"default": DEFAULTS.precision,
-                  "help": "linear-layer precision: bf16 or fp8"},
+                  "help": "linear-layer precision: bf16 or fp8 (calc decode|memory|tp also "
+                          "mxfp4 or nvfp4: FP4 weights with block scales, on a GPU with FP4)"},
     "batch": {"type": int, "default": DEFAULTS.batch,
               "help": "sequences decoding together, 1-1024"},
     "context": {"type": int, "default": DEFAULTS.context,

@@ -19,6 +19,7 @@ from apps.ui.logins import logins_for
 from apps.ui.page_gate import LIMIT_ENV, configured_limit
 from lab.errors import LabInputError
 from lab.units import MIB
+from sweeps.catalog_of_datasets import DATASETS_ENV
 
 APP_MODULE = "apps.inference_lab"
 """The app script's module; its file is what ``panel serve`` runs."""
@@ -117,6 +118,15 @@ def checked_prefix(prefix: str) -> str:
     return "/" + "/".join(segments)
 
 
+def checked_datasets(folder: str) -> str:
+    """``--datasets``' folder as an absolute path, or one sentence when it is no folder."""
+    path = Path(folder).expanduser()
+    if not path.is_dir():
+        raise LabInputError(f"--datasets {folder!r} is not a folder; give the folder holding "
+                            "the NAME.zarr datasets the grid explorer lists.")
+    return str(path.resolve())
+
+
 def pages_at_once(args: argparse.Namespace) -> str | None:
     """The server's page-load limit (:data:`LIMIT_ENV`) for the parsed arguments: as given;
     else None when the environment sets it already (checked) or with one process (the
@@ -141,6 +151,8 @@ def _run(args: argparse.Namespace) -> int:
         raise LabInputError(f"Port {args.port} is not between 0 and 65535.")
     if args.num_procs < 0:
         raise LabInputError(f"--num-procs {args.num_procs} is negative (0 means one per CPU).")
+    if args.datasets is not None:
+        os.environ[DATASETS_ENV] = checked_datasets(args.datasets)  # read by the grid page
     limit = pages_at_once(args)
     if limit is not None:
         os.environ[LIMIT_ENV] = limit  # read by the server's setup script
@@ -183,6 +195,9 @@ def register(subparsers) -> None:
     parser.add_argument("--liveness", action=argparse.BooleanOptionalAction, default=True,
                         help="answer GET <prefix>/liveness without a login, for health checks "
                         "(default on)")
+    parser.add_argument("--datasets", metavar="DIR", default=None,
+                        help="folder whose NAME.zarr datasets the grid explorer lists "
+                        "(default: the lab's data directory)")
     parser.add_argument("--show", action="store_true", help="open a browser tab")
     parser.add_argument("panel_options", nargs="*", metavar="-- PANEL_SERVE_OPTION",
                         help="any other `panel serve` option, after --, passed on as given "

@@ -93,6 +93,7 @@ GPU_FIELD_LIMITS = {
     "hbm_bandwidth_tbps": (1e-3, 1e4, "TB/s"),
     "bf16_tflops": (1e-3, 1e7, "TFLOPS"),
     "fp8_tflops": (1e-3, 1e7, "TFLOPS"),
+    "fp4_tflops": (1e-3, 1e7, "TFLOPS"),
     "interconnect_gbps": (1e-3, 1e7, "GB/s"),
 }
 """Accepted range ``(low, high, unit)`` of each figure of a GPU."""

@@ -8,11 +8,12 @@ landing page.
 from __future__ import annotations
 
 from html import escape
+from urllib.parse import urlencode
 
 import panel as pn
 import panel_material_ui as pmui
 
-from apps.ui.browser_state import BrowserState, follow_browser
+from apps.ui.browser_state import CARRIED, BrowserState, follow_browser
 from apps.ui.derivation import DerivationView
 from apps.ui.grid import GridExplorer
 from apps.ui.landing import landing_page
@@ -30,7 +31,7 @@ from apps.ui.pages import (
 from apps.ui.panel_compat import detach_busy, parse_query_value_by_value
 from apps.ui.sources import sources_page
 from apps.ui.theme import FONT_STACK, HEADER_CSS, LOADER_CSS
-from apps.ui.url_values import quoted
+from apps.ui.url_values import accepts, quoted
 
 VIEW_ARG = "view"
 """Query argument naming the page (experiments sync their inputs to the other arguments)."""
@@ -73,13 +74,52 @@ def page_content(slug: str):
     return build(experiment=cls())
 
 
-def navigation(current: str) -> pn.pane.Markdown:
-    """Links to every page, the current one in bold."""
+def carried_values(content, dark: bool) -> dict[str, str]:
+    """The query values a sidebar link carries to the next page: the model, GPU and precision
+    in force on ``content``'s experiment (only values its inputs accept: catalog ids, never
+    the raw URL's text), and the theme."""
+    exp = getattr(content, "experiment", None)
+    values = {}
+    for name in CARRIED:
+        if exp is not None and name in exp.param and accepts(exp.param[name],
+                                                             value := getattr(exp, name)):
+            values[name] = str(value)
+    values["theme"] = "dark" if dark else "default"
+    return values
+
+
+def navigation_markdown(current: str, carried: dict[str, str]) -> str:
+    """Links to every page (each carrying ``carried`` in its address), the current one in bold."""
+    query = urlencode(carried)
     lines = []
     for info in all_pages():
         title = "Home" if info is HOME else info.title
-        lines.append(f"- **{title}**" if info.slug == current else f"- [{title}]({href(info.slug)})")
-    return pn.pane.Markdown("\n".join(lines), css_classes=["lab-nav"], sizing_mode="stretch_width")
+        link = href(info.slug)
+        link = link + ("&" if "=" in link else "") + query if query else link
+        lines.append(f"- **{title}**" if info.slug == current else f"- [{title}]({link})")
+    return "\n".join(lines)
+
+
+def navigation(current: str, carried: dict[str, str] | None = None) -> pn.pane.Markdown:
+    """The sidebar's links to every page, the current one in bold."""
+    return pn.pane.Markdown(navigation_markdown(current, carried or {}), css_classes=["lab-nav"],
+                            sizing_mode="stretch_width")
+
+
+def follow_carried(nav: pn.pane.Markdown, current: str, content, page: pmui.Page) -> None:
+    """Keep ``nav``'s links carrying the values in force: rewritten when the experiment's
+    model, GPU or precision or the page's theme changes (a link opened in a new tab keeps
+    them too)."""
+    def update(*_events) -> None:
+        nav.object = navigation_markdown(current, carried_values(content, page.dark_theme))
+
+    exp = getattr(content, "experiment", None)
+    if exp is not None:
+        names = [n for n in CARRIED if n in exp.param]
+        if names:
+            exp.param.watch(update, names)
+    page.param.watch(update, "dark_theme")
+    update()
 
 
 def build_page(slug: str | None = None) -> pmui.Page:
@@ -87,13 +127,15 @@ def build_page(slug: str | None = None) -> pmui.Page:
     slug = page_slug(requested_page() if slug is None else slug)
     title = next((p.title for p in all_pages() if p.slug == slug), HOME.title)
     state = BrowserState()
+    content, nav = page_content(slug), navigation(slug)
     page = pmui.Page(
         title="Inference Lab" if slug == HOME.slug else f"Inference Lab · {title}",
-        sidebar=[navigation(slug), state], main=[page_content(slug)], theme_toggle=True,
+        sidebar=[nav, state], main=[content], theme_toggle=True,
         theme_config=THEME, sidebar_width=290, busy_indicator=None,
         stylesheets=[HEADER_CSS])
     page.config.raw_css = [*page.config.raw_css, LOADER_CSS]
     follow_browser(page, state)
+    follow_carried(nav, slug, content, page)
     # The page's busy flag follows ``pn.state.busy``; every toggle re-walks the page's whole
     # Bokeh model (~30 ms each, twice per widget change). Updates here take a few ms, so the
     # indicator is dropped and the flag unlinked (setting it replaces the reference).

@@ -1,35 +1,34 @@
 """What only the browser knows, and the state a reader carries from page to page.
 
 :class:`BrowserState` is an invisible component in the page: it reports the window's width
-(a phone starts with the menu closed) and the browser's dark preference, and rewrites each
-sidebar link as it is followed so the next page keeps the model, GPU, precision and theme
-(``?view=memory&model=…&theme=dark``). The theme comes from the ``theme`` query argument
-first, else the browser's preference. Nothing user-given is read as markup or as a path.
+(a phone starts with the menu closed) and the browser's dark preference. The sidebar links
+carry the model, GPU, precision and theme in their own address (``?view=memory&model=…&theme=
+dark``; written by the server from the inputs in force, :func:`apps.ui.app.carried_values`,
+so a link opened in a new tab keeps them too); a link followed in the tab gets the theme shown
+at that moment. The theme comes from the ``theme`` query argument first, else the browser's
+preference. Nothing user-given is read as markup or as a path.
 """
 
 from __future__ import annotations
-
-import json
 
 import panel as pn
 import param
 
 CARRIED = ("model", "gpu", "precision")
-"""Query arguments a sidebar link carries to the next page (besides ``theme``)."""
+"""Inputs a sidebar link carries to the next page (besides ``theme``)."""
 
 PHONE_WIDTH = 700
 """Windows narrower than this (CSS px) start with the menu closed."""
 
 
 class BrowserState(pn.custom.JSComponent):
-    """Reports ``window_width`` and ``prefers_dark``; carries the inputs and ``dark`` on navigation."""
+    """Reports ``window_width`` and ``prefers_dark``; a followed sidebar link gets ``dark``."""
 
     window_width = param.Integer(default=0, doc="Window width in CSS px (0 until reported).")
     prefers_dark = param.Boolean(default=False, doc="The browser prefers a dark scheme.")
     dark = param.Boolean(default=False, doc="The page is dark now (set by the server).")
 
     _esm = """
-    const CARRIED = CARRIED_JSON;
     function pageModel() {
       const models = [...window.Bokeh.documents].flatMap((d) => [...d._all_models.values()]);
       return models.find((m) => m.data && "sidebar_open" in m.data && "dark_theme" in m.data);
@@ -61,10 +60,6 @@ class BrowserState(pn.custom.JSComponent):
           const href = link && link.getAttribute("href");
           if (!href || !href.startsWith("?")) { return; }
           const next = new URLSearchParams(href.slice(1));
-          const here = new URLSearchParams(window.location.search);
-          for (const key of CARRIED) {
-            if (here.has(key) && !next.has(key)) { next.set(key, here.get(key)); }
-          }
           const page = pageModel();
           const dark = page ? page.data.dark_theme : window.__labDark;
           next.set("theme", dark ? "dark" : "default");
@@ -78,7 +73,7 @@ class BrowserState(pn.custom.JSComponent):
       span.style.display = "none";
       return span;
     }
-    """.replace("CARRIED_JSON", json.dumps(list(CARRIED))).replace("PHONE_WIDTH", str(PHONE_WIDTH))
+    """.replace("PHONE_WIDTH", str(PHONE_WIDTH))
 
 
 def requested_theme() -> str | None:

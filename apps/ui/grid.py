@@ -42,6 +42,9 @@ from lab.experiments.registry import record
 MAX_FACETS = 12
 """Most small multiples drawn (a longer facet dimension shows its first ones, and says so)."""
 
+WRAP_SX = {"& .MuiSelect-select": {"whiteSpace": "normal", "overflowWrap": "anywhere"}}
+"""Material UI style of the explorer's select boxes: the chosen label wraps."""
+
 MAX_WHOLE_DOWNLOAD_BYTES = 512 * 1024**2
 """Largest dataset (in memory) the page offers whole as NetCDF; a larger one is exported with
 ``inference-lab export`` (the ``large`` preset is ~5 GB in memory)."""
@@ -113,11 +116,17 @@ class GridExplorer(Viewer):
             self.param.dataset.objects = dataset_names()
             if self.dataset is None:
                 self.dataset = "decode"
-            self._dataset_url = UrlInputs(self, ["dataset"], self.message.say)
+            self._dataset_url = UrlInputs(self, ["dataset"], self._report)
             self._open(self.dataset)
             self.param.watch(self._switch, "dataset")
         else:
             self._use(data)
+
+    def _report(self, sentence: str | None) -> None:
+        """A URL's refusal (the page's two URL readers see each other's writes: a later
+        'nothing refused' does not hide an earlier sentence)."""
+        if sentence:
+            self.message.say(sentence)
 
     # -- datasets -----------------------------------------------------------------------
     def _open(self, name: str) -> None:
@@ -151,7 +160,7 @@ class GridExplorer(Viewer):
         self._ds = data
         self.choices = choices_for(data)
         # Without a page location (a notebook) UrlInputs syncs nothing.
-        self._url = UrlInputs(self.choices, self.choices.url_names(), self.message.say,
+        self._url = UrlInputs(self.choices, self.choices.url_names(), self._report,
                               first=["compare"], after_first=self.choices.compare_values,
                               lenient=["compare_a", "compare_b"])
         self._fix_axes()
@@ -223,8 +232,9 @@ class GridExplorer(Viewer):
         dim_labels = {d: f"{display_label(self._ds[d])[0] or d} [{d}]" for d in c.dims}
 
         def select(name, options=None, **kw):
+            # A long label wraps rather than being cut with an ellipsis (issue 29, item 11).
             w = pmui.Select.from_param(c.param[name], sizing_mode="stretch_width",
-                                       css_classes=[f"lab-grid-{name}"], **kw)
+                                       css_classes=[f"lab-grid-{name}"], sx=WRAP_SX, **kw)
             if options is not None:
                 w.options = options
             return w

@@ -49,12 +49,14 @@ def nearest_power(value: int, options: list[int]) -> int:
 
 def log2_slider(owner: param.Parameterized, name: str) -> pmui.DiscreteSlider:
     """A slider over the powers of two for ``owner.name``: moving it sets the input, and it
-    follows typed values to the nearest power (without changing them)."""
+    follows typed values to the nearest power (without changing them), so its label says the
+    value it shows is the nearest power of two ("Requests N, nearest power of two: 128" while
+    N is 100), not the input's value."""
     lo, hi = owner.param[name].bounds
     options = powers_of_two(lo, hi)
     slider = pmui.DiscreteSlider(options=options, value=nearest_power(getattr(owner, name),
                                                                       options),
-                                 label=f"{owner.param[name].label} (powers of two)",
+                                 label=f"{owner.param[name].label}, nearest power of two",
                                  sizing_mode="stretch_width", css_classes=[f"lab-log-{name}"])
 
     following = []  # non-empty while the slider is moved to follow a typed value

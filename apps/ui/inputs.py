@@ -11,6 +11,7 @@ import panel_material_ui as pmui
 import param
 
 from apps.ui.input_extras import improve, is_wide_count
+from apps.ui.number_boxes import watch_typed
 from apps.ui.panel_compat import PRIORITY_CHANGES
 from apps.ui.url_values import page_value_problem
 
@@ -101,7 +102,9 @@ def input_panel(experiment: param.Parameterized, names: list[str],
     """A ``pn.Param`` of ``names`` with labels (and units) and doc tooltips from the params.
 
     Each widget checks a browser value against its parameter (:class:`CheckedInput`); a
-    refused value's sentence goes to ``report``.
+    refused value's sentence goes to ``report``, and so does the reason a number box dropped
+    a typed text (:mod:`apps.ui.number_boxes`, which also keeps the boxes editable after
+    Enter).
     """
     widgets = {name: {**spec, "css_classes": [f"lab-input-{name}"]} for name in names
                if (spec := widget_spec(experiment.param[name]))}
@@ -113,7 +116,21 @@ def input_panel(experiment: param.Parameterized, names: list[str],
             widget.check = lambda value, parameter=parameter: page_value_problem(parameter, value)
             widget.report = report
     improve(panel, experiment)
+    boxes = {name: box_kind(widget) for name, widget in panel._widgets.items()
+             if box_kind(widget) is not None}
+    panel.layout.append(watch_typed(experiment, boxes, report or (lambda _sentence: None)))
     return panel
+
+
+def box_kind(widget: object) -> str | None:
+    """The kind of number box ``widget`` has (``int``, ``float``, ``slider``), None for none."""
+    if isinstance(widget, pmui.IntInput):
+        return "int"
+    if isinstance(widget, pmui.FloatInput):
+        return "float"
+    if isinstance(widget, pmui.EditableIntSlider):
+        return "slider"
+    return None
 
 
 class InputMessage(pn.pane.HTML):

@@ -28,6 +28,7 @@ from apps.ui.measured_upload import MeasurementsUpload
 from apps.ui.prediction import PredictionView
 from apps.ui.theme import CARD_CSS, PROSE_CSS
 from apps.ui.url_sync import UrlInputs
+from lab.measured.calc import POINT_AXES
 from lab.measured.experiment import FloorsAgainstMeasurements
 
 INPUTS = ("kind", "shape", "tp", "batch", "context", "m", "gpu")
@@ -92,6 +93,8 @@ class MeasuredPage(Viewer):
         self.url = UrlInputs(exp, list(INPUTS), self.message.say, first=["kind"],
                              after_first=self._offer_kind_shapes, lenient=["shape"])
         self.inputs = input_panel(exp, list(INPUTS), report=self.message.say)
+        exp.param.watch(self._show_kind_inputs, "kind")
+        self._show_kind_inputs()
         self.upload = MeasurementsUpload(experiment=exp)
         self.prediction = PredictionView(experiment=exp)
         self.cards = CardsView(experiment=exp)
@@ -111,6 +114,14 @@ class MeasuredPage(Viewer):
         """Offer the shapes of the kind now in force (a link's kind is applied first)."""
         exp = self.experiment
         exp.param.shape.objects = exp.shapes() or [exp.shape]
+
+    def _show_kind_inputs(self, *_events) -> None:
+        """Show only the inputs that pick a point of the kind in force (no GEMM m for decode;
+        no batch, context or tp for GEMM); a wide count's slider follows its box."""
+        used = POINT_AXES.get(self.experiment.kind, ())
+        for name in {axis for axes in POINT_AXES.values() for axis in axes}:
+            if name in self.inputs._widgets:
+                self.inputs._widgets[name].visible = name in used
 
     def _flag_html(self, _result) -> str:
         r = self.experiment.result

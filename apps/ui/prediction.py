@@ -33,8 +33,8 @@ class PredictionView(Viewer):
     reveal = param.Event(label="Reveal the answer", doc="Show the answer and why.")
     revealed = param.Boolean(default=False, doc="Whether the answer is shown.")
     committed = param.String(default=None, allow_None=True,
-                             doc="The choice held when the answer was revealed: the verdict "
-                                 "is for it, whatever is picked afterwards.")
+                             doc="The reader's first choice: the choices lock on it and the "
+                                 "verdict is for it.")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -53,22 +53,26 @@ class PredictionView(Viewer):
             sizing_mode="stretch_width", css_classes=["lab-answer"])
 
     def _lock(self, *_events) -> None:
-        """Reveal needs a choice; after the reveal the choice is fixed."""
-        self._button.disabled = self.revealed or self.choice == UNDECIDED
-        self._choices.disabled = self.revealed
+        """The first choice is the answer: the choices lock on it (a later one sent anyway is
+        set back) and the reveal opens."""
+        if self.committed is None and self.choice != UNDECIDED:
+            self.committed = self.choice
+        elif self.committed is not None and self.choice != self.committed:
+            self.choice = self.committed
+        self._button.disabled = self.revealed or self.committed is None
+        self._choices.disabled = self.committed is not None
 
     @param.depends("reveal", watch=True)
     def _on_reveal(self) -> None:
-        if self.revealed or self.choice == UNDECIDED:
+        if self.revealed or self.committed is None:
             return
-        self.committed = self.choice
         self.revealed = True
 
     def _answer_text(self, revealed: bool, choice, _result) -> str:
         if not revealed:
             return ""
         prediction = self.experiment.prediction
-        head = verdict(self.committed or choice, prediction.choices, prediction.answer)
+        head = verdict(self.committed, prediction.choices, prediction.answer)
         if self.experiment.error:
             reason = markdown_literal(shown_error(self.experiment) or "")
             return f"**{head}** (The explanation needs valid inputs: {reason})"
@@ -76,7 +80,8 @@ class PredictionView(Viewer):
 
     def parts(self) -> list:
         """The question, the choices, the button and the answer, for a page's own column."""
-        return [pn.pane.Markdown(f"**Predict first.** {self.experiment.prediction.question}",
+        return [pn.pane.Markdown(f"**Predict first.** {self.experiment.prediction.question} "
+                                 "(Your first choice is your answer.)",
                                  sizing_mode="stretch_width"),
                 self._choices, self._button, self._answer]
 

@@ -89,6 +89,8 @@ class GPUSpec:
         Dense FP8 peak, FLOP/s; NaN when the part has no FP8.
     interconnect_bw : float
         Interconnect bandwidth per device as the vendor quotes it (bidirectional), bytes/s.
+    peak_fp4 : float
+        Dense FP4 peak (MXFP4 and NVFP4 weights), FLOP/s; NaN when the part has no FP4.
     """
 
     id: str
@@ -100,6 +102,7 @@ class GPUSpec:
     peak_fp8: float = math.nan
     interconnect_bw: float = math.nan
     interconnect: str = ""
+    peak_fp4: float = math.nan
     source: str = ""
     checked: str = ""
     notes: str = ""
@@ -109,6 +112,11 @@ class GPUSpec:
     def has_fp8(self) -> bool:
         """True when the part has a native FP8 peak."""
         return not math.isnan(self.peak_fp8)
+
+    @property
+    def has_fp4(self) -> bool:
+        """True when the part has a native FP4 peak (MXFP4, NVFP4)."""
+        return not math.isnan(self.peak_fp4)
 
     def as_dict(self) -> dict:
         """All fields as a JSON-ready dict (NaN peaks become None)."""

@@ -206,6 +206,7 @@ def gpu_from_entry(entry: dict, where: str, *, default_id: str) -> GPUSpec:
         peak_fp8=_optional_positive(entry, "fp8_tflops", where) * TFLOPS,
         interconnect_bw=_optional_positive(entry, "interconnect_gbps", where) * GB_PER_S,
         interconnect=_text(entry, "interconnect"),
+        peak_fp4=_optional_positive(entry, "fp4_tflops", where) * TFLOPS,
         source=_text(entry, "source"),
         checked=_text(entry, "checked"),
         notes=_text(entry, "notes"),

@@ -5,9 +5,10 @@ mixture-of-experts and MLA configs through :mod:`lab.catalog.moe_config`.
 :func:`lab.catalog.loader.model_entries` (the one reader of ``[[model]]`` entries); a
 mixture-of-experts architecture becomes a :class:`~lab.catalog.moe_spec.MoESpec`, anything
 else a dense :class:`~lab.catalog.entries.ModelSpec`. Kept apart from the loader (which
-:mod:`lab.catalog.moe_config` builds on) so the imports run one way. A Llama 4 config is
-refused with :func:`~lab.catalog.moe_config.decode_refusal`'s sentence: its chunked attention
-is not what the decode step describes.
+:mod:`lab.catalog.moe_config` builds on) so the imports run one way. Models with per-layer
+attention kinds (gpt-oss's and Gemma 3's sliding windows, Llama 4's chunks, a Mistral or Qwen
+config with a sliding window) are read by the same reader into a :class:`MoESpec`
+(:mod:`lab.models.layer_kinds`).
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from functools import cache
 from pathlib import Path
 
 from lab.catalog import loader
-from lab.catalog.entries import ModelSpec
-from lab.catalog.moe_config import decode_refusal, load_moe_config, moe_model_from_config
-from lab.catalog.moe_spec import MOE_ARCHITECTURES, MoESpec
+from lab.catalog.entries import SUPPORTED_ARCHITECTURES, ModelSpec
+from lab.catalog.moe_config import READ_ARCHITECTURES, load_moe_config, moe_model_from_config
+from lab.catalog.moe_spec import MoESpec
 from lab.errors import CatalogError, shown
 
 
@@ -38,13 +39,20 @@ def model_from_entry(entry, where: str, *, model_id: str, name: str) -> ModelSpe
     :class:`MoESpec` for a mixture-of-experts architecture, else a dense :class:`ModelSpec`.
     ``where`` names the file (and entry) in error messages."""
     architecture = _architecture(entry)
-    if isinstance(architecture, str) and architecture in MOE_ARCHITECTURES:
-        spec = moe_model_from_config(entry, where, model_id=model_id, name=name)
-        refusal = decode_refusal(spec)
-        if refusal:
-            raise CatalogError(refusal)
-        return spec
+    if isinstance(architecture, str) and architecture in READ_ARCHITECTURES:
+        return moe_model_from_config(entry, where, model_id=model_id, name=name)
+    if _slides(entry, architecture):
+        return moe_model_from_config(entry, where, model_id=model_id, name=name, dense=True)
     return loader.model_from_config(entry, where, model_id=model_id, name=name)
+
+
+def _slides(entry, architecture) -> bool:
+    """True for a dense Llama-style config that enables a sliding window (Mistral's
+    ``sliding_window``, Qwen's ``use_sliding_window``): read with its layer kinds."""
+    if not isinstance(entry, dict) or architecture not in SUPPORTED_ARCHITECTURES:
+        return False
+    return entry.get("use_sliding_window") is True or (
+        architecture == "MistralForCausalLM" and entry.get("sliding_window") is not None)
 
 
 @cache

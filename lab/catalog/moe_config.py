@@ -23,7 +23,12 @@ from lab.catalog.loader import (
     read_config_json,
 )
 from lab.catalog.moe_params import total_params
-from lab.catalog.moe_spec import MLA_ARCHITECTURES, MOE_ARCHITECTURES, MoESpec
+from lab.catalog.moe_spec import (
+    LAYER_KIND_ARCHITECTURES,
+    MLA_ARCHITECTURES,
+    MOE_ARCHITECTURES,
+    MoESpec,
+)
 from lab.errors import CatalogError, shown, shown_number
 from lab.limits import MAX_TOTAL_PARAMS, MODEL_FIELD_LIMITS, MOE_FIELD_LIMITS
 
@@ -37,8 +42,31 @@ _LIMIT_OF = {
     "v_head_dim": "v_head_dim", "decoder_sparse_step": "layer_step",
     "moe_layer_freq": "layer_step", "interleave_moe_layer_step": "layer_step",
     "attention_chunk_size": "attention_chunk", "intermediate_size_mlp": "intermediate_size",
+    "experts_per_token": "experts_per_token", "sliding_window": "attention_chunk",
+    "sliding_window_pattern": "layer_step", "no_rope_layer_interval": "layer_step",
+    "max_window_layers": "layers",
 }
-_LIMITS = {**MODEL_FIELD_LIMITS, **MOE_FIELD_LIMITS}
+_LIMITS = {**MODEL_FIELD_LIMITS, **MOE_FIELD_LIMITS,
+           "layers": MODEL_FIELD_LIMITS["num_hidden_layers"]}
+
+READ_ARCHITECTURES = MOE_ARCHITECTURES + LAYER_KIND_ARCHITECTURES
+"""Every architecture this reader builds a :class:`MoESpec` for (mixture of experts, MLA, or a
+dense model with per-layer attention kinds); a dense ``SUPPORTED_ARCHITECTURES`` config with a
+sliding window is read here too (:func:`lab.catalog.lookup.model_from_entry`)."""
+
+TEXT_CONFIG_ARCHITECTURES = ("Llama4ForConditionalGeneration", "Gemma3ForConditionalGeneration")
+"""Multimodal architectures whose language model is the ``text_config`` (the vision encoder is
+not counted)."""
+
+GEMMA3_TEXT_DEFAULTS = {"vocab_size": 262_208, "max_position_embeddings": 131_072,
+                        "sliding_window": 4096, "sliding_window_pattern": 6,
+                        "tie_word_embeddings": True, "head_dim": 256}
+"""Gemma 3's ``Gemma3TextConfig`` defaults, which its published ``config.json`` files leave
+out (transformers' ``models/gemma3/configuration_gemma3.py``)."""
+
+LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding",
+               "chunked_attention": "chunked"}
+"""The ``layer_types`` values the lab models, and the kind each names."""
 
 
 def _field(entry: dict, key: str, where: str) -> int:
@@ -84,23 +112,82 @@ def _layer_list(entry: dict, key: str, where: str, layers: int) -> set[int]:
     return set(value)
 
 
-def _refuse_sliding_window(entry: dict, where: str, architecture: str) -> None:
-    """Sliding-window attention is refused: its KV cache and reads are not modelled."""
-    if entry.get("use_sliding_window") is True or (
-            architecture == "MixtralForCausalLM" and entry.get("sliding_window")):
-        raise CatalogError(
-            f"{where} enables sliding-window attention ('sliding_window' "
-            f"{shown(entry.get('sliding_window'))}), which the decode model does not describe "
-            "(it keeps and reads every cached token)."
-        )
+def _layer_types(text: dict, where: str, layers: int) -> list[str] | None:
+    """``layer_types`` as a list of kinds (``full``, ``sliding``, ``chunked``), or None."""
+    value = text.get("layer_types")
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) != layers:
+        raise CatalogError(f"{where} has 'layer_types' = {shown(value)}, which is not a list of "
+                           f"{layers:,} layer types.")
+    for item in value:
+        if not isinstance(item, str) or item not in LAYER_TYPES:
+            raise CatalogError(
+                f"{where} has a layer of type {shown(item)} in 'layer_types', which the lab does "
+                f"not model (it models {', '.join(LAYER_TYPES)}).")
+    return [LAYER_TYPES[item] for item in value]
 
 
-def _architecture(entry: dict, where: str) -> str:
+def _rule_kinds(text: dict, where: str, architecture: str, layers: int) -> list[str]:
+    """Each layer's kind by the architecture's own rule when ``layer_types`` is absent
+    (transformers' defaults for the architecture's config)."""
+    full = ["full"] * layers
+    if architecture in ("Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"):
+        step = _optional(text, "sliding_window_pattern", where, default=6)
+        return ["full" if (i + 1) % step == 0 else "sliding" for i in range(layers)]
+    if architecture == "GptOssForCausalLM":  # GptOssConfig's default: the even layers slide
+        return ["sliding" if (i + 1) % 2 else "full" for i in range(layers)]
+    if architecture == "Llama4ForConditionalGeneration":
+        if text.get("attention_chunk_size") is None:
+            return full
+        rope = text.get("no_rope_layers")
+        if rope:  # 1: a RoPE layer, which attends within its chunk; 0: a NoPE layer, full
+            if not isinstance(rope, list) or len(rope) != layers or any(
+                    isinstance(r, bool) or r not in (0, 1) for r in rope):
+                raise CatalogError(f"{where} has 'no_rope_layers' = {shown(rope)}, which is not "
+                                   f"a list of {layers:,} values 0 or 1.")
+            return ["chunked" if r else "full" for r in rope]
+        step = _optional(text, "no_rope_layer_interval", where, default=4)
+        return ["full" if (i + 1) % step == 0 else "chunked" for i in range(layers)]
+    if architecture in ("MixtralForCausalLM", "MistralForCausalLM"):
+        return ["sliding"] * layers if text.get("sliding_window") is not None else full
+    if text.get("use_sliding_window") is True:  # Qwen2/Qwen3 (MoE): from max_window_layers on
+        if text.get("max_window_layers") is None:
+            raise CatalogError(f"{where} enables sliding-window attention without "
+                               "'max_window_layers', the first layer that slides.")
+        first = _count(text, "max_window_layers", where)
+        return ["sliding" if i >= first else "full" for i in range(layers)]
+    return full
+
+
+def _kind_fields(text: dict, where: str, architecture: str, layers: int) -> dict:
+    """The per-layer attention kinds of ``text``: how many layers slide (and their window) and
+    how many attend within chunks (and the chunk), from ``layer_types`` or the architecture's
+    rule (:func:`_rule_kinds`)."""
+    kinds = _layer_types(text, where, layers) or _rule_kinds(text, where, architecture, layers)
+    window_layers, chunk_layers = kinds.count("sliding"), kinds.count("chunked")
+    window = chunk = 0
+    if window_layers:
+        if text.get("sliding_window") is None:
+            raise CatalogError(f"{where} has sliding-window layers but no 'sliding_window'.")
+        window = _field(text, "sliding_window", where)
+    if chunk_layers:
+        if text.get("attention_chunk_size") is None:
+            raise CatalogError(f"{where} has chunked-attention layers but no "
+                               "'attention_chunk_size'.")
+        chunk = _field(text, "attention_chunk_size", where)
+    return {"window_layers": window_layers, "sliding_window": window,
+            "chunk_layers": chunk_layers, "attention_chunk": chunk}
+
+
+def _architecture(entry: dict, where: str, dense: bool = False) -> str:
     archs = entry.get("architectures")
     architecture = archs[0] if isinstance(archs, list) and archs else entry.get("architecture")
     if architecture is None:
         raise CatalogError(f"{where} is missing the field 'architectures'.")
-    if not isinstance(architecture, str) or architecture not in MOE_ARCHITECTURES:
+    if dense and architecture in SUPPORTED_ARCHITECTURES:
+        return architecture
+    if not isinstance(architecture, str) or architecture not in READ_ARCHITECTURES:
         dense = (" (a dense model: read it with lab.catalog.get_model)"
                  if architecture in SUPPORTED_ARCHITECTURES else "")
         raise CatalogError(
@@ -111,8 +198,15 @@ def _architecture(entry: dict, where: str) -> str:
 
 
 def _moe_fields(text: dict, where: str, architecture: str, layers: int) -> dict:
-    """The expert fields of ``text`` (the config, or Llama 4's ``text_config``)."""
-    if architecture == "MixtralForCausalLM":
+    """The expert fields of ``text`` (the config, or Llama 4's ``text_config``); none for a
+    dense architecture."""
+    if architecture in LAYER_KIND_ARCHITECTURES or architecture in SUPPORTED_ARCHITECTURES:
+        return {"experts": 0, "expert_intermediate": 0, "moe_layers": 0}
+    if architecture == "GptOssForCausalLM":  # every layer a MoE layer; biased experts and router
+        return {"experts": _field(text, "num_local_experts", where),
+                "expert_intermediate": _field(text, "intermediate_size", where),
+                "moe_layers": layers, "router_bias": True, "expert_bias": True}
+    if architecture in ("MixtralForCausalLM", "MiniMaxM2ForCausalLM"):  # experts of width F
         experts = _field(text, "num_local_experts", where)
         return {"experts": experts, "expert_intermediate": _field(text, "intermediate_size", where),
                 "moe_layers": layers}
@@ -149,8 +243,7 @@ def _moe_fields(text: dict, where: str, architecture: str, layers: int) -> dict:
         step = _optional(text, "interleave_moe_layer_step", where, default=1)
         moe = len(range(step - 1, layers, step))
     return {"experts": experts, "expert_intermediate": width, "moe_layers": moe,
-            "shared_intermediate": width,
-            "attention_chunk": _optional(text, "attention_chunk_size", where)}
+            "shared_intermediate": width}
 
 
 def _mla_fields(text: dict, where: str) -> dict:
@@ -161,22 +254,36 @@ def _mla_fields(text: dict, where: str) -> dict:
             "v_head_dim": _field(text, "v_head_dim", where)}
 
 
-def moe_model_from_config(entry: dict, where: str, *, model_id: str, name: str) -> MoESpec:
+def _text_config(entry: dict, where: str, architecture: str) -> dict:
+    """The language model's keys: the config itself, or the ``text_config`` of a multimodal
+    architecture; Gemma 3's with its ``Gemma3TextConfig`` defaults filled in."""
+    text = entry
+    if architecture in TEXT_CONFIG_ARCHITECTURES:
+        text = entry.get("text_config")
+        if not isinstance(text, dict):
+            raise CatalogError(f"{where} is missing the object 'text_config' (the "
+                               f"{architecture} language model).")
+    if architecture in LAYER_KIND_ARCHITECTURES:
+        text = {**GEMMA3_TEXT_DEFAULTS, **{k: v for k, v in text.items() if v is not None}}
+        if architecture == "Gemma3ForConditionalGeneration" and "tie_word_embeddings" in entry:
+            text["tie_word_embeddings"] = entry["tie_word_embeddings"]
+    return text
+
+
+def moe_model_from_config(entry: dict, where: str, *, model_id: str, name: str,
+                          dense: bool = False) -> MoESpec:
     """Build a :class:`MoESpec` from Hugging Face ``config.json`` keys.
 
-    ``where`` names the file (and entry) in error messages. Llama 4's shape is read from its
-    ``text_config`` (the vision encoder is not counted).
+    ``where`` names the file (and entry) in error messages. Llama 4's and Gemma 3's shapes are
+    read from their ``text_config`` (the vision encoder is not counted). Each layer's attention
+    kind (full, sliding window, chunked) comes from ``layer_types`` or the architecture's rule.
+    ``dense`` also accepts a dense ``SUPPORTED_ARCHITECTURES`` config (one with a sliding
+    window: :func:`lab.catalog.lookup.model_from_entry`).
     """
     if not isinstance(entry, dict):
         raise CatalogError(f"{where} does not hold a JSON object of configuration fields.")
-    architecture = _architecture(entry, where)
-    text = entry
-    if architecture == "Llama4ForConditionalGeneration":
-        text = entry.get("text_config")
-        if not isinstance(text, dict):
-            raise CatalogError(f"{where} is missing the object 'text_config' (Llama 4's "
-                               "language model).")
-    _refuse_sliding_window(text, where, architecture)
+    architecture = _architecture(entry, where, dense)
+    text = _text_config(entry, where, architecture)
     hidden = _field(text, "hidden_size", where)
     layers = _field(text, "num_hidden_layers", where)
     heads = _field(text, "num_attention_heads", where)
@@ -184,8 +291,9 @@ def moe_model_from_config(entry: dict, where: str, *, model_id: str, name: str) 
     if heads % kv_heads:
         raise CatalogError(f"{where} has num_attention_heads {heads}, which is not a multiple "
                            f"of num_key_value_heads {kv_heads}.")
-    fields = _moe_fields(text, where, architecture, layers)
-    top_k = _field(text, "num_experts_per_tok", where)
+    fields = {**_moe_fields(text, where, architecture, layers),
+              **_kind_fields(text, where, architecture, layers)}
+    top_k = _field(text, "num_experts_per_tok", where) if fields["experts"] else 0
     if top_k > fields["experts"]:
         raise CatalogError(f"{where} has 'num_experts_per_tok' = {top_k:,}, more than its "
                            f"{fields['experts']:,} routed experts.")
@@ -208,9 +316,11 @@ def moe_model_from_config(entry: dict, where: str, *, model_id: str, name: str) 
     intermediate = _field(text, dense_key, where)
     tied = _flag(text, "tie_word_embeddings", where,
                  default=_flag(entry, "tie_word_embeddings", where))
-    attention_bias = (architecture == "Qwen2MoeForCausalLM"
+    attention_bias = (architecture in ("Qwen2MoeForCausalLM", "Qwen2ForCausalLM")
                       or (architecture not in MLA_ARCHITECTURES
                           and _flag(text, "attention_bias", where)))
+    gpt_oss = architecture == "GptOssForCausalLM"
+    gemma = architecture in LAYER_KIND_ARCHITECTURES
     spec = MoESpec(
         id=model_id, name=name, hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads,
         head_dim=head_dim, intermediate=intermediate,
@@ -218,8 +328,10 @@ def moe_model_from_config(entry: dict, where: str, *, model_id: str, name: str) 
         max_context=_field(text, "max_position_embeddings", where), architecture=architecture,
         source=_text(entry, "source"), checked=_text(entry, "checked"),
         notes=_text(entry, "notes"), experts_per_token=top_k,
-        attention_bias=attention_bias, qk_norm=architecture == "Qwen3MoeForCausalLM",
-        **fields, **mla,
+        attention_bias=attention_bias,
+        qk_norm=architecture in ("Qwen3MoeForCausalLM", "Qwen3ForCausalLM") or gemma,
+        attention_sinks=gpt_oss, output_bias=gpt_oss and attention_bias,
+        extra_norms=2 if gemma else 0, **fields, **mla,
     )
     total = int(total_params(spec))
     if total > MAX_TOTAL_PARAMS:
@@ -237,17 +349,3 @@ def load_moe_config(path: str | Path) -> MoESpec:
     folder's name)."""
     entry, model_id, name = read_config_json(path)
     return moe_model_from_config(entry, str(Path(path)), model_id=model_id, name=name)
-
-
-def decode_refusal(model: MoESpec) -> str:
-    """Why the decode model cannot describe ``model`` exactly (one sentence), or ``""``.
-
-    Llama 4 attends within ``attention_chunk_size``-token chunks in three of every four layers:
-    the tokens such a layer reads, and those an engine keeps, depend on the position in the
-    chunk and on the engine, which the decode step does not model.
-    """
-    if model.attention_chunk:
-        return (f"{model.id} attends within {model.attention_chunk:,}-token chunks in three of "
-                "every four layers (Llama 4's chunked attention), which the decode model does "
-                "not describe: it keeps and reads every cached token in every layer.")
-    return ""

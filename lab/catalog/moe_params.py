@@ -68,18 +68,30 @@ def attention_replicated_weights(model) -> ArrayLike:
 def attention_other_params(model) -> ArrayLike:
     """Non-matrix attention parameters of one layer: biases and norm weights (count).
 
-    q/k/v biases ``H·h + 2·K·h`` when ``attention_bias``; Qwen3-MoE's q and k norms ``2·h``;
-    MLA's latent norms ``d_q + d_c`` (``d_q = 0`` without a query latent).
+    q/k/v biases ``H·h + 2·K·h`` when ``attention_bias``; Qwen3-MoE's and Gemma 3's q and k
+    norms ``2·h``; MLA's latent norms ``d_q + d_c`` (``d_q = 0`` without a query latent);
+    gpt-oss's output-projection bias ``d`` and its sink logits ``H`` (one per query head);
+    Gemma 3's two extra norms ``2·d`` (``extra_norms · d``).
     """
     h = model.head_dim
     bias = moe_field(model, "attention_bias") * (model.heads * h + 2 * model.kv_heads * h)
     latent_norms = moe_field(model, "q_lora_rank") + moe_field(model, "kv_lora_rank")
-    return bias + moe_field(model, "qk_norm") * 2 * h + latent_norms
+    other = (moe_field(model, "output_bias") * model.hidden
+             + moe_field(model, "attention_sinks") * model.heads
+             + moe_field(model, "extra_norms") * model.hidden)
+    return bias + moe_field(model, "qk_norm") * 2 * h + latent_norms + other
 
 
 def expert_weights(model) -> ArrayLike:
     """Weights of one routed expert, a gated MLP ``3·d·F_e`` (count)."""
     return 3 * model.hidden * moe_field(model, "expert_intermediate")
+
+
+def expert_bias_params(model) -> ArrayLike:
+    """Biases of one routed expert, ``2·F_e + d`` (gate-up and down projections; gpt-oss) or 0
+    (count). Not linear weights: a decode step's weight reads leave biases out."""
+    return moe_field(model, "expert_bias") * (2 * moe_field(model, "expert_intermediate")
+                                              + model.hidden)
 
 
 def shared_weights(model) -> ArrayLike:
@@ -102,7 +114,8 @@ def _params_with_experts(model, experts_counted: ArrayLike) -> ArrayLike:
     """Every parameter, counting ``experts_counted`` routed experts per MoE layer."""
     d, layers, moe = model.hidden, model.layers, moe_field(model, "moe_layers")
     per_layer = attention_weights(model) + attention_other_params(model) + 2 * d
-    per_moe_layer = (experts_counted * expert_weights(model) + shared_weights(model)
+    per_moe_layer = (experts_counted * (expert_weights(model) + expert_bias_params(model))
+                     + shared_weights(model)
                      + router_weights(model) + moe_field(model, "router_bias") * moe_field(model, "experts"))
     dense_mlp = 3 * d * model.intermediate
     return (_embeddings(model) + d + layers * per_layer + (layers - moe) * dense_mlp

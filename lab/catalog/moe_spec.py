@@ -30,9 +30,16 @@ MOE_ARCHITECTURES = (
     "DeepseekV2ForCausalLM",
     "DeepseekV3ForCausalLM",
     "Llama4ForConditionalGeneration",
+    "MiniMaxM2ForCausalLM",
+    "GptOssForCausalLM",
 )
 """Mixture-of-experts architectures whose ``config.json`` the lab reads (Llama 4: its
 ``text_config``)."""
+
+LAYER_KIND_ARCHITECTURES = ("Gemma3ForCausalLM", "Gemma3ForConditionalGeneration")
+"""Dense architectures read into a :class:`MoESpec` (no experts) for their per-layer attention
+kinds: Gemma 3's sliding-window and full layers (``Gemma3ForConditionalGeneration``: its
+``text_config``; the vision encoder is not counted)."""
 
 MLA_ARCHITECTURES = ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM")
 """Architectures with multi-head latent attention (MLA)."""
@@ -112,9 +119,25 @@ class MoESpec(ModelSpec):
         compressed), the decoupled RoPE key/query head dim ``d_r``, the non-RoPE query/key head
         dim ``d_n`` and the value head dim ``d_v``; all 0 for GQA.
     attention_chunk : int
-        Llama 4's chunked local attention (``attention_chunk_size``, tokens; 0: none). Three of
-        every four Llama 4 layers attend only within their chunk: recorded here, not modelled
-        by the decode step (see docs/model.md §0, "Mixture of experts, MLA and KV precision").
+        Llama 4's chunked local attention (``attention_chunk_size``, tokens; 0: none): a
+        chunked layer attends only within its ``attention_chunk``-token chunk.
+    chunk_layers : int
+        Layers with chunked attention (Llama 4: the RoPE layers, three of every four).
+    sliding_window : int
+        Window of a sliding-window layer ``w``, tokens (0: none): a query attends to itself
+        and the ``w − 1`` tokens before it.
+    window_layers : int
+        Layers with sliding-window attention; the other ``L − window_layers − chunk_layers``
+        attend over the whole context (:mod:`lab.models.layer_kinds`).
+    attention_sinks : bool
+        gpt-oss's learned sink logit per query head, ``H`` parameters per layer (no cache).
+    output_bias : bool
+        A bias on the attention output projection, ``d`` per layer (gpt-oss).
+    expert_bias : bool
+        Biases in every routed expert, ``2·F_e + d`` per expert (gpt-oss).
+    extra_norms : int
+        Norm weight vectors of width ``d`` per layer beyond the two of a Llama layer (Gemma 3's
+        pre- and post-feed-forward norms: 2).
     """
 
     experts: int = 0
@@ -132,6 +155,13 @@ class MoESpec(ModelSpec):
     qk_nope_head_dim: int = 0
     v_head_dim: int = 0
     attention_chunk: int = 0
+    chunk_layers: int = 0
+    sliding_window: int = 0
+    window_layers: int = 0
+    attention_sinks: bool = False
+    output_bias: bool = False
+    expert_bias: bool = False
+    extra_norms: int = 0
 
     @property
     def is_mla(self) -> bool:

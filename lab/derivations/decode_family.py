@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from lab.catalog import GPUSpec, ModelSpec
 from lab.catalog.moe_params import active_linear_params
 from lab.catalog.moe_spec import MoESpec
-from lab.models import kv_shapes
+from lab.models import kv_shapes, layer_kinds
+from lab.models.weight_formats import FORMAT_NAMES, is_fp4
 from lab.models.decode_step import bytes_per_weight, kv_bytes_per_token, linear_params, peak_flops
 from lab.models.memory import pages
 from lab.models.moe import (
@@ -49,6 +50,19 @@ class Step:
         if self.expression and self.expression != self.result:
             return f"{self.label} = {self.expression} = {self.result}"
         return f"{self.label} = {self.result}"
+
+
+def weight_bytes_text(precision: str) -> str:
+    """Bytes per weight as a derivation writes it: ``2``, ``1``, or ``0.53125`` (MXFP4)."""
+    value = bytes_per_weight(precision)
+    return f"{int(value)}" if float(value).is_integer() else f"{float(value):g}"
+
+
+def peak_name(precision: str) -> str:
+    """The peak a linear layer at ``precision`` runs on: ``BF16``, ``FP8`` or ``FP4``."""
+    if is_fp4(precision):
+        return "FP4"
+    return "FP8" if precision == "fp8" else "BF16"
 
 
 def render_text(steps: list[Step]) -> str:
@@ -102,19 +116,18 @@ def decode_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
     tp, batch, context, precision = (inputs["tp"], inputs["batch"], inputs["context"],
                                      inputs["precision"])
     n_lin = int(linear_params(model))
-    nbytes = int(bytes_per_weight(precision))
+    nbytes = weight_bytes_text(precision)
     kv_tok = int(kv_bytes_per_token(model, inputs.get("kv_precision", "bf16")))
-    peak_name = "FP8" if precision == "fp8" else "BF16"
     peak = peak_flops(gpu, precision)
     bottleneck = "HBM" if record["linear_bottleneck"] == "hbm" else "compute"
     if isinstance(model, MoESpec):
-        return _moe_decode_steps(record, model, gpu, peak_name, peak, bottleneck)
+        return _moe_decode_steps(record, model, gpu, peak_name(precision), peak, bottleneck)
     steps = [
         Step("Linear weight reads", f"{fmt_int(n_lin)} params × {nbytes} B / {tp}",
              f"{fmt_gb(record['linear_weight_bytes'])} / GPU"),
         Step("Linear FLOPs", f"2 × {fmt_int(n_lin)} × {batch} / {tp}",
              f"{fmt_gflop(record['linear_flops'])} / GPU"),
-        *_linear_time_steps(record, gpu, peak_name, peak, bottleneck),
+        *_linear_time_steps(record, gpu, peak_name(precision), peak, bottleneck),
         Step("KV reads", f"{batch:,} × {context:,} × {kv_tok:,} B / {tp}",
              f"{fmt_gb(record['kv_read_bytes'])} / GPU"),
         Step("Attention FLOPs",
@@ -179,7 +192,7 @@ def _moe_decode_steps(record: dict, model: MoESpec, gpu: GPUSpec, peak_name: str
     tp, batch, context, precision = (inputs["tp"], inputs["batch"], inputs["context"],
                                      inputs["precision"])
     kv_precision = inputs.get("kv_precision", "bf16")
-    nbytes = int(bytes_per_weight(precision))
+    nbytes = weight_bytes_text(precision)
     n_read = round(float(step_weight_params(model, batch)))
     n_act = int(active_linear_params(model))
     touched = float(experts_touched(model.experts, model.experts_per_token, batch))
@@ -188,6 +201,17 @@ def _moe_decode_steps(record: dict, model: MoESpec, gpu: GPUSpec, peak_name: str
     kv_tok_gpu = int(kv_shapes.kv_bytes_per_token_per_gpu(model, 1, kv_precision))
     kv_split = " (MLA latent, replicated on every GPU)" if mla else f" / {tp}"
     per_pair = int(kv_shapes.attention_flops_per_pair(model))
+    if model.experts == 0:  # a dense model read for its layer kinds (Gemma 3)
+        steps = [
+            Step("Linear weight reads", f"{fmt_int(n_read)} params × {nbytes} B / {tp}",
+                 f"{fmt_gb(record['linear_weight_bytes'])} / GPU"),
+            Step("Linear FLOPs", f"2 × {fmt_int(n_act)} × {batch:,} / {tp}",
+                 f"{fmt_gflop(record['linear_flops'])} / GPU"),
+            *_linear_time_steps(record, gpu, peak_name, peak, bottleneck),
+            *_local_read_steps(record, model, batch, context, kv_tok_gpu, kv_split, per_pair, tp),
+            _attention_phase_step(record),
+        ]
+        return steps + _step_and_memory(record, model, batch)
     steps = [
         Step("Experts touched per MoE layer",
              f"{model.experts} × (1 − (1 − {model.experts_per_token}/{model.experts})^{batch:,}) "
@@ -205,15 +229,50 @@ def _moe_decode_steps(record: dict, model: MoESpec, gpu: GPUSpec, peak_name: str
              f"{fmt_gflop(record['linear_flops'])} / GPU"),
         *_linear_time_steps(record, gpu, peak_name, peak, bottleneck),
         *_mla_kv_steps(model, kv_precision),
-        Step("KV reads", f"{batch:,} × {context:,} × {kv_tok_gpu:,} B{kv_split}",
-             f"{fmt_gb(record['kv_read_bytes'])} / GPU"),
-        Step("Attention FLOPs",
-             f"{fmt_int(per_pair)} FLOP per pair{' (MLA, absorbed)' if mla else ''} × "
-             f"{batch:,} × {context:,} / {tp}",
-             f"{fmt_gflop(record['attention_flops'])} / GPU"),
+        *(_local_read_steps(record, model, batch, context, kv_tok_gpu, kv_split, per_pair, tp)
+          if layer_kinds.has_local_layers(model) else [
+              Step("KV reads", f"{batch:,} × {context:,} × {kv_tok_gpu:,} B{kv_split}",
+                   f"{fmt_gb(record['kv_read_bytes'])} / GPU"),
+              Step("Attention FLOPs",
+                   f"{fmt_int(per_pair)} FLOP per pair{' (MLA, absorbed)' if mla else ''} × "
+                   f"{batch:,} × {context:,} / {tp}",
+                   f"{fmt_gflop(record['attention_flops'])} / GPU")]),
         _attention_phase_step(record),
     ]
     return steps + _step_and_memory(record, model, batch)
+
+
+def _read_terms(model: MoESpec, context: int) -> str:
+    """``18 × 8,192 + 18 × min(8,192, 127)``: the layer-tokens each kind reads at ``context``."""
+    terms = []
+    full, window, chunk = (int(layer_kinds.full_layers(model)),
+                           int(layer_kinds.window_layers(model)),
+                           int(layer_kinds.chunk_layers(model)))
+    if full:
+        terms.append(f"{full} × {context:,}")
+    if window:
+        terms.append(f"{window} × min({context:,}, {model.sliding_window - 1:,})")
+    if chunk:
+        terms.append(f"{chunk} × ({context:,} mod {model.attention_chunk:,})")
+    return " + ".join(terms)
+
+
+def _local_read_steps(record: dict, model: MoESpec, batch: int, context: int, kv_tok_gpu: int,
+                      kv_split: str, per_pair: int, tp: int) -> list[Step]:
+    """KV reads and attention FLOPs of a model with sliding-window or chunked layers: each
+    layer kind reads what its mask sees (:mod:`lab.models.layer_kinds`)."""
+    read = int(layer_kinds.read_layer_tokens(model, context))
+    per_layer = kv_tok_gpu // model.layers
+    return [
+        Step("Layer mix", "", layer_kinds.layer_mix(model)),
+        Step("Layer-tokens read per sequence", _read_terms(model, context), f"{read:,}"),
+        Step("KV reads", f"{batch:,} × {read:,} × {per_layer:,} B per layer-token{kv_split}",
+             f"{fmt_gb(record['kv_read_bytes'])} / GPU"),
+        Step("Attention FLOPs",
+             f"{fmt_int(per_pair // model.layers)} FLOP per pair and layer × {batch:,} × "
+             f"{read:,} / {tp}",
+             f"{fmt_gflop(record['attention_flops'])} / GPU"),
+    ]
 
 
 def memory_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
@@ -234,9 +293,9 @@ def memory_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
         Step("Budget", f"{inputs['budget']:.2f} × {fmt_gb(gpu.capacity_bytes)}",
              fmt_gb(record["memory_budget_bytes"])),
         Step("Weights per GPU", f"{fmt_int(model.total_params)} params × "
-             f"{int(bytes_per_weight(inputs['precision']))} B / {tp}"
+             f"{weight_bytes_text(inputs['precision'])} B / {tp}"
              + (" (every expert; routers and MLA down-projections whole)"
-                if isinstance(model, MoESpec) else ""),
+                if isinstance(model, MoESpec) and model.experts else ""),
              fmt_gb(record["memory_params_bytes"])),
         Step("Free for KV", f"{fmt_gb(record['memory_budget_bytes'])} − "
              f"{fmt_gb(record['memory_params_bytes'])} − {fmt_gb(record['memory_reserve_bytes'])}",
@@ -248,13 +307,67 @@ def memory_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
         Step("Page-rounding waste", f"({n_pages * page:,} − {context + 1:,}) × {kv_tok:,} B{split}",
              f"{fmt_number(record['page_waste_bytes_per_sequence'] / MIB)} MiB per sequence"),
     ]
+    if isinstance(model, MoESpec) and layer_kinds.has_local_layers(model):
+        steps[3:6] = _local_memory_steps(record, model, context, page, kv_tok, split)
     if record["weights_fit"]:
         steps.append(Step("Max sequences", f"floor({fmt_gb(record['free_for_kv_bytes'])} / "
                           f"{fmt_gb(record['kv_bytes_per_sequence'])})",
                           f"{int(record['max_sequences']):,}"))
+        if "max_sequences_full_length" in record:
+            steps.append(Step("Max sequences, every layer full length",
+                              f"floor({fmt_gb(record['free_for_kv_bytes'])} / "
+                              f"{fmt_gb(record['kv_bytes_per_sequence_full_length'])})",
+                              f"{int(record['max_sequences_full_length']):,}"))
     else:
         steps.append(Step("Max sequences", "", "0 (the weights alone do not fit the budget)"))
     return steps
+
+
+def _pages_terms(model: MoESpec, context: int, page: int) -> tuple[str, int]:
+    """The layer-pages of each kind at ``context`` in words, and their sum."""
+    full, window, chunk = (int(layer_kinds.full_layers(model)),
+                           int(layer_kinds.window_layers(model)),
+                           int(layer_kinds.chunk_layers(model)))
+    terms, total = [], 0
+    if full:
+        n = int(pages(context, page))
+        terms.append(f"{full} full × {n:,}")
+        total += full * n
+    if window:
+        n = int(layer_kinds.window_pages(context, model.sliding_window, page))
+        terms.append(f"{window} sliding × {n:,} (the last {model.sliding_window:,} tokens)")
+        total += window * n
+    if chunk:
+        n = int(layer_kinds.chunk_pages(context, model.attention_chunk, page))
+        terms.append(f"{chunk} chunked × {n:,} (this {model.attention_chunk:,}-token chunk)")
+        total += chunk * n
+    return " + ".join(terms), total
+
+
+def _local_memory_steps(record: dict, model: MoESpec, context: int, page: int, kv_tok: int,
+                        split: str) -> list[Step]:
+    """Experiment 2's pages and KV per sequence for a model with sliding-window or chunked
+    layers: the ideal (each kind its own pages) beside every layer held full length."""
+    terms, layer_pages = _pages_terms(model, context, page)
+    per_layer = kv_tok // model.layers
+    full_pages = int(pages(context, page))
+    return [
+        Step("Layer mix", "", layer_kinds.layer_mix(model)),
+        Step("Layer-pages per sequence", terms, f"{layer_pages:,}"),
+        Step("KV per sequence (pages per layer kind)",
+             f"{layer_pages:,} × {page} × {per_layer:,} B{split}",
+             fmt_gb(record["kv_bytes_per_sequence"])),
+        Step("KV per sequence, every layer full length",
+             f"{model.layers} × {full_pages:,} × {page} × {per_layer:,} B{split} (an allocator "
+             "without layer kinds)",
+             fmt_gb(record.get("kv_bytes_per_sequence_full_length",
+                               model.layers * full_pages * page * per_layer))),
+        Step("Page-rounding waste",
+             f"({layer_pages * page:,} − "
+             f"{int(layer_kinds.held_layer_tokens(model, context)):,}) layer-tokens × "
+             f"{per_layer:,} B{split}",
+             f"{fmt_number(record['page_waste_bytes_per_sequence'] / MIB)} MiB per sequence"),
+    ]
 
 
 def tp_steps(result: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:

@@ -138,8 +138,9 @@ class BatchBottleneck(DecodeExperiment):
 
     def chart_data(self):
         """Step time and its two phases (``linear_time_s``, ``attention_time_s``: their sum),
-        aggregate and fit against batch (powers of two plus the current batch); for a mixture-of-experts model also the weight reads
-        and the experts each MoE layer reads (``experts_touched``)."""
+        aggregate and fit against batch (powers of two plus the current batch); for a
+        mixture-of-experts model also the weight reads and the experts each MoE layer reads
+        (``experts_touched``)."""
         batch = labelled(batch_axis(self.batch), "batch", "batch", "sequences")
         out = self.sweep(batch=batch)
         names = ("step_time_s", "aggregate_tokens_per_s", "per_sequence_tokens_per_s", "fits",

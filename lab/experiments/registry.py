@@ -118,6 +118,11 @@ EXPERIMENTS: list[ExperimentRecord] = [
                      "lab.derivations.speculative:speculative_steps",
                      "lab.experiments.speculative_decoding:SpeculativeDecoding",
                      grid="sweeps.grids.speculative:SPECULATIVE_GRID"),
+    ExperimentRecord(11, "served", "lab.served.calc:calc_served",
+                     "lab.served.explain:row_steps",
+                     "lab.served.experiment:FromFloorToServed",
+                     command="cli.calc_served", page="apps.ui.served_page:ServedPage",
+                     dataset="lab.served.calc:served_table"),
 ]
 """Every experiment, in order (its position is its number)."""
 

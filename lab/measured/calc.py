@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import xarray as xr
 
-from lab.catalog import GPUSpec, get_gpu
+from lab.catalog import GPUSpec, get_gpu, gpu_catalog
 from lab.errors import LabInputError, shown
 from lab.measured.floors import UNITS, floors
 from lab.measured.loader import KIND_NAMES, KINDS, SHIPPED_GPU, shipped_measurements
@@ -26,6 +26,16 @@ DEFAULT_POINT = {"kind": "decode", "shape": "32-8-128", "tp": 1, "batch": 16, "c
 
 CONVERGED_BAND = (1.05, 1.15)
 """Ratio band the large decode points settle in on the shipped data (docs/model.md §9)."""
+
+POINT_AXES = {"decode": ("tp", "batch", "context"), "prefill": ("context",), "gemm": ("m",)}
+"""Kind → the inputs (besides the shape) that pick a measured point of that kind."""
+
+
+def gpu_label(gpu_id: str) -> str:
+    """The catalog name of GPU ``gpu_id`` (``h100-sxm`` → NVIDIA H100 SXM); an id the catalog
+    does not know (a data set's own ``measured_on``) as it is."""
+    spec = gpu_catalog().get(gpu_id)
+    return spec.name if spec is not None else gpu_id
 
 
 def measured_table(data: xr.Dataset | None = None, gpu: str | GPUSpec = SHIPPED_GPU) -> xr.Dataset:
@@ -129,8 +139,7 @@ def select_point(table: xr.Dataset, sel: Selection) -> int:
         raise LabInputError(f"There is no {what} measurement of shape {shown(sel.shape)}; "
                             f"measured: {_values(shapes[mask].tolist())}.")
     mask &= shapes == sel.shape
-    axes = {"decode": ("tp", "batch", "context"), "prefill": ("context",), "gemm": ("m",)}
-    for axis in axes[sel.kind]:
+    for axis in POINT_AXES[sel.kind]:
         values = np.asarray(table[axis].values)
         wanted = getattr(sel, axis)
         if not (mask & (values == wanted)).any():
@@ -220,7 +229,8 @@ def summary_lines(result: dict) -> list[str]:
     lines = [f"Measured kernel times against the lab's floors on the {result['gpu']['name']}.",
              f"Source: {result['source']}."]
     if result["measured_on"] and result["measured_on"] != result["gpu"]["id"]:
-        lines.append(f"Note: the data was measured on {result['measured_on']}; these floors use "
+        lines.append(f"Note: the data was measured on {gpu_label(result['measured_on'])}; "
+                     "these floors use "
                      f"the {result['gpu']['name']}'s peaks, so the ratios compare across parts.")
     for kind, s in result["summary"].items():
         lines.append(

@@ -19,6 +19,7 @@ from lab.measured.calc import (
     DEFAULT_POINT,
     Selection,
     below_floor_sentence,
+    gpu_label,
     group_summary,
     measured_table,
     point_record,
@@ -226,8 +227,8 @@ class FloorsAgainstMeasurements(Experiment):
                 f"here ran faster than {fmt_us(fastest)}.")
         measured_on = self.table().attrs.get("measured_on", "")
         if measured_on and measured_on != self.gpu:
-            text = (f"The data was measured on {measured_on}; these floors use the {self.gpu}'s "
-                    "peaks. ") + text
+            text = (f"The data was measured on {gpu_label(measured_on)}; these floors use the "
+                    f"peaks of the {gpu_label(self.gpu)}. ") + text
         if big.any():
             text += (f" Where the floor is {fmt_us(CONVERGED_FLOOR_S)} or more it converges: "
                      f"{fmt_number(ratio[big].min(), 2)}–{fmt_number(ratio[big].max(), 2)}× "

@@ -18,7 +18,9 @@ Formulas (per GPU, tensor parallel degree ``tp``, linear precision ``p``)::
 A mixture-of-experts or MLA model (a :class:`~lab.catalog.moe_spec.MoESpec`) takes its weight
 reads, linear FLOPs, KV reads and attention FLOPs from :mod:`lab.models.moe` and
 :mod:`lab.models.kv_shapes` (the experts the batch touches; MLA's replicated latent); a dense
-model keeps the expressions above, bit for bit.
+model keeps the expressions above, bit for bit. A model with sliding-window or chunked layers
+reads, per sequence, :func:`lab.models.layer_kinds.effective_context` tokens in place of ``S``
+(its layer-tokens read over ``L``: each layer kind reads what its mask lets it see).
 """
 
 from __future__ import annotations
@@ -32,10 +34,15 @@ from lab.catalog.moe_spec import by_kind, moe_rows
 from lab.catalog.params_count import linear_params_per_layer
 from lab.limits import TP_DEGREES  # noqa: F401  (re-exported: the degrees are a stated limit)
 from lab.models import kv_shapes, moe
+from lab.models.layer_kinds import effective_context
+from lab.models.weight_formats import FP4_FORMATS, any_fp4, fp4_bytes, is_fp4
 from lab.models.inputs import DecodeInputs
 
 PRECISIONS = ("bf16", "fp8")
-"""Linear-layer precisions the lab models."""
+"""Linear-layer precisions of the decode family's pages and grids."""
+WEIGHT_PRECISIONS = (*PRECISIONS, *FP4_FORMATS)
+"""Every linear-layer precision a decode-family point accepts: also MXFP4 and NVFP4 weights
+(block scales counted: :mod:`lab.models.weight_formats`), which need an FP4 peak."""
 KV_BYTES_PER_ELEMENT = 2
 """The default (BF16) KV cache: 2 bytes per element."""
 KV_PRECISIONS = ("bf16", "fp8")
@@ -52,13 +59,19 @@ def kv_bytes_per_element(kv_precision: ArrayLike = "bf16") -> ArrayLike:
 
 
 def bytes_per_weight(precision: ArrayLike) -> ArrayLike:
-    """Bytes per linear weight: 2 for ``"bf16"``, 1 for ``"fp8"``."""
-    return where(precision == "fp8", 1, 2)
+    """Bytes per linear weight: 2 for ``"bf16"``, 1 for ``"fp8"``, 0.53125 for ``"mxfp4"`` and
+    0.5625 for ``"nvfp4"`` (their block scales counted)."""
+    base = where(precision == "fp8", 1, 2)
+    return fp4_bytes(precision, base) if any_fp4(precision) else base
 
 
 def peak_flops(gpu, precision: ArrayLike) -> ArrayLike:
-    """Dense peak for the linear layers at ``precision``, FLOP/s (NaN: no FP8 on this GPU)."""
-    return where(precision == "fp8", gpu.peak_fp8, gpu.peak_bf16)
+    """Dense peak for the linear layers at ``precision``, FLOP/s (NaN: no FP8, or no FP4, on
+    this GPU). MXFP4 and NVFP4 run at the GPU's FP4 peak."""
+    base = where(precision == "fp8", gpu.peak_fp8, gpu.peak_bf16)
+    if not any_fp4(precision):
+        return base
+    return where(is_fp4(precision), getattr(gpu, "peak_fp4", np.nan), base)
 
 
 def linear_params(model) -> ArrayLike:
@@ -202,7 +215,8 @@ def decode_step(
     """
     model, gpu, tp, batch = inputs.model, inputs.gpu, inputs.tp, inputs.batch
     out = linear_phase(model, gpu, tp=tp, precision=inputs.precision, batch=batch)
-    out.update(attention_phase(model, gpu, tp=tp, kv_tokens=batch * inputs.context,
+    out.update(attention_phase(model, gpu, tp=tp,
+                               kv_tokens=batch * effective_context(model, inputs.context),
                                kv_precision=inputs.kv_precision))
     out = apply_mask(out, mask)
     step = out["linear_time_s"] + out["attention_time_s"]

@@ -75,6 +75,15 @@ def kv_bytes_per_token_per_gpu(model, tp: ArrayLike, kv_precision: ArrayLike = "
     return where(moe_field(model, "kv_lora_rank") > 0, 1.0 * whole, whole / tp)
 
 
+def kv_bytes_per_layer_token_per_gpu(model, tp: ArrayLike, kv_precision: ArrayLike = "bf16"
+                                     ) -> ArrayLike:
+    """KV bytes one GPU holds per token per layer (B): ``2·K·h·b_kv / tp`` for GQA, MLA's
+    ``(d_c + d_r)·b_kv`` whole. Every layer kind caches the same per token
+    (:mod:`lab.models.layer_kinds` counts the tokens each kind holds)."""
+    whole = kv_elements_per_token_layer(model) * bytes_per_element(kv_precision)
+    return where(moe_field(model, "kv_lora_rank") > 0, 1.0 * whole, whole / tp)
+
+
 def kv_page_bytes(model, page: ArrayLike, tp: ArrayLike, kv_precision: ArrayLike = "bf16"
                   ) -> ArrayLike:
     """Bytes of one KV page of ``page`` tokens on one GPU (B)."""

@@ -22,7 +22,7 @@ import numpy as np
 
 from lab.arrays import ArrayLike, apply_mask, ceil_div, where
 from lab.catalog.moe_spec import by_kind
-from lab.models import kv_shapes, moe
+from lab.models import kv_shapes, layer_kinds, moe
 from lab.models.decode_step import bytes_per_weight, kv_bytes_per_token
 from lab.models.inputs import (  # noqa: F401  (the defaults, re-exported where they are used)
     DEFAULT_BUDGET_FRACTION,
@@ -48,12 +48,39 @@ def params_bytes(model, tp: ArrayLike, precision: ArrayLike) -> ArrayLike:
 def kv_bytes_per_sequence(model, tp: ArrayLike, context: ArrayLike, page: ArrayLike,
                           kv_precision: ArrayLike = "bf16") -> ArrayLike:
     """Paged KV cache bytes per GPU for one sequence at ``context`` tokens, the cache at
-    ``kv_precision`` (B)."""
+    ``kv_precision`` (B). A model with sliding-window or chunked layers holds each layer kind's
+    own pages (:func:`lab.models.layer_kinds.paged_layer_tokens`)."""
+    def moe_bytes():
+        every = 1.0 * pages(context, page) * page * kv_token_bytes_per_gpu(model, tp,
+                                                                           kv_precision)
+        return _local_or(model, lambda: layer_kinds.paged_layer_tokens(model, context, page),
+                         every, tp, kv_precision)
+
     return by_kind(
         model,
         lambda: 1.0 * pages(context, page) * page * kv_bytes_per_token(model, kv_precision) / tp,
-        lambda: 1.0 * pages(context, page) * page * kv_token_bytes_per_gpu(model, tp,
-                                                                           kv_precision))
+        moe_bytes)
+
+
+def _local_or(model, layer_tokens, every: ArrayLike, tp: ArrayLike,
+              kv_precision: ArrayLike) -> ArrayLike:
+    """``layer_tokens()`` layer-tokens in bytes per GPU where the model has sliding-window or
+    chunked layers, else ``every`` (the all-full expression, bit for bit)."""
+    if not layer_kinds.has_local_layers(model):
+        return every
+    local = 1.0 * layer_tokens() * kv_shapes.kv_bytes_per_layer_token_per_gpu(model, tp,
+                                                                               kv_precision)
+    return where(layer_kinds.window_layers(model) + layer_kinds.chunk_layers(model) > 0,
+                 local, every)
+
+
+def full_length_kv_bytes_per_sequence(model, tp: ArrayLike, context: ArrayLike,
+                                      page: ArrayLike, kv_precision: ArrayLike = "bf16"
+                                      ) -> ArrayLike:
+    """Paged KV bytes per GPU for one sequence when every layer holds the whole context, as an
+    allocator without layer kinds does (vLLM with its hybrid KV cache manager disabled) (B)."""
+    return (1.0 * layer_kinds.full_length_layer_tokens(model, context, page)
+            * kv_shapes.kv_bytes_per_layer_token_per_gpu(model, tp, kv_precision))
 
 
 def kv_token_bytes_per_gpu(model, tp: ArrayLike, kv_precision: ArrayLike = "bf16") -> ArrayLike:
@@ -110,6 +137,16 @@ def _waste_bytes(model, tp: ArrayLike, tokens: ArrayLike, kv_precision: ArrayLik
                    lambda: 1.0 * tokens * kv_token_bytes_per_gpu(model, tp, kv_precision))
 
 
+def _moe_waste_bytes(model, tp: ArrayLike, context: ArrayLike, page: ArrayLike,
+                     kv_precision: ArrayLike) -> ArrayLike:
+    """Padding bytes of one sequence's pages, one GPU (B): every layer's last page, or for a
+    model with local layers each kind's pages less the tokens it holds."""
+    every = _waste_bytes(model, tp, pages(context, page) * page - (context + 1), kv_precision)
+    return _local_or(model, lambda: (layer_kinds.paged_layer_tokens(model, context, page)
+                                     - layer_kinds.held_layer_tokens(model, context)),
+                     every, tp, kv_precision)
+
+
 def sequence_capacity(inputs: DecodeInputs, mask: ArrayLike | None = None) -> dict:
     """How many sequences of ``inputs.context`` tokens fit beside the weights: experiment 2.
 
@@ -127,8 +164,10 @@ def sequence_capacity(inputs: DecodeInputs, mask: ArrayLike | None = None) -> di
         "free_for_kv_bytes": kv_free_bytes(model, inputs.gpu, tp=tp, precision=inputs.precision,
                                            budget_fraction=inputs.budget_fraction,
                                            reserve_bytes=inputs.reserve_bytes),
-        "page_waste_bytes_per_sequence":
-            _waste_bytes(model, tp, held_tokens - (context + 1), inputs.kv_precision),
+        "page_waste_bytes_per_sequence": by_kind(
+            model, lambda: _waste_bytes(model, tp, held_tokens - (context + 1),
+                                        inputs.kv_precision),
+            lambda: _moe_waste_bytes(model, tp, context, page, inputs.kv_precision)),
     }, mask)
     free = out["free_for_kv_bytes"]
     max_seqs = where(free > 0, np.floor(free / out["kv_bytes_per_sequence"]), 0.0)

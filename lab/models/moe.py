@@ -38,6 +38,7 @@ from lab.catalog.moe_params import (
     shared_linear_params,
 )
 from lab.catalog.moe_spec import moe_field
+from lab.models.weight_formats import any_fp4, fp4_bytes
 
 ROUTING_ASSUMPTION = (
     "Uniform routing assumed: each token picks its k of the E experts uniformly at random, "
@@ -48,8 +49,10 @@ ROUTING_ASSUMPTION = (
 
 
 def bytes_per_element(precision: ArrayLike) -> ArrayLike:
-    """Bytes per weight or cached KV element: 2 for ``"bf16"``, 1 for ``"fp8"`` (B)."""
-    return where(precision == "fp8", 1, 2)
+    """Bytes per weight or cached KV element: 2 for ``"bf16"``, 1 for ``"fp8"``; weights only,
+    0.53125 for ``"mxfp4"`` and 0.5625 for ``"nvfp4"`` (B, block scales counted)."""
+    base = where(precision == "fp8", 1, 2)
+    return fp4_bytes(precision, base) if any_fp4(precision) else base
 
 
 def experts_touched(experts: ArrayLike, top_k: ArrayLike, batch: ArrayLike) -> ArrayLike:

@@ -25,9 +25,15 @@ from lab.limits import (  # the decode family's limits, re-exported for the flag
     TP_DEGREES,
 )
 from lab.models.decode_metrics import decode_metrics
-from lab.models.decode_step import KV_PRECISIONS, PRECISIONS
+from lab.models.decode_step import KV_PRECISIONS, WEIGHT_PRECISIONS
+from lab.models import layer_kinds
 from lab.models.inputs import DecodeInputs
-from lab.models.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
+from lab.models.memory import (
+    DEFAULT_BUDGET_FRACTION,
+    DEFAULT_PAGE_TOKENS,
+    DEFAULT_RESERVE_BYTES,
+    full_length_kv_bytes_per_sequence,
+)
 from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S
 from lab.points.validity import Reason, check_decode_point, check_range, explain
 from lab.units import GB, US, US_PER_S
@@ -76,9 +82,9 @@ class DecodeConfig:
         check_range("page", self.page, 1, MAX_PAGE, unit="tokens")
         check_range("all-reduce latency", self.allreduce_latency_us, 0,
                     MAX_ALLREDUCE_LATENCY_US, integer=False, unit="µs")
-        if self.precision not in PRECISIONS:
+        if self.precision not in WEIGHT_PRECISIONS:
             raise LabInputError(
-                f"Precision '{self.precision}' is not one of {', '.join(PRECISIONS)}."
+                f"Precision '{self.precision}' is not one of {', '.join(WEIGHT_PRECISIONS)}."
             )
         if self.kv_precision not in KV_PRECISIONS:
             raise LabInputError(f"KV precision '{self.kv_precision}' is not one of "
@@ -153,8 +159,22 @@ def calc_decode(config: DecodeConfig) -> dict:
 
 
 def calc_memory(config: DecodeConfig) -> dict:
-    """Experiment 2: the decode record plus KV per sequence, free memory and max sequences."""
-    return calc_decode(config)
+    """Experiment 2: the decode record plus KV per sequence, free memory and max sequences.
+
+    A model with sliding-window or chunked layers also gets its ``layer_mix`` (words), the KV
+    per sequence had every layer been held full length (``kv_bytes_per_sequence_full_length``,
+    B: an allocator without layer kinds) and the sequences that would then fit
+    (``max_sequences_full_length``); ``kv_bytes_per_sequence`` is each kind's own pages."""
+    record = calc_decode(config)
+    model, _ = config.resolved()
+    if record["valid"] and layer_kinds.has_local_layers(model):
+        full = float(full_length_kv_bytes_per_sequence(
+            model, config.tp, config.context, config.page, config.kv_precision))
+        free = record["free_for_kv_bytes"]
+        record["layer_mix"] = layer_kinds.layer_mix(model)
+        record["kv_bytes_per_sequence_full_length"] = full
+        record["max_sequences_full_length"] = float(np.floor(free / full)) if free > 0 else 0.0
+    return record
 
 
 def calc_tp(config: DecodeConfig, degrees: tuple[int, ...] = TP_DEGREES) -> dict:

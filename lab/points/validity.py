@@ -15,7 +15,8 @@ from lab.arrays import ArrayLike, where
 from lab.catalog.moe_spec import moe_field
 from lab.errors import LabInputError, shown, shown_number
 from lab.limits import TP_DEGREES
-from lab.models.decode_step import PRECISIONS
+from lab.models.decode_step import WEIGHT_PRECISIONS
+from lab.models.weight_formats import FORMAT_NAMES, any_fp4, is_fp4
 
 
 class Reason(IntEnum):
@@ -27,6 +28,7 @@ class Reason(IntEnum):
     TP_DEGREE = 3
     FP8_UNSUPPORTED = 4
     CONTEXT_TOO_LONG = 5
+    FP4_UNSUPPORTED = 6
 
 
 REASON_TEXT = {
@@ -36,6 +38,7 @@ REASON_TEXT = {
     Reason.TP_DEGREE: "tp is not one of 1, 2, 4, 8",
     Reason.FP8_UNSUPPORTED: "the GPU has no FP8 peak",
     Reason.CONTEXT_TOO_LONG: "context exceeds the model's maximum",
+    Reason.FP4_UNSUPPORTED: "the GPU has no FP4 peak",
 }
 """Short text of each reason code, stored as the grid's ``reason`` flag meanings."""
 
@@ -60,6 +63,9 @@ def decode_reason(model, gpu, tp: ArrayLike, precision: ArrayLike, context: Arra
         ((precision == "fp8") & np.isnan(gpu.peak_fp8), Reason.FP8_UNSUPPORTED),
         (context > model.max_context, Reason.CONTEXT_TOO_LONG),
     ]
+    if any_fp4(precision):  # MXFP4 and NVFP4 weights need an FP4 peak
+        checks.insert(4, (is_fp4(precision) & np.isnan(getattr(gpu, "peak_fp4", np.nan)),
+                          Reason.FP4_UNSUPPORTED))
     code = 0
     for failed, reason in reversed(checks):
         code = where(failed, int(reason), code)
@@ -79,6 +85,9 @@ def explain(reason: int, model, gpu, tp, precision, context) -> str:
         return f"tp {tp} is not one of {', '.join(map(str, TP_DEGREES))}."
     if reason is Reason.FP8_UNSUPPORTED:
         return f"{gpu.name} has no FP8 peak, so fp8 is not available on it; use bf16."
+    if reason is Reason.FP4_UNSUPPORTED:
+        return (f"{gpu.name} has no FP4 peak, so {FORMAT_NAMES.get(precision, precision)} "
+                "weights are not available on it; use bf16 or fp8.")
     if reason is Reason.CONTEXT_TOO_LONG:
         return (f"Context {context:,} exceeds {model.name}'s maximum of "
                 f"{model.max_context:,} tokens.")
@@ -87,8 +96,9 @@ def explain(reason: int, model, gpu, tp, precision, context) -> str:
 
 def check_decode_point(model, gpu, tp: int, precision: str, context: int) -> None:
     """Raise :class:`LabInputError` with one sentence if the configuration is invalid."""
-    if precision not in PRECISIONS:
-        raise LabInputError(f"Precision '{precision}' is not one of {', '.join(PRECISIONS)}.")
+    if precision not in WEIGHT_PRECISIONS:
+        raise LabInputError(f"Precision '{precision}' is not one of "
+                            f"{', '.join(WEIGHT_PRECISIONS)}.")
     code = int(decode_reason(model, gpu, tp, precision, context))
     if code:
         raise LabInputError(explain(code, model, gpu, tp, precision, context))

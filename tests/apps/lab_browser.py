@@ -167,3 +167,32 @@ def screenshot(page, name: str) -> Path:
     wait_idle(page)
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+OVERFLOW = """() => {
+  const find = (root) => {
+    const hit = root.querySelector('.main-content');
+    if (hit) { return hit; }
+    for (const el of root.querySelectorAll('*')) {
+      const inner = el.shadowRoot && find(el.shadowRoot);
+      if (inner) { return inner; }
+    }
+    return null;
+  };
+  const main = find(document);
+  return {page: document.scrollingElement.scrollWidth, window: window.innerWidth,
+          main: main ? main.scrollWidth : 0, mainBox: main ? main.clientWidth : 0};
+}"""
+"""How wide the document and the template's main area are against what shows. The main area
+scrolls on its own, so content too wide for it (a table, an unbroken line of text) widens
+it, not the document: both are measured."""
+
+
+def overflow(page, name: str) -> dict | None:
+    """None when the page fits its window's width; else the widths measured
+    (:data:`OVERFLOW`), with a full-page screenshot ``name`` kept under ``test-artifacts/``."""
+    got = page.evaluate(OVERFLOW)
+    if got["page"] <= got["window"] and got["main"] <= got["mainBox"] + 1:
+        return None
+    screenshot(page, name)
+    return got

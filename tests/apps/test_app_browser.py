@@ -34,8 +34,8 @@ CDS_WITH_FILL = """() => {
 HEATMAP_VALUES = """() => {
   for (const doc of Bokeh.documents)
     for (const m of doc._all_models.values())
-      if (m.type === 'ColumnDataSource' && m.data.zvalues)
-        return Array.from(m.data.zvalues).slice(0, 40);
+      if (m.type === 'ColumnDataSource' && (m.data.zvalues || m.data.step_time_s))
+        return Array.from(m.data.zvalues || m.data.step_time_s).slice(0, 40);
   return null;
 }"""
 

@@ -9,6 +9,7 @@ websocket's first document, name neither the server's working directory nor its 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import http.cookiejar
 import json
 import os
@@ -269,13 +270,20 @@ async def first_document(base: str, html: str, cookies: str) -> str:
     return "".join(p if isinstance(p, str) else p.decode("latin-1") for p in parts)
 
 
+def run_apart(coroutine):
+    """The result of ``coroutine`` run to its end on a thread of its own (a browser test
+    earlier in the session may keep an event loop running in this thread)."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 def test_no_page_sends_a_server_path(login_server):
     base, _, paths = login_server
     reader, _, _ = log_in(base, "alice", PASSWORDS["alice"])
     received = {"login": Reader().get(f"{base}/login")[1]}
     for page in all_pages():
         _, html = reader.get(f"{base}/?view={page.slug}" if page.slug else f"{base}/")
-        document = asyncio.run(first_document(base, html, reader.cookie_header()))
+        document = run_apart(first_document(base, html, reader.cookie_header()))
         assert '"FileSelector' in document, page.slug  # the model definitions are in it
         received[page.slug or "home"] = html + document
     for name, text in received.items():

@@ -3,10 +3,10 @@ and the theme and inputs carried across pages. Uses the session's served lab."""
 
 from __future__ import annotations
 
-from lab_browser import open_page
+from lab_browser import open_page, overflow
 from playwright.sync_api import expect
 
-from apps.ui.pages import all_pages, experiment_pages
+from apps.ui.pages import GRID, all_pages, experiment_pages
 
 PHONE = {"width": 390, "height": 844}
 """An iPhone-sized viewport, CSS px."""
@@ -26,6 +26,9 @@ def test_every_page_at_phone_size(lab_url, lab_page, console_errors):
         expect(lab_page.locator(".lab-nav")).to_have_count(0)  # the drawer starts closed
         width = lab_page.evaluate("() => document.documentElement.scrollWidth")
         assert width <= PHONE["width"] + 1, (info.slug, width)
+        # Nor is the main area the document scrolls (the grid explorer's test checks its own).
+        if info is not GRID:
+            assert overflow(lab_page, f"overflow-{info.slug or 'home'}-phone") is None, info.slug
         if info.slug not in experiments:
             continue
         inputs = lab_page.locator(".lab-inputs-column").first.bounding_box()

@@ -11,11 +11,13 @@ from lab.catalog.moe_spec import MoESpec
 from lab.errors import CatalogError
 
 GPU_IDS = ["a100-sxm-80gb", "h100-sxm", "h100-pcie", "h100-nvl", "h200", "b200", "gb200",
-           "l40s", "l4", "mi300x", "mi325x", "mi355x", "gaudi3", "tpu-v5e", "tpu-v5p", "tpu-v6e"]
+           "l40s", "l4", "mi300x", "mi325x", "mi355x", "gaudi3", "tpu-v5e", "tpu-v5p", "tpu-v6e",
+           "b300", "gb300"]
 MODEL_IDS = ["llama-3.2-1b", "llama-3.2-3b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
              "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b", "qwen2.5-72b", "qwen3-8b", "qwen3-32b",
              "mistral-7b-v0.3", "mistral-large-2"]
-MOE_IDS = ["mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v2-lite", "deepseek-v3"]
+MOE_IDS = ["mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v2-lite", "deepseek-v3", "qwen3-235b-a22b",
+           "minimax-m2.5"]
 
 # Total parameters (D), as listed in docs/sources.md.
 REFERENCE_TOTALS = {

@@ -13,7 +13,7 @@ import pytest
 
 from lab.catalog import get_model
 from lab.catalog.lookup import get_moe_model, moe_model_catalog
-from lab.catalog.moe_config import decode_refusal, load_moe_config
+from lab.catalog.moe_config import load_moe_config
 from lab.catalog.moe_params import (
     active_linear_params,
     active_params,
@@ -238,19 +238,15 @@ def test_moe_catalog_matches_the_configs():
     assert get_moe_model("deepseek-v3") is catalog["deepseek-v3"]
 
 
-def test_decode_experiments_read_moe_configs_and_refuse_chunked_attention():
+def test_decode_experiments_read_moe_configs_and_llama_4_chunked_attention():
     """Issue 14 wires the MoE reader into get_model: the configs load as MoESpec records
-    (the totals of the model cards); Llama 4's chunked attention stays refused."""
+    (the totals of the model cards); issue 26 models Llama 4's chunked attention, so it loads
+    too, with its 36 chunked layers of 8,192 tokens and 12 full ones."""
     assert get_model(str(CONFIGS / "deepseek-v3" / "config.json")).total_params == 671_026_419_200
     assert get_model(str(CONFIGS / "qwen3-30b-a3b" / "config.json")).total_params == 30_532_122_624
     assert isinstance(get_model(str(CONFIGS / "mixtral-8x7b-v0.1" / "config.json")), MoESpec)
-    with pytest.raises(CatalogError, match="8,192-token chunks"):
-        get_model(str(CONFIGS / "llama-4-scout-17b-16e" / "config.json"))
-
-
-def test_llama_4_chunked_attention_is_named_for_the_decode_step():
-    assert "8,192-token chunks" in decode_refusal(config("llama-4-scout-17b-16e"))
-    assert decode_refusal(config("deepseek-v3")) == ""
+    scout = get_model(str(CONFIGS / "llama-4-scout-17b-16e" / "config.json"))
+    assert (scout.chunk_layers, scout.attention_chunk, scout.window_layers) == (36, 8192, 0)
 
 
 def written(tmp_path, name: str, change: dict, drop: tuple = ()) -> Path:
@@ -268,9 +264,10 @@ def written(tmp_path, name: str, change: dict, drop: tuple = ()) -> Path:
 @pytest.mark.parametrize(
     ("name", "change", "drop", "message"),
     [
-        ("qwen3-30b-a3b", {"use_sliding_window": True, "sliding_window": 4096}, (),
-         "sliding-window attention"),
-        ("mixtral-8x7b-v0.1", {"sliding_window": 4096}, (), "sliding-window attention"),
+        ("qwen3-30b-a3b", {"use_sliding_window": True, "sliding_window": 4096},
+         ("max_window_layers",), "without 'max_window_layers'"),
+        ("qwen3-30b-a3b", {"layer_types": ["linear_attention"] * 48}, (),
+         "a layer of type 'linear_attention' in 'layer_types'"),
         ("deepseek-v3", {}, ("kv_lora_rank",), "missing the field 'kv_lora_rank'"),
         ("mixtral-8x7b-v0.1", {"num_experts_per_tok": 9}, (), "more than its 8 routed experts"),
         ("qwen3-30b-a3b", {"mlp_only_layers": [48]}, (), "not a list of layer indices"),

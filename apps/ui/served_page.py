@@ -1,0 +1,242 @@
+"""Experiment 11's page: real engines' TPOT and TTFT against the floor plus named terms.
+
+Laid out like the other experiment pages from the same building blocks — the prediction, the
+cards, “Show the calculation”, the limits — around
+:class:`lab.served.experiment.FromFloorToServed`. Its charts: measured against predicted TPOT
+per row (log–log, hover shows every term), and the terms of the selected row stacked on its
+floor beside the measurement. A reader can upload their own rows (:class:`ServedUpload`).
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import holoviews as hv
+import numpy as np
+import panel as pn
+import panel_material_ui as pmui
+import param
+from panel.viewable import Viewer
+
+from apps.ui.busy import BusyNote
+from apps.ui.calculation import CalculationView
+from apps.ui.cards import CardsView
+from apps.ui.charts import CANVAS
+from apps.ui.experiment_view import limits_markdown
+from apps.ui.inputs import InputMessage, input_panel
+from apps.ui.measured_upload import MeasurementsFileInput
+from apps.ui.prediction import PredictionView
+from apps.ui.theme import CARD_CSS, PROSE_CSS
+from apps.ui.trace_upload import shown_name
+from apps.ui.url_sync import UrlInputs
+from lab.errors import LabInputError
+from lab.limits import MAX_MEASUREMENT_BYTES
+from lab.served.calc import TERM_NAMES
+from lab.served.experiment import FromFloorToServed
+from lab.served.loader import REQUIRED, parse_served
+
+INPUTS = ("model", "gpu", "engine", "mode", "workload", "row", "below_floor_only")
+"""The inputs offered as widgets and kept in the URL (the data set comes from the upload)."""
+
+DEFINITIONS = """
+**What the measured numbers are.** *TTFT* (time to first token): from sending a request to
+receiving its first output token — queueing and the prefill of its prompt. *TPOT* (time per
+output token): the rest of the request's time divided by its other output tokens,
+`(end-to-end − TTFT) / (osl − 1)`; averaged over a run it is close to the mean *inter-token
+latency* (the gap between two streamed tokens), which also counts stalls when a prefill runs.
+*End-to-end latency* = TTFT + (osl − 1) · TPOT. *Concurrency* is how many clients keep one
+request each in flight; the *batch* is how many sequences one decode step actually advances —
+at most the concurrency, less while requests are queued, prefilling or finishing, and split
+over the decode workers when disaggregated.
+"""
+
+CHART_NOTE = ("Each point is one measured run the lab models: measured TPOT against the "
+              "lab's out-of-sample prediction (floor + terms; the dashed line is perfect). "
+              "Hover for the floor and every term.")
+
+TERM_COLORS = {"floor": "#0072B2", "allreduce": "#009E73", "prefill": "#E69F00",
+               "queue": "#E69F00", "fixed": "#CC79A7", "residual": "#999999"}
+"""Colours of the stacked terms (Okabe–Ito)."""
+
+
+def scatter(ds) -> hv.Overlay:
+    """Measured against predicted TPOT, log–log, with the terms on hover."""
+    ok = np.isfinite(ds["tpot_predicted_ms"].values)
+    sub = ds.isel(row=np.flatnonzero(ok))
+    vdims = ["measured", "floor", "allreduce", "prefill", "fixed", "ttft_measured",
+             "ttft_predicted", "ttft_queue"]
+    data = {"predicted": sub["tpot_predicted_ms"].values,
+            "measured": sub["tpot_measured_ms"].values,
+            "floor": sub["tpot_floor_ms"].values,
+            "allreduce": sub["tpot_term_allreduce_ms"].values,
+            "prefill": sub["tpot_term_prefill_ms"].values,
+            "fixed": sub["tpot_term_fixed_ms"].values,
+            "ttft_measured": sub["ttft_measured_ms"].values,
+            "ttft_predicted": sub["ttft_predicted_ms"].values,
+            "ttft_queue": sub["ttft_term_queue_ms"].values}
+    style = {"logx": True, "logy": True, "responsive": True, "height": 420,
+             "xlabel": "Predicted TPOT (ms, out of sample)", "ylabel": "Measured TPOT (ms)",
+             "backend_opts": CANVAS}
+    points = hv.Scatter(data, "predicted", vdims).opts(
+        size=5, alpha=0.6, tools=["hover"], **style)
+    values = np.concatenate([data["predicted"], data["measured"]]) if ok.any() else np.ones(1)
+    lo, hi = float(np.nanmin(values)), float(np.nanmax(values))
+    line = hv.Curve([(lo, lo), (hi, hi)]).opts(color="black", line_dash="dashed", line_width=1)
+    return (points * line).opts(title="Measured against predicted TPOT, one point per row")
+
+
+def terms_bar(record: dict) -> hv.Bars:
+    """The selected row's TPOT and TTFT: floor and each term stacked, and the measurement."""
+    rows = []
+    for metric, terms in (("TPOT", ("allreduce", "prefill", "fixed")),
+                          ("TTFT", ("queue", "fixed"))):
+        key = metric.lower()
+        predicted = f"{metric} predicted"
+        rows.append((predicted, "floor", record.get(f"{key}_floor_ms") or 0.0))
+        for term in terms:
+            rows.append((predicted, TERM_NAMES[key, term],
+                         record.get(f"{key}_term_{term}_ms") or 0.0))
+        rows.append((f"{metric} measured", "measured", record.get(f"{key}_measured_ms") or 0.0))
+    return hv.Bars(rows, ["bar", "term"], "ms").opts(
+        stacked=True, responsive=True, height=320, invert_axes=True, tools=["hover"],
+        legend_position="bottom", title="The selected row: floor + terms against the measurement",
+        backend_opts=CANVAS, xlabel="", ylabel="ms")
+
+
+class ServedUpload(Viewer):
+    """Upload a serving CSV, or go back to the shipped public rows."""
+
+    experiment = param.ClassSelector(class_=FromFloorToServed,
+                                     doc="The experiment whose data the upload replaces.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._file = MeasurementsFileInput(accept=".csv", multiple=False,
+                                           label="Upload your serving runs (CSV)",
+                                           sizing_mode="stretch_width")
+        self._file.on_refused = self._say
+        self._reset = pmui.Button(label="Use the shipped public rows", sizing_mode="stretch_width")
+        self._status = pn.pane.HTML(self._describe(None), sizing_mode="stretch_width",
+                                    css_classes=["lab-served-status"])
+        self._file.param.watch(self._uploaded, "value")
+        self._reset.on_click(self._use_shipped)
+
+    @staticmethod
+    def _describe(name: str | None) -> str:
+        shown = escape(shown_name(name)) if name else "the shipped public rows"
+        return f"<p>Data: <em>{shown}</em></p>"
+
+    def _say(self, sentence: str) -> None:
+        self._status.object = f'<p class="lab-upload-problem" role="alert">{escape(sentence)}</p>'
+
+    def _uploaded(self, event) -> None:
+        data: bytes | None = event.new
+        if not data:
+            return
+        name = shown_name(self._file.filename)
+        if len(data) > MAX_MEASUREMENT_BYTES:
+            self._say(f"{name} is {len(data) / 1e6:.1f} MB; files up to "
+                      f"{MAX_MEASUREMENT_BYTES / 1e6:.0f} MB are accepted.")
+            return
+        try:
+            table = parse_served(data, name)
+        except LabInputError as exc:
+            self._say(str(exc))
+            return
+        exp = self.experiment
+        exp.param.update(measurements=table, row="", model="all", gpu="all", engine="all",
+                         mode="all", workload="all")
+        self._status.object = self._describe(name)
+
+    def _use_shipped(self, _event) -> None:
+        self.experiment.param.update(measurements=None, row="")
+        self._status.object = self._describe(None)
+
+    def __panel__(self):
+        return pn.Column(
+            pn.pane.Markdown(f"**Your own runs** (CSV with the columns `{','.join(REQUIRED)}`, "
+                             "optional `batch_size`, `precision`, `tp_size`, …: docs/model.md "
+                             "§11)", sizing_mode="stretch_width"),
+            self._file, self._reset, self._status, sizing_mode="stretch_width")
+
+
+class ServedPage(Viewer):
+    """Headline, prediction, inputs and upload, cards, charts, definitions, calculation."""
+
+    experiment = param.ClassSelector(class_=FromFloorToServed, doc="The experiment shown.")
+
+    def __init__(self, **params):
+        params.setdefault("experiment", FromFloorToServed())
+        super().__init__(**params)
+        exp = self.experiment
+        self._last = (None, None)
+        self.message = InputMessage()
+        self.url = UrlInputs(exp, list(INPUTS), self.message.say,
+                             lenient=["model", "gpu", "engine", "mode", "workload"])
+        self.inputs = input_panel(exp, list(INPUTS), report=self.message.say)
+        self.upload = ServedUpload(experiment=exp)
+        self.prediction = PredictionView(experiment=exp)
+        self.cards = CardsView(experiment=exp)
+        self.calculation = CalculationView(experiment=exp)
+        self.scatter = pn.pane.HoloViews(pn.bind(self._scatter, exp.param.result),
+                                         sizing_mode="stretch_width", min_height=440)
+        self.bar = pn.pane.HoloViews(pn.bind(self._bar, exp.param.result),
+                                     sizing_mode="stretch_width", min_height=340)
+        self.flag = pn.pane.HTML(pn.bind(self._flag_html, exp.param.result),
+                                 sizing_mode="stretch_width", css_classes=["lab-served-flag"])
+        self.busy = BusyNote()
+        self.busy.follow(exp, "computing")
+
+    def _scatter(self, _result):
+        exp = self.experiment
+        if exp.result is None and self._last[0] is not None:
+            return self._last[0]
+        plot = scatter(exp.chart_data() if exp.result is not None else
+                       FromFloorToServed().chart_data())
+        self._last = (plot, self._last[1])
+        return plot
+
+    def _bar(self, _result):
+        exp = self.experiment
+        if exp.result is None:
+            return self._last[1] if self._last[1] is not None else hv.Bars([])
+        plot = terms_bar(exp.result["selected"])
+        self._last = (self._last[0], plot)
+        return plot
+
+    def _flag_html(self, _result) -> str:
+        r = self.experiment.result
+        if not r:
+            return ""
+        p = r["selected"]
+        if not p["modelled"]:
+            return f'<p role="note">Not modelled: {escape(p["reason"])}.</p>'
+        if p.get("below_floor_sentence"):
+            return f'<p role="note">{escape(p["below_floor_sentence"])}</p>'
+        return ""
+
+    def __panel__(self):
+        exp = self.experiment
+        header = pn.pane.Markdown(
+            f"# {exp.number}. {exp.title}\n\n**{exp.headline}**\n\nHow far above the lab's "
+            "floor is a real engine, and which named terms explain the gap? Public TTFT and TPOT "
+            "measurements of TensorRT-LLM, vLLM and SGLang beside the floor of experiment 1 and "
+            "the terms of docs/model.md §11, each prediction made without the row's workload.",
+            sizing_mode="stretch_width")
+        limits = pn.pane.Markdown(limits_markdown(exp), stylesheets=[PROSE_CSS],
+                                  sizing_mode="stretch_width")
+        charts = pn.Column(self.busy, self.scatter,
+                           pn.pane.Markdown(f"*{CHART_NOTE}*", sizing_mode="stretch_width"),
+                           self.flag, self.bar, sizing_mode="stretch_width")
+        definitions = pn.pane.Markdown(DEFINITIONS, stylesheets=[PROSE_CSS],
+                                       sizing_mode="stretch_width",
+                                       css_classes=["lab-served-definitions"])
+        results = pn.Column(self.cards, charts, definitions, self.calculation, limits,
+                            stylesheets=[CARD_CSS], sizing_mode="stretch_width",
+                            styles={"flex": "1 1 340px", "min-width": "min(340px, 100%)"})
+        inputs = pn.Column(pn.pane.Markdown("### Inputs"), self.message, self.inputs,
+                           self.upload, width=300, css_classes=["lab-inputs-column"],
+                           styles={"flex": "0 0 300px"})
+        body = pn.FlexBox(inputs, results, flex_wrap="wrap", align_items="flex-start",
+                          sizing_mode="stretch_width", css_classes=["lab-experiment-body"])
+        return pn.Column(header, self.prediction, body, sizing_mode="stretch_width")

@@ -1,0 +1,55 @@
+"""“Show the calculation” for one served row: floor, named terms, prediction and residual.
+
+Takes a row record of :func:`lab.served.calc.row_record` (milliseconds) and returns
+:class:`~lab.derivations.decode_family.Step` rows in the order of docs/model.md §11; rounding
+happens here.
+"""
+
+from __future__ import annotations
+
+from lab.derivations.decode_family import Step
+from lab.units import fmt_number
+
+
+def _ms(value) -> str:
+    return "n/a" if value is None else f"{fmt_number(value, 2)} ms"
+
+
+def _x(value) -> str:
+    return "n/a" if value is None else fmt_number(value, 3)
+
+
+def row_steps(r: dict, _gpu=None) -> list[Step]:
+    """The derivation of one row (a row the lab does not model: the reason only)."""
+    steps = [Step("Row", "", r["label"]),
+             Step("Measured", "", f"TPOT {_ms(r['tpot_measured_ms'])}, TTFT "
+                  f"{_ms(r['ttft_measured_ms'])}")]
+    if not r["modelled"]:
+        return [*steps, Step("Not modelled", "", r["reason"])]
+    steps += [
+        Step("TPOT floor", f"one ideal decode step of B = {r['decode_batch']:,} sequences at S = "
+             f"isl + osl/2 = {fmt_number(r['context_mid'], 0)} tokens, tp {r['tp']} (§0)",
+             _ms(r["tpot_floor_ms"])),
+        Step("All-reduce term", "2·L·(2·(tp−1)/tp·B·d·2 B / link + 5 µs) (§3)",
+             _ms(r["tpot_term_allreduce_ms"])),
+        Step("Interleaved prefill term", f"k_prefill · P_step = {_x(r['tpot_k_prefill'])} · "
+             f"{_ms(r['prefill_step_basis_ms'])} (B·isl/osl prompt tokens per step)",
+             _ms(r["tpot_term_prefill_ms"])),
+        Step("Fixed time per step", "t_step (fitted on the other workloads)",
+             _ms(r["tpot_term_fixed_ms"])),
+        Step("TPOT predicted", "floor + all-reduce + prefill + fixed", _ms(r["tpot_predicted_ms"])),
+        Step("TPOT residual", "measured − predicted", _ms(r["tpot_term_residual_ms"])),
+        Step("TTFT floor", f"one prefill of isl = {r['isl']:,} tokens alone at tp "
+             f"{r['prefill_tp']}: linear phase + causal attention pairs (§0, §8)",
+             _ms(r["ttft_floor_ms"])),
+        Step("Queue term", f"k_queue · (c − 1)/2 · floor / workers = {_x(r['ttft_k_queue'])} · "
+             f"({r['concurrency']:,} − 1)/2 · {_ms(r['ttft_floor_ms'])} / {r['prefill_workers']}",
+             _ms(r["ttft_term_queue_ms"])),
+        Step("Fixed time to first token", "t_first (fitted on the other workloads)",
+             _ms(r["ttft_term_fixed_ms"])),
+        Step("TTFT predicted", "floor + queue + fixed", _ms(r["ttft_predicted_ms"])),
+        Step("TTFT residual", "measured − predicted", _ms(r["ttft_term_residual_ms"])),
+    ]
+    if r.get("below_floor_sentence"):
+        steps.append(Step("Below the floor", "", r["below_floor_sentence"]))
+    return steps

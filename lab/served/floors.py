@@ -1,0 +1,218 @@
+"""Which served rows the lab can model, and each modelled row's floors and gap-term bases.
+
+Nothing here is a new formula: every time comes from :mod:`lab.models` (docs/model.md §11):
+
+- TPOT floor: one ideal decode step (:func:`lab.models.decode_step.decode_step`, experiment 1)
+  of the decode batch at the mid-request context ``S = isl + osl/2`` on the decode pool's tp;
+- TTFT floor: one request's prefill alone: the linear phase over ``isl`` tokens
+  (:func:`~lab.models.decode_step.linear_phase` with ``batch = isl``) plus the compute of its
+  ``isl(isl+1)/2`` causal attention pairs (:func:`~lab.models.decode_step.attention_phase`,
+  :func:`lab.models.context_growth.dense_pairs`, experiment 8);
+- the all-reduce term: :func:`lab.models.parallel.allreduce_time` (experiment 3's extension);
+- the interleaved-prefill basis: the compute time of the ``B·isl/osl`` prompt tokens an
+  aggregated engine prefills per decode step in steady state (same two functions).
+
+A row the lab cannot model exactly keeps NaN floors and a ``reason``; nothing is guessed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from lab.catalog import get_gpu, get_model
+from lab.catalog.moe_spec import MoESpec
+from lab.models.context_growth import dense_pairs
+from lab.models.decode_step import attention_phase, decode_step, linear_phase
+from lab.models.inputs import DecodeInputs
+from lab.models.memory import memory_fit
+from lab.models.parallel import allreduce_time
+
+GPU_OF_SYSTEM = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200",
+                 "b300_sxm": "b300", "gb200": "gb200", "gb300": "gb300"}
+"""The CSV's ``system`` → the lab's GPU id (a user's file may also name a catalog id)."""
+MODEL_OF_PATH = {
+    "meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b",
+    "nvidia/Llama-3.1-8B-Instruct-FP8": "llama-3.1-8b",
+    "meta-llama/Llama-3.1-70B": "llama-3.1-70b",
+    "Qwen/Qwen3-32B": "qwen3-32b",
+    "nvidia/Qwen3-32B-NVFP4": "qwen3-32b",
+    "Qwen/Qwen3-235B-A22B-FP8": "qwen3-235b-a22b",
+    "deepseek-ai/DeepSeek-V3": "deepseek-v3",
+    "deepseek-ai/DeepSeek-R1": "deepseek-v3",
+    "nvidia/DeepSeek-R1-NVFP4": "deepseek-v3",
+    "nvidia/DeepSeek-V3.1-NVFP4": "deepseek-v3",
+    "MiniMaxAI/MiniMax-M2.5": "minimax-m2.5",
+}
+"""The CSV's checkpoint → the lab's model id (DeepSeek-R1 and V3.1 have V3's shape)."""
+REFUSED_MODELS = {
+    "openai/gpt-oss-120b": "needs gpt-oss (sliding-window attention with sinks, MXFP4 "
+                           "experts) (issue 26)",
+    "Qwen/Qwen3.5-397B-A17B": "hybrid Gated DeltaNet linear attention, which the lab does not "
+                              "model",
+    "zhipuai/GLM-5": "DeepSeek sparse attention (an indexer picks the keys), which the lab does "
+                     "not model",
+    "moonshotai/Kimi-K2.5": "INT4 routed experts beside BF16 attention and shared weights "
+                            "(one weight format per layer kind), which the lab does not model yet",
+}
+"""Checkpoints the lab refuses, with the reason."""
+FP8_FORMATS = ("fp8", "fp8_block")
+"""Listed formats the lab models as FP8 weights (one byte each, the FP8 peak)."""
+
+FLOOR_UNITS = {
+    "gpu": ("the lab's GPU (empty: not modelled)", ""),
+    "precision": ("weight precision the floors use", ""),
+    "modelled": ("the lab models this row exactly", ""),
+    "reason": ("why the row is not modelled (empty when it is)", ""),
+    "context_mid": ("mid-request context isl + osl/2", "tokens"),
+    "fits_bf16_kv": ("the decode batch at isl + osl tokens fits in memory with a 2-byte KV cache", ""),
+    "tpot_floor_ms": ("TPOT floor: one ideal decode step", "ms"),
+    "ttft_floor_ms": ("TTFT floor: one request's ideal prefill", "ms"),
+    "tpot_term_allreduce_ms": ("tensor-parallel all-reduces per decode step", "ms"),
+    "prefill_step_basis_ms": ("ideal compute time of the prompt tokens interleaved per step",
+                              "ms"),
+}
+"""``(long_name, units)`` of every variable :func:`add_floors` adds."""
+
+
+def _model_id(path: str) -> str:
+    if path in MODEL_OF_PATH:
+        return MODEL_OF_PATH[path]
+    try:  # a user's file may name a catalog id
+        return get_model(path).id
+    except Exception:
+        return ""
+
+
+def _gpu_id(system: str) -> str:
+    if system in GPU_OF_SYSTEM:
+        return GPU_OF_SYSTEM[system]
+    try:
+        return get_gpu(system).id
+    except Exception:
+        return ""
+
+
+def precision_of(listed: str, gemm: str, moe_quant: str, model_path: str) -> str:
+    """The weight precision the lab models for a row: ``bf16``, ``fp8``, or the unmodelled
+    format as listed (``fp4``, ``int4``, …). An empty precision is the checkpoint's own: FP8
+    when the checkpoint's name says so, else BF16."""
+    formats = {f for f in (listed, gemm, moe_quant) if f}
+    if not formats:
+        return "fp8" if "fp8" in model_path.lower() else "bf16"
+    if formats <= {"bf16", "fp16"}:
+        return "bf16"
+    if formats <= {"fp8", *FP8_FORMATS}:
+        return "fp8"
+    return next(f for f in (listed, gemm, moe_quant) if f and f not in ("fp8", *FP8_FORMATS))
+
+
+def reason_for(row: dict, model_id: str, gpu_id: str, precision: str) -> str:
+    """Why the lab cannot model ``row`` exactly, or ``""`` when it can."""
+    path = row["model_path"]
+    if path in REFUSED_MODELS:
+        return REFUSED_MODELS[path]
+    if not model_id:
+        return f"model {path} is not in the lab's catalog"
+    if not gpu_id:
+        return f"GPU {row['system']} is not in the lab's catalog"
+    if precision in ("fp4", "nvfp4", "mxfp4"):
+        return "needs FP4 weights (NVFP4) (issue 26)"
+    if precision not in ("bf16", "fp8"):
+        return f"weight format {precision} is not modelled"
+    if row["concurrency"] < 1:
+        return "the row does not state its concurrency"
+    if row["pp"] > 1 or row["prefill_pp"] > 1:
+        return "pipeline parallelism is not modelled"
+    if row["moe_ep"] > 1 or row["prefill_moe_ep"] > 1:
+        return "needs expert parallelism (issue 26)"
+    if row["attention_dp"] > 1 or row["prefill_attention_dp"] > 1:
+        return "needs attention data parallelism (issue 26)"
+    model = get_model(model_id)
+    if not isinstance(model, MoESpec) or not model.kv_lora_rank:  # GQA: KV heads split by tp
+        for tp in {row["tp"], row["prefill_tp"]}:
+            if model.kv_heads % tp:
+                return (f"tp {tp} does not divide the {model.kv_heads} KV heads (replicated KV "
+                        "heads are not modelled)")
+    return ""
+
+
+def _floors(model, gpu, precision: str, rows: list[dict]) -> dict:
+    """Floors and term bases of rows of one model, GPU and precision (arrays, seconds)."""
+    tp = np.array([r["tp"] for r in rows], dtype=np.int64)
+    prefill_tp = np.array([r["prefill_tp"] for r in rows], dtype=np.int64)
+    batch = np.array([r["decode_batch"] for r in rows], dtype=np.int64)
+    isl = np.array([r["isl"] for r in rows], dtype=np.int64)
+    osl = np.array([r["osl"] for r in rows], dtype=np.int64)
+    agg = np.array([r["mode"] == "agg" for r in rows])
+    context = isl + osl / 2.0
+    inputs = DecodeInputs(model=model, gpu=gpu, tp=tp, precision=precision, batch=batch,
+                          context=context)
+    step = decode_step(inputs)["step_time_s"]
+    full = DecodeInputs(model=model, gpu=gpu, tp=tp, precision=precision, batch=batch,
+                        context=isl + osl)  # the last token's KV must fit too
+    fits = np.asarray(memory_fit(full)["fits"], dtype=bool)
+    prefill = _prefill_compute(model, gpu, precision, prefill_tp, isl, 1.0)
+    ttft_floor = (linear_phase(model, gpu, tp=prefill_tp, precision=precision,
+                               batch=isl)["linear_time_s"]
+                  + attention_phase(model, gpu, tp=prefill_tp,
+                                    kv_tokens=dense_pairs(isl))["attention_compute_time_s"])
+    # aggregated: B·isl/osl prompt tokens per decode step, as B/osl whole prompts
+    interleaved = np.where(agg, _prefill_compute(model, gpu, precision, tp, isl, batch / osl), 0.0)
+    return {"tpot_floor_ms": step * 1e3, "ttft_floor_ms": ttft_floor * 1e3,
+            "tpot_term_allreduce_ms": allreduce_time(model, gpu, tp, batch) * 1e3,
+            "prefill_step_basis_ms": interleaved * 1e3, "context_mid": context,
+            "fits_bf16_kv": fits, "_prefill_compute_ms": prefill * 1e3}
+
+
+def _prefill_compute(model, gpu, precision: str, tp, isl, prompts) -> np.ndarray:
+    """Compute time of ``prompts`` prompts of ``isl`` tokens: linear FLOPs of ``prompts·isl``
+    tokens plus their causal attention pairs, each at its dense peak (s)."""
+    linear = linear_phase(model, gpu, tp=tp, precision=precision, batch=prompts * isl)
+    attention = attention_phase(model, gpu, tp=tp, kv_tokens=prompts * dense_pairs(isl))
+    return linear["linear_compute_time_s"] + attention["attention_compute_time_s"]
+
+
+def add_floors(table: xr.Dataset) -> xr.Dataset:
+    """``table`` (:mod:`lab.served.loader`) with every variable of :data:`FLOOR_UNITS`."""
+    n = table.sizes["row"]
+    columns = {k: table[k].values.tolist() for k in table.variables if table[k].dims == ("row",)}
+    rows = [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(),
+                                                                         strict=True)]
+    out = {"model_id": np.full(n, "", dtype=object), "gpu": np.full(n, "", dtype=object),
+           "precision": np.full(n, "", dtype=object), "reason": np.full(n, "", dtype=object)}
+    for name in ("tpot_floor_ms", "ttft_floor_ms", "tpot_term_allreduce_ms",
+                 "prefill_step_basis_ms", "context_mid", "_prefill_compute_ms"):
+        out[name] = np.full(n, np.nan)
+    out["fits_bf16_kv"] = np.zeros(n, dtype=bool)
+    groups: dict[tuple, list[int]] = {}
+    for i, r in enumerate(rows):
+        model_id, gpu_id = _model_id(r["model_path"]), _gpu_id(r["system"])
+        precision = precision_of(r["precision_listed"], r["gemm_quant"], r["moe_quant"],
+                                 r["model_path"])
+        reason = reason_for(r, model_id, gpu_id, precision)
+        out["model_id"][i], out["gpu"][i] = model_id, gpu_id
+        out["precision"][i], out["reason"][i] = precision, reason
+        if not reason:
+            groups.setdefault((model_id, gpu_id, precision), []).append(i)
+    for (model_id, gpu_id, precision), index in groups.items():
+        values = _floors(get_model(model_id), get_gpu(gpu_id), precision,
+                         [rows[i] for i in index])
+        for name, array in values.items():
+            out[name][index] = array
+    out["modelled"] = out["reason"] == ""
+    result = table.copy()
+    for name, array in out.items():
+        if name.startswith("_") or name == "model_id":
+            continue
+        long_name, units = FLOOR_UNITS[name]
+        attrs = {"long_name": long_name, **({"units": units} if units else {})}
+        values = array.astype(str) if array.dtype == object else array
+        result[name] = ("row", values, attrs)
+    result["prefill_alone_ms"] = ("row", out["_prefill_compute_ms"],
+                                  {"long_name": "ideal compute time of one request's prefill",
+                                   "units": "ms"})
+    model = np.where(out["model_id"] == "", table["model_path"].values, out["model_id"])
+    return result.set_coords(["gpu", "precision"]).assign_coords(
+        model=("row", model.astype(str), {"long_name": "the lab's model id (else the checkpoint)"}))
+

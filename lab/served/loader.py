@@ -1,0 +1,268 @@
+"""Measured serving latency as one table of rows: the shipped public CSV or a user's own.
+
+Each row is one benchmark run (docs/model.md §11): an engine (``backend``) serving a model
+(``model_path``) on a GPU (``system``) to ``concurrency`` clients, each request ``isl`` prompt
+tokens and ``osl`` output tokens, with the measured time to first token and time per output
+token. ``mode`` is ``agg`` (one pool prefills and decodes) or ``disagg`` (separate prefill and
+decode pools; the ``prefill_*`` and ``decode_*`` columns describe each pool).
+
+The shipped file (``lab/served/data/silicon_sample.csv``, see its ``NOTICE``) and a user's file
+share the columns of :data:`REQUIRED` and :data:`OPTIONAL` and go through the same row checks:
+every problem is one :class:`~lab.errors.LabInputError` sentence naming the file, the row and
+the column. Empty optional cells are 0 (a parallelism of 0 or 1 means "none").
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from lab.errors import LabInputError, shown
+from lab.limits import MAX_BATCH, MAX_CONTEXT, MAX_MEASUREMENT_BYTES, MAX_MS
+from lab.user_files import read_user_file
+
+SHIPPED_SOURCE = ("ai-dynamo/aiconfigurator, aic-core/src/aiconfigurator_core/systems/"
+                  "silicon_sample.csv, commit 095f58a51c4ca8e61b66ec108d86f223f8d559ce "
+                  "(2026-08-21), Apache License 2.0")
+"""Where the shipped rows come from (cite it wherever they are shown)."""
+SHIPPED_FILE = "silicon_sample.csv"
+"""The shipped CSV in ``lab/served/data/``."""
+
+REQUIRED = ("id", "backend", "model_path", "system", "mode", "isl", "osl",
+            "silicon_ttft_ms", "silicon_tpot_ms")
+"""Columns every file must have."""
+PARALLEL_COLUMNS = ("tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size",
+                    "prefill_batch_size", "prefill_num_workers", "prefill_tp_size",
+                    "prefill_pp_size", "prefill_attention_dp_size", "prefill_moe_tp_size",
+                    "prefill_moe_ep_size", "decode_batch_size", "decode_num_workers",
+                    "decode_tp_size", "decode_pp_size", "decode_attention_dp_size",
+                    "decode_moe_tp_size", "decode_moe_ep_size")
+"""Whole-number parallelism columns (empty: 0)."""
+OPTIONAL = ("backend_version", "precision", "gemm_quant_mode", "moe_quant_mode", "batch_size",
+            "silicon_data_source", *PARALLEL_COLUMNS)
+"""Columns read when present (the concurrency is ``batch_size``, else the
+``silicon_concurrency=N`` of ``silicon_data_source``, else the ``_cN_`` of ``id``; a row
+stating none has concurrency 0 and is counted as not modelled)."""
+MODES = ("agg", "disagg")
+"""Serving modes: aggregated (one pool) and disaggregated (prefill and decode pools)."""
+MAX_SERVED_ROWS = 100_000
+"""Most rows one file may hold."""
+MAX_PARALLEL = 1024
+"""Largest parallelism or worker count accepted in a cell."""
+MAX_CONCURRENCY = 100 * MAX_BATCH
+"""Largest concurrency accepted (clients in flight)."""
+
+TEXT_VARIABLES = {
+    "id": ("row id (the CSV's id)", ""),
+    "engine": ("serving engine (backend)", ""),
+    "engine_version": ("engine version", ""),
+    "model_path": ("model checkpoint as the row names it", ""),
+    "system": ("GPU system as the row names it", ""),
+    "mode": ("agg: one pool; disagg: separate prefill and decode pools", ""),
+    "precision_listed": ("precision as the row lists it (empty: the checkpoint's)", ""),
+    "gemm_quant": ("GEMM weight format as listed", ""),
+    "moe_quant": ("MoE weight format as listed", ""),
+}
+"""Text columns: ``(long_name, units)``."""
+NUMBER_VARIABLES = {
+    "isl": ("input (prompt) tokens per request", "tokens"),
+    "osl": ("output tokens per request", "tokens"),
+    "concurrency": ("clients in flight (requests kept outstanding)", "requests"),
+    "tp": ("tensor-parallel GPUs of the decode pool (agg: the one pool)", "GPUs"),
+    "pp": ("pipeline stages of the decode pool", "1"),
+    "attention_dp": ("attention data-parallel ranks of the decode pool", "1"),
+    "moe_ep": ("expert-parallel ranks of the decode pool", "1"),
+    "decode_batch": ("sequences one decode worker holds (agg: the concurrency)", "sequences"),
+    "decode_workers": ("decode workers (agg: 1)", "1"),
+    "prefill_tp": ("tensor-parallel GPUs of a prefill worker (agg: tp)", "GPUs"),
+    "prefill_pp": ("pipeline stages of a prefill worker", "1"),
+    "prefill_attention_dp": ("attention data-parallel ranks of a prefill worker", "1"),
+    "prefill_moe_ep": ("expert-parallel ranks of a prefill worker", "1"),
+    "prefill_workers": ("prefill workers (agg: 1)", "1"),
+}
+"""Whole-number columns: ``(long_name, units)``."""
+MEASURED_VARIABLES = {
+    "ttft_measured_ms": ("measured time to first token (mean over the run)", "ms"),
+    "tpot_measured_ms": ("measured time per output token after the first (mean)", "ms"),
+}
+"""Measured times: ``(long_name, units)``."""
+
+_CONCURRENCY_IN_SOURCE = re.compile(r"silicon_concurrency=(\d+)")
+_CONCURRENCY_IN_ID = re.compile(r"_c(\d+)(?:_|$)")
+
+
+def _whole(text: str, column: str, where: str, low: int, high: int) -> int:
+    value = text.strip()
+    try:
+        number = float(value)
+    except ValueError:
+        raise LabInputError(f"{where}, column {column}: {shown(value)} is not a number.") from None
+    if not np.isfinite(number) or number != int(number) or not low <= number <= high:
+        raise LabInputError(f"{where}, column {column}: {shown(value)} is not a whole number "
+                            f"from {low} to {high:,}.")
+    return int(number)
+
+
+def _ms(text: str, column: str, where: str) -> float:
+    value = text.strip()
+    try:
+        number = float(value)
+    except ValueError:
+        raise LabInputError(f"{where}, column {column}: {shown(value)} is not a number.") from None
+    if not np.isfinite(number) or not 0 < number <= MAX_MS:
+        raise LabInputError(f"{where}, column {column}: {shown(value)} is not a time above 0 "
+                            f"and at most {MAX_MS:,.0f} ms.")
+    return number
+
+
+def _concurrency(row: dict, where: str) -> int:
+    batch = (row.get("batch_size") or "").strip()
+    if batch:
+        return _whole(batch, "batch_size", where, 1, MAX_CONCURRENCY)
+    for column, pattern in (("silicon_data_source", _CONCURRENCY_IN_SOURCE),
+                            ("id", _CONCURRENCY_IN_ID)):
+        match = pattern.search(row.get(column) or "")
+        if match:
+            return _whole(match.group(1), column, where, 1, MAX_CONCURRENCY)
+    return 0  # not stated: the row is kept and counted as not modelled
+
+
+def _row(row: dict, where: str) -> dict:
+    """One checked row as the table's fields."""
+    out = {}
+    for column in ("id", "backend", "model_path", "system"):
+        value = (row.get(column) or "").strip()
+        if not value:
+            raise LabInputError(f"{where}, column {column}: the cell is empty.")
+        out[column] = value
+    mode = (row.get("mode") or "").strip().lower()
+    if mode not in MODES:
+        raise LabInputError(f"{where}, column mode: {shown(mode)} is not agg or disagg.")
+    par = {c: _whole(row.get(c) or "0", c, where, 0, MAX_PARALLEL) if (row.get(c) or "").strip()
+           else 0 for c in PARALLEL_COLUMNS}
+    concurrency = _concurrency(row, where)
+    one = lambda v: max(v, 1)  # noqa: E731  (0 and 1 both mean "none")
+    if mode == "agg":
+        tp = one(par["tp_size"])
+        decode = {"tp": tp, "pp": one(par["pp_size"]), "attention_dp": one(par["attention_dp_size"]),
+                  "moe_ep": one(par["moe_ep_size"]), "decode_batch": max(concurrency, 1),
+                  "decode_workers": 1}
+        prefill = {"prefill_tp": tp, "prefill_pp": decode["pp"],
+                   "prefill_attention_dp": decode["attention_dp"],
+                   "prefill_moe_ep": decode["moe_ep"], "prefill_workers": 1}
+    else:
+        decode = {"tp": one(par["decode_tp_size"]), "pp": one(par["decode_pp_size"]),
+                  "attention_dp": one(par["decode_attention_dp_size"]),
+                  "moe_ep": one(par["decode_moe_ep_size"]),
+                  "decode_batch": one(par["decode_batch_size"]),
+                  "decode_workers": one(par["decode_num_workers"])}
+        prefill = {"prefill_tp": one(par["prefill_tp_size"]),
+                   "prefill_pp": one(par["prefill_pp_size"]),
+                   "prefill_attention_dp": one(par["prefill_attention_dp_size"]),
+                   "prefill_moe_ep": one(par["prefill_moe_ep_size"]),
+                   "prefill_workers": one(par["prefill_num_workers"])}
+    return {
+        "id": out["id"], "engine": out["backend"].lower(),
+        "engine_version": (row.get("backend_version") or "").strip(),
+        "model_path": out["model_path"], "system": out["system"].lower(), "mode": mode,
+        "precision_listed": (row.get("precision") or "").strip().lower(),
+        "gemm_quant": (row.get("gemm_quant_mode") or "").strip().lower(),
+        "moe_quant": (row.get("moe_quant_mode") or "").strip().lower(),
+        "isl": _whole(row["isl"], "isl", where, 1, MAX_CONTEXT),
+        "osl": _whole(row["osl"], "osl", where, 1, MAX_CONTEXT),
+        "concurrency": concurrency, **decode, **prefill,
+        "ttft_measured_ms": _ms(row["silicon_ttft_ms"], "silicon_ttft_ms", where),
+        "tpot_measured_ms": _ms(row["silicon_tpot_ms"], "silicon_tpot_ms", where),
+    }
+
+
+def _read_text(data: bytes, name: str) -> str:
+    if len(data) > MAX_MEASUREMENT_BYTES:
+        raise LabInputError(f"Serving file {name} is larger than the "
+                            f"{MAX_MEASUREMENT_BYTES:,} bytes the lab reads.")
+    if b"\x00" in data:
+        raise LabInputError(f"Serving file {name} is not a text CSV file (it holds NUL bytes).")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise LabInputError(f"Serving file {name} is not UTF-8 text.") from None
+
+
+def parse_rows(data: bytes, name: str) -> list[dict]:
+    """Every checked row of one CSV given as bytes (``name`` only quoted in messages)."""
+    text = _read_text(data, name)
+    header: list[str] | None = None
+    rows: list[dict] = []
+    try:
+        for cells in csv.reader(io.StringIO(text, newline="")):
+            if not any(cell.strip() for cell in cells):
+                continue
+            if header is None:
+                header = [cell.strip() for cell in cells]
+                missing = [c for c in REQUIRED if c not in header]
+                if missing:
+                    raise LabInputError(f"Serving file {name} lacks the column(s) "
+                                        f"{', '.join(missing)}.")
+                continue
+            where = f"Serving file {name}, row {len(rows) + 1}"
+            if len(rows) >= MAX_SERVED_ROWS:
+                raise LabInputError(f"Serving file {name} has more than {MAX_SERVED_ROWS:,} "
+                                    "rows, the most the lab reads.")
+            if len(cells) != len(header):
+                raise LabInputError(f"{where}: it has {len(cells)} values where the header "
+                                    f"names {len(header)}.")
+            rows.append(_row(dict(zip(header, cells, strict=True)), where))
+    except csv.Error as exc:
+        raise LabInputError(f"Serving file {name} is not a readable CSV "
+                            f"({shown(str(exc), quoted=False, limit=200)}).") from None
+    if not rows:
+        raise LabInputError(f"Serving file {name} has no data rows; it needs a header and at "
+                            "least one measurement.")
+    ids = [r["id"] for r in rows]
+    if len(set(ids)) != len(ids):
+        seen: set[str] = set()
+        dup = next(i for i in ids if i in seen or seen.add(i))
+        raise LabInputError(f"Serving file {name}: the id {shown(dup)} appears more than once.")
+    return rows
+
+
+def rows_dataset(rows: list[dict], source: str) -> xr.Dataset:
+    """Checked rows as a Dataset over ``row`` (coordinate ``id``), units on every variable."""
+    data_vars = {}
+    for table, kind in ((TEXT_VARIABLES, str), (NUMBER_VARIABLES, np.int64),
+                        (MEASURED_VARIABLES, np.float64)):
+        for name, (long_name, units) in table.items():
+            values = [r[name] for r in rows]
+            array = (np.array(values, dtype=object).astype(str) if kind is str
+                     else np.array(values, dtype=kind))
+            attrs = {"long_name": long_name, **({"units": units} if units else {})}
+            data_vars[name] = ("row", array, attrs)
+    ds = xr.Dataset(data_vars, coords={"row": np.arange(len(rows), dtype=np.int64)},
+                    attrs={"title": "Measured serving latency", "source": source})
+    return ds.set_coords(["id", "engine", "mode", "isl", "osl", "concurrency", "tp"])
+
+
+def shipped_rows() -> xr.Dataset:
+    """The shipped public measurements (5,221 rows) as a table over ``row``."""
+    data = resources.files("lab.served").joinpath("data", SHIPPED_FILE).read_bytes()
+    return rows_dataset(parse_rows(data, SHIPPED_FILE), SHIPPED_SOURCE)
+
+
+def parse_served(data: bytes, name: str = "upload.csv") -> xr.Dataset:
+    """A user's serving CSV given as bytes (an upload) as a table over ``row``."""
+    label = shown(name, quoted=False, limit=80)
+    return rows_dataset(parse_rows(data, label), f"your measurements ({label})")
+
+
+def read_served(path: str | Path) -> xr.Dataset:
+    """A user's serving CSV from a path on this machine (``--measurements``)."""
+    path = Path(path)
+    name = shown(str(path), quoted=False, limit=200)
+    data = read_user_file(path, name, "Serving", MAX_MEASUREMENT_BYTES)
+    return rows_dataset(parse_rows(data, name), f"your measurements ({name})")

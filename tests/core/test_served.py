@@ -1,0 +1,224 @@
+"""Experiment 11, from floor to served: the shipped rows, floors and terms recomputed by hand,
+the leave-one-workload-out fit, a user's file, the CLI and the dataset (docs/model.md §11)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from importlib import resources
+
+import numpy as np
+import pytest
+
+from cli.main import main
+from lab.catalog import get_gpu, get_model
+from lab.errors import LabInputError
+from lab.served import gap
+from lab.served.calc import calc_served, served_table
+from lab.served.floors import precision_of
+from lab.served.loader import parse_served, shipped_rows
+from sweeps.datasets import open_dataset
+
+
+@pytest.fixture(scope="module")
+def table():
+    return served_table()
+
+
+def _row(table, row_id: str) -> dict:
+    index = int(np.flatnonzero(table["id"].values == row_id)[0])
+    return {k: table[k].values[index].item() if hasattr(table[k].values[index], "item")
+            else table[k].values[index] for k in table.variables if table[k].dims == ("row",)}
+
+
+def _shipped_lines() -> list[str]:
+    text = resources.files("lab.served").joinpath("data", "silicon_sample.csv").read_text()
+    return text.splitlines()
+
+
+def test_the_shipped_rows_load_with_their_coordinates_and_units():
+    ds = shipped_rows()
+    assert ds.sizes["row"] == 5221
+    assert {"id", "engine", "mode", "isl", "osl", "concurrency", "tp"} <= set(ds.coords)
+    assert ds["tpot_measured_ms"].attrs["units"] == "ms"
+    assert "aiconfigurator" in ds.attrs["source"]
+    notice = resources.files("lab.served").joinpath("data", "NOTICE").read_text()
+    assert "Apache License" in notice and "095f58a51c4ca8e61b66ec108d86f223f8d559ce" in notice
+
+
+def test_every_row_is_modelled_or_has_a_reason(table):
+    modelled = table["modelled"].values
+    reasons = table["reason"].values.astype(str)
+    assert np.all((reasons == "") == modelled)
+    assert modelled.sum() == 1835
+    assert np.all(np.isfinite(table["tpot_floor_ms"].values[modelled]))
+    assert np.all(np.isnan(table["tpot_floor_ms"].values[~modelled]))  # never guessed
+    assert (reasons == "needs FP4 weights (NVFP4) (issue 26)").sum() > 1000
+
+
+def test_an_empty_precision_is_the_checkpoints():
+    assert precision_of("", "", "", "meta-llama/Llama-3.1-8B-Instruct") == "bf16"
+    assert precision_of("", "", "", "nvidia/Llama-3.1-8B-Instruct-FP8") == "fp8"
+    assert precision_of("fp8", "fp8_block", "fp8_block", "x") == "fp8"
+    assert precision_of("fp4", "nvfp4", "nvfp4", "x") == "fp4"
+
+
+def test_a_dense_rows_floors_and_terms_by_hand(table):
+    """Llama 3.1 70B, vLLM on H200, FP8, tp 4, 1024/1024 at concurrency 64."""
+    r = _row(table, "2026_04_06_llama_3_1_70b_h200_sxm_vllm_fp8_agg_1024x1024_c64_tp4_ep1_628")
+    m, g = get_model("llama-3.1-70b"), get_gpu("h200")
+    tp, b, isl, osl = 4, 64, 1024, 1024
+    s = isl + osl / 2
+    n_lin = m.layers * (m.hidden * m.heads * m.head_dim + 2 * m.hidden * m.kv_heads * m.head_dim
+                        + m.heads * m.head_dim * m.hidden + 3 * m.hidden * m.intermediate) \
+        + m.hidden * m.vocab
+    linear = max(n_lin * 1 / tp / g.hbm_bw, 2 * n_lin * b / tp / g.peak_fp8)
+    kv = b * s * 2 * m.layers * m.kv_heads * m.head_dim * 2 / tp
+    attention = max(kv / g.hbm_bw, 4 * b * s * m.layers * m.heads * m.head_dim / tp / g.peak_bf16)
+    assert r["tpot_floor_ms"] == pytest.approx((linear + attention) * 1e3, rel=1e-9)
+    pairs = isl * (isl + 1) // 2
+    ttft = (max(n_lin / tp / g.hbm_bw, 2 * n_lin * isl / tp / g.peak_fp8)
+            + 4 * m.layers * m.heads * m.head_dim * pairs / tp / g.peak_bf16)
+    assert r["ttft_floor_ms"] == pytest.approx(ttft * 1e3, rel=1e-9)
+    link = g.interconnect_bw / 2
+    allreduce = 2 * m.layers * (2 * (tp - 1) / tp * b * m.hidden * 2 / link + 5e-6)
+    assert r["tpot_term_allreduce_ms"] == pytest.approx(allreduce * 1e3, rel=1e-9)
+    prompts = b / osl  # B·isl/osl prompt tokens per step
+    basis = (2 * n_lin * prompts * isl / tp / g.peak_fp8
+             + 4 * m.layers * m.heads * m.head_dim * prompts * pairs / tp / g.peak_bf16)
+    assert r["prefill_step_basis_ms"] == pytest.approx(basis * 1e3, rel=1e-9)
+    # the terms are the coefficients times their bases, and they add up
+    assert r["tpot_term_prefill_ms"] == pytest.approx(r["tpot_k_prefill"] * basis * 1e3)
+    assert r["tpot_predicted_ms"] == pytest.approx(
+        r["tpot_floor_ms"] + r["tpot_term_allreduce_ms"] + r["tpot_term_prefill_ms"]
+        + r["tpot_term_fixed_ms"])
+    queue = (64 - 1) / 2 * r["ttft_floor_ms"]
+    assert r["ttft_term_queue_ms"] == pytest.approx(r["ttft_k_queue"] * queue)
+    assert r["ttft_predicted_ms"] == pytest.approx(
+        r["ttft_floor_ms"] + r["ttft_term_queue_ms"] + r["ttft_term_fixed_ms"])
+    assert r["tpot_term_residual_ms"] == pytest.approx(r["tpot_measured_ms"]
+                                                       - r["tpot_predicted_ms"])
+
+
+def test_the_coefficients_never_see_the_rows_own_workload(table):
+    """Refit by hand on the group's other workloads: the stored coefficients are those."""
+    rid = "2026_04_06_llama_3_1_70b_h200_sxm_vllm_fp8_agg_1024x1024_c64_tp4_ep1_628"
+    r = _row(table, rid)
+    same = ((table["group"].values == r["group"]) & table["modelled"].values
+            & (table["workload"].values != r["workload"]))
+    sub = table.isel(row=np.flatnonzero(same))
+    measured = sub["tpot_measured_ms"].values
+    base = sub["tpot_floor_ms"].values + sub["tpot_term_allreduce_ms"].values
+    columns = np.column_stack([sub["prefill_step_basis_ms"].values, np.ones(same.sum())])
+    k, t = gap.fit(base, columns, measured)
+    assert (r["tpot_k_prefill"], r["tpot_t_step_ms"]) == pytest.approx((k, t))
+    assert r["tpot_fitted_on"] == int(same.sum())
+    # fitting with the row's workload included would give other coefficients
+    everything = (table["group"].values == r["group"]) & table["modelled"].values
+    sub = table.isel(row=np.flatnonzero(everything))
+    k_all, _ = gap.fit(sub["tpot_floor_ms"].values + sub["tpot_term_allreduce_ms"].values,
+                       np.column_stack([sub["prefill_step_basis_ms"].values,
+                                        np.ones(everything.sum())]),
+                       sub["tpot_measured_ms"].values)
+    assert k_all != pytest.approx(k)
+
+
+def test_nnls2_keeps_both_coefficients_non_negative():
+    x = np.column_stack([np.arange(1.0, 6.0), np.ones(5)])
+    assert gap.nnls2(x, 2 * x[:, 0] + 3) == pytest.approx([2, 3])
+    theta = gap.nnls2(x, -x[:, 0] + 10)  # the free fit has a negative slope
+    assert np.all(theta >= 0) and theta[0] == 0
+
+
+def test_the_summary_reports_errors_and_targets(table):
+    result = calc_served(rows=False)
+    errors = result["errors"]
+    for metric in ("tpot", "ttft"):
+        terms, floor = errors[metric]["floor_plus_terms"], errors[metric]["floor"]
+        assert terms["median"] < floor["median"]  # the terms close most of the gap
+        assert set(errors[metric]["met"]) == {"median", "p90"}
+    assert result["counts"]["modelled"] == 1835
+    assert sum(result["counts"]["not_modelled"].values()) == 5221 - 1835
+    below = result["below_floor"]
+    assert below and all("impossible as labelled" in r["below_floor_sentence"] for r in below)
+
+
+def _user_csv(prefix: str) -> bytes:
+    lines = _shipped_lines()
+    body = [line for line in lines[1:] if line.startswith(prefix)]
+    return ("\n".join([lines[0], *body]) + "\n").encode()
+
+
+def test_a_users_file_is_refitted_on_its_own_rows(tmp_path):
+    data = _user_csv("2026_04_06_llama_3_1_70b_h200_sxm_vllm")
+    ds = parse_served(data, "mine.csv")
+    assert 10 < ds.sizes["row"] < 200
+    result = calc_served(ds, rows=False)
+    assert result["counts"]["rows"] == ds.sizes["row"]
+    assert result["source"] == "your measurements (mine.csv)"
+    path = tmp_path / "mine.csv"
+    path.write_bytes(data)
+    assert main(["calc", "served", "--measurements", str(path), "--json"]) == 0
+
+
+def test_a_minimal_user_file_with_catalog_ids():
+    text = ("id,backend,model_path,system,mode,isl,osl,batch_size,tp_size,silicon_ttft_ms,"
+            "silicon_tpot_ms\n"
+            "a,vllm,llama-3.1-8b,h100-sxm,agg,1024,1024,8,1,50,8\n"
+            "b,vllm,llama-3.1-8b,h100-sxm,agg,2048,1024,8,1,90,9\n")
+    table = served_table(parse_served(text.encode(), "tiny.csv"))
+    assert table["modelled"].values.all()
+    assert np.isfinite(table["tpot_predicted_ms"].values).all()  # each fitted on the other
+
+
+@pytest.mark.parametrize("change, sentence", [
+    (("mode", "both"), "column mode: 'both' is not agg or disagg"),
+    (("isl", "-3"), "column isl: '-3' is not a whole number"),
+    (("silicon_tpot_ms", "fast"), "column silicon_tpot_ms: 'fast' is not a number"),
+])
+def test_a_bad_cell_is_one_sentence(change, sentence):
+    header = ["id", "backend", "model_path", "system", "mode", "isl", "osl", "batch_size",
+              "silicon_ttft_ms", "silicon_tpot_ms"]
+    row = dict(zip(header, ["a", "vllm", "llama-3.1-8b", "h100-sxm", "agg", "1024", "1024", "8",
+                            "50", "8"], strict=True))
+    row[change[0]] = change[1]
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(header)
+    writer.writerow([row[h] for h in header])
+    with pytest.raises(LabInputError, match=sentence) as info:
+        parse_served(out.getvalue().encode(), "bad.csv")
+    assert "bad.csv, row 1" in str(info.value)
+
+
+def test_a_file_without_the_columns_is_refused():
+    with pytest.raises(LabInputError, match="lacks the column"):
+        parse_served(b"id,backend\na,vllm\n", "x.csv")
+
+
+def test_the_cli_prints_the_summary_and_the_json(capsys):
+    assert main(["calc", "served"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Inputs: the shipped public rows")
+    assert "TPOT |error|" in out and "TTFT predicted" in out
+    row = "2026_04_06_llama_3_1_70b_h200_sxm_vllm_fp8_agg_1024x1024_c64_tp4_ep1_628"
+    assert main(["calc", "served", "--row", row, "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["selected"]["id"] == row and "rows" not in record
+    assert main(["calc", "served", "--row", "nope"]) == 2
+    assert "There is no row with id 'nope'." in capsys.readouterr().err
+
+
+def test_open_dataset_served():
+    ds = open_dataset("served")
+    assert ds.sizes["row"] == 5221
+    for name in ("id", "engine", "gpu", "model", "mode", "isl", "osl", "concurrency", "tp",
+                 "precision"):
+        assert name in ds.coords, name
+    for name in ("modelled", "reason", "tpot_measured_ms", "tpot_floor_ms", "tpot_predicted_ms",
+                 "ttft_measured_ms", "ttft_floor_ms", "ttft_predicted_ms",
+                 "tpot_term_prefill_ms", "tpot_term_fixed_ms", "tpot_term_allreduce_ms",
+                 "ttft_term_queue_ms", "ttft_term_fixed_ms"):
+        assert name in ds.data_vars, name
+    assert ds["tpot_floor_ms"].attrs["units"] == "ms"
