@@ -15,7 +15,7 @@ import secrets
 import sys
 from pathlib import Path
 
-from apps.ui.logins import logins_for
+from apps.ui.logins import LOGINS_ENV, logins_for
 from apps.ui.page_gate import LIMIT_ENV, configured_limit
 from lab.errors import LabInputError
 from lab.units import MIB
@@ -54,10 +54,8 @@ def panel_command(args: argparse.Namespace) -> list[str]:
                                               ("localhost", "127.0.0.1", args.address)]
     for origin in dict.fromkeys(origins):
         cmd += ["--allow-websocket-origin", origin]
-    if args.basic_auth is not None:
-        cmd += ["--basic-auth", checked_basic_auth(args.basic_auth),
-                "--cookie-secret", args.cookie_secret or secrets.token_hex(32),
-                "--basic-login-template", str(app_script(SETUP_MODULE).with_name(LOGIN_PAGE))]
+    if args.basic_auth is not None:  # the password and the secret: see server_environment
+        cmd += ["--basic-login-template", str(app_script(SETUP_MODULE).with_name(LOGIN_PAGE))]
     cmd += ["--setup", str(app_script(SETUP_MODULE))]
     if args.num_procs == 1:
         cmd.append("--warm")
@@ -70,6 +68,26 @@ def panel_command(args: argparse.Namespace) -> list[str]:
     if args.show:
         cmd.append("--show")
     return cmd + checked_passthrough(args.panel_options)
+
+
+LOGIN_ON = "on"
+"""``PANEL_BASIC_AUTH``'s value under ``inference-lab serve``: it only turns Panel's login on;
+the logins themselves come from :data:`~apps.ui.logins.LOGINS_ENV`."""
+
+
+def server_environment(args: argparse.Namespace) -> dict[str, str]:
+    """The secrets of ``--basic-auth`` and ``--cookie-secret``, for the server's environment.
+
+    Not on ``panel serve``'s command line, which every local user can read (``ps``): the
+    environment of a process is readable by its owner only. Panel reads ``PANEL_BASIC_AUTH``
+    (login on) and ``PANEL_COOKIE_SECRET``; the lab's login check reads
+    :data:`~apps.ui.logins.LOGINS_ENV`.
+    """
+    if args.basic_auth is None:
+        return {}
+    return {LOGINS_ENV: checked_basic_auth(args.basic_auth), "PANEL_BASIC_AUTH": LOGIN_ON,
+            "PANEL_COOKIE_SECRET": (args.cookie_secret or os.environ.get("PANEL_COOKIE_SECRET")
+                                    or secrets.token_hex(32))}
 
 
 def checked_basic_auth(value: str) -> str:
@@ -157,6 +175,7 @@ def _run(args: argparse.Namespace) -> int:
     if limit is not None:
         os.environ[LIMIT_ENV] = limit  # read by the server's setup script
     cmd = panel_command(args)
+    os.environ.update(server_environment(args))  # the server inherits it through execv
     prefix = checked_prefix(args.prefix) if args.prefix else ""
     print(f"Serving Inference Lab at http://{args.address}:{args.port}{prefix}/ once its main pages are "
           "prepared, a few seconds from now (Ctrl+C stops).", file=sys.stderr, flush=True)

@@ -112,9 +112,9 @@ def gpu_section(gpus: dict[str, GPUSpec]) -> str:
     """The GPU table and, per GPU, its source and notes."""
     lines = [
         "## GPUs", "",
-        "| id | name | memory (GB) | HBM (TB/s) | BF16 (TFLOPS) | FP8 (TFLOPS) | link (GB/s) "
-        "| evidence | checked |",
-        "|---|---|--:|--:|--:|--:|--:|---|---|",
+        "| id | name | memory (GB) | HBM (TB/s) | BF16 (TFLOPS) | FP8 (TFLOPS) | FP4 (TFLOPS) "
+        "| link (GB/s) | evidence | checked |",
+        "|---|---|--:|--:|--:|--:|--:|--:|---|---|",
     ]
     for g in gpus.values():
         link = _figure(g.interconnect_bw, GB_PER_S)
@@ -123,7 +123,8 @@ def gpu_section(gpus: dict[str, GPUSpec]) -> str:
         lines.append(
             f"| `{g.id}` | {_escape(g.name)} | {_figure(g.capacity_bytes, GB)} | "
             f"{_figure(g.hbm_bw, TB_PER_S)} | {_figure(g.peak_bf16, TFLOPS)} | "
-            f"{_figure(g.peak_fp8, TFLOPS)} | {link} | {_levels(g.source)} | {g.checked} |")
+            f"{_figure(g.peak_fp8, TFLOPS)} | {_figure(g.peak_fp4, TFLOPS)} | {link} | "
+            f"{_levels(g.source)} | {g.checked} |")
     lines += ["", "### GPU sources and notes", ""]
     for g in gpus.values():
         lines.append(f"- **`{g.id}`** — {_escape(g.source)}")
@@ -198,6 +199,38 @@ def moe_model_section(models: dict[str, MoESpec]) -> str:
     return "\n".join(lines) + "\n"
 
 
+LAYER_KINDS_INTRO = """\
+## Attention layer kinds
+
+Models whose layers are not all full causal attention (issue 26), read by
+`lab.catalog.moe_config` from `layer_types` or the architecture's rule and costed per kind by
+`lab.models.layer_kinds`: a sliding-window layer holds and reads at most its window, a chunked
+layer its current chunk. *KV/seq* is the paged KV per sequence at 32,768 tokens, page 16, BF16,
+tp 1: each kind its own pages (vLLM's hybrid KV cache manager,
+https://docs.vllm.ai/en/latest/design/hybrid_kv_cache_manager/) beside every layer held full
+length (vLLM with the hybrid manager disabled regards sliding-window layers as full attention:
+`FullAttentionSpec`, https://docs.vllm.ai/en/v0.11.0/api/vllm/v1/kv_cache_interface.html).
+The figures and their sources are the entries above.
+"""
+
+
+def layer_kinds_section(models: dict[str, MoESpec]) -> str:
+    """The layer mix of every model with sliding-window or chunked layers."""
+    from lab.models.layer_kinds import has_local_layers, layer_mix
+    from lab.models.memory import full_length_kv_bytes_per_sequence, kv_bytes_per_sequence
+
+    lines = [LAYER_KINDS_INTRO, "| id | layer mix | sinks | KV/seq per kind (GB, D) "
+             "| KV/seq full length (GB, D) |", "|---|---|---|--:|--:|"]
+    for m in models.values():
+        if not has_local_layers(m):
+            continue
+        ideal = float(kv_bytes_per_sequence(m, 1, 32768, 16))
+        full = float(full_length_kv_bytes_per_sequence(m, 1, 32768, 16))
+        lines.append(f"| `{m.id}` | {layer_mix(m)} | {'yes' if m.attention_sinks else 'no'} | "
+                     f"{ideal / GB:,.3f} | {full / GB:,.3f} |")
+    return "\n".join(lines) + "\n"
+
+
 SPECULATIVE_INTRO = """\
 ## Speculative decoding (experiment 10)
 
@@ -222,7 +255,8 @@ def render() -> str:
     dense = {key: m for key, m in models.items() if not isinstance(m, MoESpec)}
     moe = {key: m for key, m in models.items() if isinstance(m, MoESpec)}
     return "\n".join([HEADER, gpu_section(gpu_catalog()), model_section(dense),
-                      moe_model_section(moe), measured_section(), speculative_section()])
+                      moe_model_section(moe), layer_kinds_section(moe), measured_section(),
+                      speculative_section()])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -170,9 +170,10 @@ def inputs_lines(inputs: dict) -> str:
 
 
 def chart_csv(ds: xr.Dataset, inputs: dict) -> str:
-    """The chart data as CSV followed by the inputs it came from (comment lines at the end, so
-    the header stays the first line)."""
-    return dataset_csv(ds) + inputs_lines(inputs)
+    """The inputs the chart came from as a block of ``#`` lines, then the chart data as CSV:
+    ``pandas.read_csv(path, comment="#")`` skips the block and reads the header and rows
+    (lines at the end were read as rows of empty cells)."""
+    return inputs_lines(inputs) + dataset_csv(ds)
 
 
 def chart_csv_button(get: Callable[[], tuple[xr.Dataset, dict]], filename: str,

@@ -42,7 +42,8 @@ from lab.experiments.registry import record
 MAX_FACETS = 12
 """Most small multiples drawn (a longer facet dimension shows its first ones, and says so)."""
 
-WRAP_SX = {"& .MuiSelect-select": {"whiteSpace": "normal", "overflowWrap": "anywhere"}}
+WRAP_SX = {"& .MuiSelect-select": {"whiteSpace": "normal !important",
+                                   "overflowWrap": "anywhere", "height": "auto !important"}}
 """Material UI style of the explorer's select boxes: the chosen label wraps."""
 
 MAX_WHOLE_DOWNLOAD_BYTES = 512 * 1024**2
@@ -61,14 +62,17 @@ TABLE_CSS = """
 """
 
 
-def page_sentence(exc: LabInputError, ds_path: str | None = None) -> str:
-    """A dataset error as the page shows it: the server's folder is not shown."""
-    from sweeps.catalog_of_datasets import datasets_dir
+def page_sentence(exc: LabInputError, name: str | None = None) -> str:
+    """A dataset error as the page shows it: the server's folder is not shown, and the
+    command that rewrites dataset ``name`` is the one that writes it where the page reads."""
+    from sweeps.catalog_of_datasets import datasets_dir, making_command
 
     text = str(exc)
     folder = str(datasets_dir())
-    if ds_path:
-        text = text.replace(ds_path, "the dataset")
+    if name:
+        path = str(datasets_dir() / f"{name}.zarr")
+        text = (text.replace(f"inference-lab sweep --out {path}", making_command(name))
+                .replace(path, f"dataset '{name}'"))
     return text.replace(folder + "/", "").replace(folder, "the datasets folder")
 
 
@@ -131,13 +135,13 @@ class GridExplorer(Viewer):
     # -- datasets -----------------------------------------------------------------------
     def _open(self, name: str) -> None:
         """Open dataset ``name`` from the lab's list (a sentence when it cannot be)."""
-        from sweeps.catalog_of_datasets import datasets_dir, open_named
+        from sweeps.catalog_of_datasets import open_named
 
         try:
             data = open_named(name)
         except LabInputError as exc:
             self._forget()
-            self.message.say(page_sentence(exc, str(datasets_dir() / f"{name}.zarr")))
+            self.message.say(page_sentence(exc, name))
             return
         self._use(data)
 
@@ -342,7 +346,7 @@ class GridExplorer(Viewer):
         try:
             views = self._views()
         except LabInputError as exc:  # the dataset was deleted or damaged under the server
-            self.message.say(page_sentence(exc))
+            self.message.say(page_sentence(exc, self.dataset))
             views = [figure(title="No data: see the message on the left", height=460,
                             sizing_mode="stretch_width")]
         panes = self._area.objects

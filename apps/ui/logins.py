@@ -40,6 +40,11 @@ UNSUPPORTED_HASHES = {"$apr1$": "an MD5 ($apr1$) hash", "$1$": "an MD5-crypt ($1
                       "$5$": "a SHA-256-crypt ($5$) hash", "$6$": "a SHA-512-crypt ($6$) hash",
                       "$argon2": "an Argon2 hash", "$md5": "an MD5 hash"}
 """Hash schemes the lab does not check, by the prefix that marks them."""
+LOGINS_ENV = "INFERENCE_LAB_BASIC_AUTH"
+"""Environment variable through which ``inference-lab serve`` hands the server its
+``--basic-auth`` value (a shared password or a logins file): a process's command line is
+readable by every local user (``ps``), its environment only by its owner."""
+
 MAX_FILE_BYTES = 1024 * 1024
 """Largest logins file read, bytes (about ten thousand bcrypt lines)."""
 

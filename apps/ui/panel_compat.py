@@ -47,7 +47,7 @@ from panel.io.server import DocHandler
 from panel.util import edit_readonly, parse_query
 from tornado.http1connection import HTTP1ConnectionParameters
 
-from apps.ui.logins import Logins, logins_for
+from apps.ui.logins import LOGINS_ENV, Logins, logins_for
 from apps.ui.page_gate import PageGate, Ticket
 from apps.ui.waiting_page import TURN_COOKIE, TURN_HEADER, YOUR_TURN, waiting_page
 from lab.errors import LabInputError
@@ -233,8 +233,11 @@ def answer_long_requests() -> None:
 
 
 def _login_option(handler) -> str | dict | None:
-    """The ``--basic-auth`` value the server was started with, where Panel's own
-    ``BasicLoginHandler._validate`` looks for it."""
+    """The ``--basic-auth`` value the server was started with: from :data:`LOGINS_ENV` when
+    ``inference-lab serve`` started it, else where Panel's own ``BasicLoginHandler._validate``
+    looks for it (plain ``panel serve --basic-auth``)."""
+    if os.environ.get(LOGINS_ENV):  # inference-lab serve: never on the command line
+        return os.environ[LOGINS_ENV]
     server_config = pn.state._server_config.get(handler.application, {})
     return server_config.get("basic_auth", pn.config.basic_auth)
 

@@ -23,7 +23,12 @@ def shown_error(experiment: param.Parameterized) -> str | None:
     The trace loader names the file it read; on the page that is the uploaded (or shipped)
     file's name, never where the server keeps it.
     """
-    message = experiment.error
+    return without_folders(experiment, experiment.error)
+
+
+def without_folders(experiment: param.Parameterized, message: str | None) -> str | None:
+    """``message`` (an error, or a note such as the sorted-rows one) naming the experiment's
+    trace file by its name only, never by the server folder that holds it."""
     if not message or "trace" not in experiment.param:
         return message
     trace = Path(str(experiment.trace))

@@ -35,7 +35,8 @@ from lab.served.calc import TERM_NAMES
 from lab.served.experiment import FromFloorToServed
 from lab.served.loader import REQUIRED, parse_served
 
-INPUTS = ("model", "gpu", "engine", "mode", "workload", "row", "below_floor_only")
+INPUTS = ("model", "gpu", "engine", "mode", "workload", "min_concurrency", "row",
+          "below_floor_only")
 """The inputs offered as widgets and kept in the URL (the data set comes from the upload)."""
 
 DEFINITIONS = """

@@ -21,7 +21,7 @@ import param
 from panel.viewable import Viewer
 
 from apps.ui.held_size import hold_sizes
-from apps.ui.plain_text import shown_error
+from apps.ui.plain_text import shown_error, without_folders
 from lab.experiments.base import Experiment
 from lab.units import MIB
 
@@ -57,7 +57,8 @@ class CappedFileInput(pmui.FileInput):
 
     ``max_file_size`` makes the browser refuse a larger file before sending it; a client that
     ignores it is cut off here when its declared chunk count or the bytes received pass the
-    limit (the chunks held so far are dropped). ``on_refused`` gets one sentence.
+    limit (the chunks held so far are dropped). ``on_refused`` gets one sentence, also for an
+    empty file (the browser sends no chunk for it, so nothing would change otherwise).
     """
 
     on_refused: Callable[[str], None] | None = None
@@ -65,6 +66,10 @@ class CappedFileInput(pmui.FileInput):
     def limit_sentence(self) -> str:
         """The limit as the end of a sentence (a trace's; another upload names its own)."""
         return limit_sentence()
+
+    def empty_sentence(self) -> str:
+        """What is said when the file chosen is empty (0 bytes)."""
+        return "The file chosen is empty (0 bytes), so nothing was loaded."
 
     def size_text(self) -> str:
         """The limit as a size ('20 MiB')."""
@@ -95,6 +100,10 @@ class CappedFileInput(pmui.FileInput):
         elif status == "finished":
             if self._refused:
                 self._send_msg({"status": "finished"})
+            elif self._received == 0 and not self._buffer:  # only empty files were chosen
+                self._send_msg({"status": "finished"})
+                if self.on_refused is not None:
+                    self.on_refused(self.empty_sentence())
             else:
                 super()._handle_msg(msg)
         elif status == "error":
@@ -150,8 +159,9 @@ class TraceUpload(Viewer):
         self._status.object = f'<p class="lab-upload-problem" role="alert">{escape(sentence)}</p>'
 
     def _note_html(self, result) -> str:
-        """The loader's note on the trace (rows sorted by arrival), as the CLI prints it."""
-        note = (result or {}).get("trace_note")
+        """The loader's note on the trace (rows sorted by arrival), as the CLI prints it but
+        naming the file only (never the server folder an upload is kept in)."""
+        note = without_folders(self.experiment, (result or {}).get("trace_note"))
         return f'<p class="lab-trace-sorted">Note: {escape(note)}</p>' if note else ""
 
     def _uploaded(self, event) -> None:

@@ -48,6 +48,10 @@ MOE_FIELDS = {
     "qk_rope_head_dim": ("MLA RoPE head dimension d_r", "1"),
     "qk_nope_head_dim": ("MLA non-RoPE head dimension d_n", "1"),
     "v_head_dim": ("MLA value head dimension d_v", "1"),
+    "window_layers": ("sliding-window layers W", "1"),
+    "sliding_window": ("sliding window w", "tokens"),
+    "chunk_layers": ("chunked-attention layers", "1"),
+    "attention_chunk": ("attention chunk C", "tokens"),
 }
 """The mixture-of-experts and MLA fields of a model table (0 for a dense model; flags 0/1)."""
 GPU_FIELDS = {

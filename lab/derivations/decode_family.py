@@ -13,7 +13,6 @@ from lab.catalog import GPUSpec, ModelSpec
 from lab.catalog.moe_params import active_linear_params
 from lab.catalog.moe_spec import MoESpec
 from lab.models import kv_shapes, layer_kinds
-from lab.models.weight_formats import FORMAT_NAMES, is_fp4
 from lab.models.decode_step import bytes_per_weight, kv_bytes_per_token, linear_params, peak_flops
 from lab.models.memory import pages
 from lab.models.moe import (
@@ -23,6 +22,7 @@ from lab.models.moe import (
     experts_touched,
     step_weight_params,
 )
+from lab.models.weight_formats import is_fp4
 from lab.units import (
     MIB,
     MS_PER_S,

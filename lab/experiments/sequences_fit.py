@@ -10,7 +10,9 @@ from lab.derivations.decode_family import memory_steps
 from lab.experiments.base import Card, Prediction
 from lab.experiments.decode_inputs import DecodeExperiment, context_axis, labelled, with_units
 from lab.limits import TP_DEGREES
+from lab.models import layer_kinds
 from lab.models.kv_shapes import head_kv_bytes_per_token, kv_bytes_per_token
+from lab.models.memory import full_length_kv_bytes_per_sequence
 from lab.models.moe import bytes_per_element
 from lab.points.decode_family import calc_memory
 from lab.units import MIB, fmt_gb, fmt_int, fmt_number
@@ -63,6 +65,21 @@ class SequencesFit(DecodeExperiment):
                  f"{fmt_number(r['page_waste_bytes_per_sequence'] / MIB)} MiB",
                  "padding in each sequence's last page"),
             *([self.latent_card()] if self.is_mla() else []),
+            *(self.layer_kind_cards() if "layer_mix" in r else []),
+        ]
+
+    def layer_kind_cards(self) -> list[Card]:
+        """Sliding-window or chunked layers: the layer mix, and the KV per sequence and the
+        sequences that fit had every layer been held full length (an allocator without layer
+        kinds)."""
+        r = self.result
+        return [
+            Card("Layer mix", r["layer_mix"],
+                 "each kind holds its own pages: a window layer its last w tokens, a chunked "
+                 "layer its current chunk (vLLM's hybrid KV cache manager)"),
+            Card("Every layer full length", fmt_gb(r["kv_bytes_per_sequence_full_length"]),
+                 f"KV per sequence, {int(r['max_sequences_full_length']):,} sequences fit "
+                 "(an allocator without layer kinds)"),
         ]
 
     def is_mla(self) -> bool:
@@ -108,4 +125,14 @@ class SequencesFit(DecodeExperiment):
                            "tokens")
         tp = labelled(np.array(TP_DEGREES, dtype=np.int64), "tp", "tensor parallel", "GPUs")
         out = self.sweep(context=context, tp=tp)
-        return with_units(out, ("max_sequences", "kv_bytes_per_sequence", "free_for_kv_bytes"), context, tp)
+        names = ("max_sequences", "kv_bytes_per_sequence", "free_for_kv_bytes")
+        if not layer_kinds.has_local_layers(model):
+            return with_units(out, names, context, tp)
+        # a window flattens KV per sequence against context; every layer full length does not
+        full = (full_length_kv_bytes_per_sequence(model, tp, context, self.page,
+                                                  self.kv_precision)
+                * (out["kv_bytes_per_sequence"] * 0 + 1))  # NaN where tp is invalid
+        ds = with_units(out, names, context, tp)
+        return ds.assign(kv_bytes_per_sequence_full_length=full.assign_attrs(
+            long_name="paged KV bytes per sequence per GPU, every layer full length",
+            units="B"))

@@ -34,9 +34,9 @@ from lab.catalog.moe_spec import by_kind, moe_rows
 from lab.catalog.params_count import linear_params_per_layer
 from lab.limits import TP_DEGREES  # noqa: F401  (re-exported: the degrees are a stated limit)
 from lab.models import kv_shapes, moe
+from lab.models.inputs import DecodeInputs
 from lab.models.layer_kinds import effective_context
 from lab.models.weight_formats import FP4_FORMATS, any_fp4, fp4_bytes, is_fp4
-from lab.models.inputs import DecodeInputs
 
 PRECISIONS = ("bf16", "fp8")
 """Linear-layer precisions of the decode family's pages and grids."""

@@ -24,9 +24,9 @@ from lab.limits import (  # the decode family's limits, re-exported for the flag
     MAX_TP,
     TP_DEGREES,
 )
+from lab.models import layer_kinds
 from lab.models.decode_metrics import decode_metrics
 from lab.models.decode_step import KV_PRECISIONS, WEIGHT_PRECISIONS
-from lab.models import layer_kinds
 from lab.models.inputs import DecodeInputs
 from lab.models.memory import (
     DEFAULT_BUDGET_FRACTION,

@@ -33,6 +33,7 @@ from lab.models.decode_step import (
 )
 from lab.models.goodput import goodput_metrics, load_trace, per_request, simulate
 from lab.models.inputs import DecodeInputs
+from lab.models.layer_kinds import has_local_layers, layer_mix
 from lab.models.memory import kv_free_bytes
 from lab.models.prefill import chunk_sweep, prefill_metrics
 from lab.models.prefix import prefix_metrics
@@ -200,6 +201,9 @@ def check_goodput_inputs(trace, model, gpu, decode: DecodeConfig, c0_ms: float, 
     that leave no room for any KV cache."""
     if c0_ms == 0 and c1_ms == 0:
         raise LabInputError("c0 and c1 cannot both be 0 ms: prefill would take no time.")
+    if has_local_layers(model):
+        raise LabInputError(f"Experiment 7 reads every cached token in every layer, and "
+                            f"{model.name} has {layer_mix(model)}; experiments 1–4 model it.")
     longest = int(np.argmax(trace.prompt_tokens + trace.output_tokens))
     final = int(trace.prompt_tokens[longest] + trace.output_tokens[longest])
     if final > model.max_context:

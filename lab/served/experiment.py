@@ -17,7 +17,7 @@ from lab.experiments.base import Card, Experiment, Prediction
 from lab.served import gap
 from lab.served.calc import row_record, select_row, served_table
 from lab.served.explain import row_steps
-from lab.served.loader import SHIPPED_SOURCE
+from lab.served.loader import MAX_CONCURRENCY, SHIPPED_SOURCE
 from lab.units import fmt_number
 
 ALL = "all"
@@ -68,6 +68,9 @@ class FromFloorToServed(Experiment):
                           label="Mode", doc="agg: one pool; disagg: prefill and decode pools.")
     workload = param.Selector(default=ALL, objects=[ALL], check_on_set=False,
                               label="Workload (isl/osl)", doc="Show only this isl/osl.")
+    min_concurrency = param.Integer(default=1, bounds=(1, MAX_CONCURRENCY),
+                                    label="Concurrency at least",
+                                    doc="Show only rows with at least this many clients.")
     row = param.String(default="", label="Row id",
                        doc="The row shown in full (empty: the first shown).")
     below_floor_only = param.Boolean(default=False, label="Only rows below the floor",
@@ -106,6 +109,7 @@ class FromFloorToServed(Experiment):
                 if wanted not in set(values.tolist()):
                     raise LabInputError(f"There is no row with {name} {shown(wanted)}.")
                 keep &= values == wanted
+        keep &= np.asarray(table["concurrency"].values) >= self.min_concurrency
         if self.below_floor_only:
             keep &= np.asarray(table["below_floor"].values, dtype=bool)
         return keep
@@ -115,7 +119,7 @@ class FromFloorToServed(Experiment):
         keep = self.mask()
         if not keep.any():
             raise LabInputError("No row matches these filters; choose another model, GPU, "
-                                "engine, mode or workload.")
+                                "engine, mode, workload or a lower concurrency.")
         if self.row:
             index = select_row(table, self.row)
         else:

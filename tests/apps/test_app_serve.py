@@ -13,8 +13,9 @@ from lab_browser import (
 )
 from playwright.sync_api import expect
 
+from apps.ui.logins import LOGINS_ENV
 from cli.main import build_parser
-from cli.serve_cmd import SETUP_MODULE, app_script, panel_command
+from cli.serve_cmd import SETUP_MODULE, app_script, panel_command, server_environment
 from lab.errors import LabInputError
 
 
@@ -30,19 +31,23 @@ def test_panel_command_serves_the_app_as_the_index():
     assert cmd[1:5] == ["-m", "panel", "serve", str(script)]
     assert cmd[cmd.index("--index") + 1] == "inference_lab"
     assert cmd[cmd.index("--num-procs") + 1] == "2"
-    assert cmd[cmd.index("--basic-auth") + 1] == "secret"
-    assert "--cookie-secret" in cmd and "--warm" not in cmd
+    assert "--warm" not in cmd
+    assert not [part for part in cmd if "secret" in part or part.startswith("--cookie")]
     assert "0.0.0.0:5100" in cmd
     assert cmd[cmd.index("--setup") + 1] == str(REPO / "apps" / "ui" / "serve_setup.py")
     assert app_script(SETUP_MODULE).exists()
 
 
-def test_generated_cookie_secret_never_reads_as_a_flag():
-    """A random secret starting with '-' made ``panel serve`` exit with "expected one argument"
-    (urlsafe base64 starts with '-' once in 64 starts)."""
-    for _ in range(300):
-        cmd = panel_command(parse("--basic-auth", "secret"))
-        assert not cmd[cmd.index("--cookie-secret") + 1].startswith("-")
+def test_login_secrets_reach_the_server_by_its_environment_not_its_command_line():
+    """A command line is readable by every local user (``ps``); the environment is not."""
+    args = parse("--basic-auth", "secret", "--cookie-secret", "c00kie")
+    env = server_environment(args)
+    assert env == {LOGINS_ENV: "secret", "PANEL_BASIC_AUTH": "on", "PANEL_COOKIE_SECRET": "c00kie"}
+    assert not [part for part in panel_command(args) if "secret" in part or "c00kie" in part]
+    generated = {server_environment(parse("--basic-auth", "secret"))["PANEL_COOKIE_SECRET"]
+                 for _ in range(3)}
+    assert len(generated) == 3 and all(len(g) == 64 for g in generated)
+    assert server_environment(parse()) == {}
 
 
 def test_warm_pages_are_pages_of_the_lab():

@@ -202,3 +202,18 @@ def test_notebook_explorer_takes_any_dataset(document):
     assert (view.choices.x, view.choices.y) == ("b", "a")
     fig = view._area.objects[0].object
     assert len(fig.renderers[0].data_source.data["t"]) == 12
+
+
+def test_serve_datasets_points_the_list_at_a_folder(folder, monkeypatch, tmp_path):
+    from cli import serve_cmd
+    from cli.main import build_parser
+
+    calls = []
+    monkeypatch.delenv(catalog.DATASETS_ENV, raising=False)
+    monkeypatch.setattr(serve_cmd.os, "execv", lambda *a: calls.append(a))
+    args = build_parser().parse_args(["serve", "--datasets", str(folder)])
+    args.func(args)
+    assert calls and serve_cmd.os.environ[catalog.DATASETS_ENV] == str(folder.resolve())
+    assert "my-sweep" in catalog.dataset_names()
+    with pytest.raises(LabInputError, match="is not a folder"):
+        serve_cmd.checked_datasets(str(tmp_path / "nope"))

@@ -20,8 +20,9 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+import psutil
 import pytest
-from lab_browser import REPO, app_errors, free_port, server_log, start_server, stop_server
+from lab_browser import AUTH_PASSWORD, REPO, app_errors, free_port, server_log, start_server, stop_server
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
@@ -289,3 +290,17 @@ def test_no_page_sends_a_server_path(login_server):
     for name, text in received.items():
         for path in paths:
             assert path not in text, (name, path)
+
+
+def test_no_password_or_cookie_secret_on_the_servers_command_line(auth_lab_url):
+    """Every local user can read a process's command line (``ps``); the shared password and
+    the cookie secret reach the server through its environment instead."""
+    port = auth_lab_url.rsplit(":", 1)[1]
+    servers = [p for p in psutil.process_iter(["cmdline"])
+               if p.info["cmdline"] and "panel" in p.info["cmdline"]
+               and port in p.info["cmdline"]]
+    assert servers
+    for server in servers:
+        line = " ".join(server.info["cmdline"])
+        assert AUTH_PASSWORD not in line and "--cookie-secret" not in line
+        assert "--basic-auth" not in line

@@ -208,7 +208,9 @@ def test_sources_legend_gib_parts_and_chart_csv_inputs():
     exp = BatchBottleneck()
     view = ChartView(experiment=exp)
     text = chart_csv(*view.data[:2])
-    assert text.splitlines()[0].startswith("batch,")
+    lines = text.splitlines()
+    header = next(i for i, line in enumerate(lines) if not line.startswith("#"))
+    assert lines[header].startswith("batch,") and all(line.startswith("#") for line in lines[:header])
     assert "# model = llama-3.1-8b" in text and "# batch = 8" in text
     goodput = ChartView(experiment=GoodputContract())
     text = chart_csv(*goodput.data[:2])

@@ -30,17 +30,28 @@ REFERENCE_TOTALS = {
     # mixture of experts: the model cards' 46.7 B, 30.5 B, 15.7 B and 671 B
     "mixtral-8x7b": 46_702_792_704, "qwen3-30b-a3b": 30_532_122_624,
     "deepseek-v2-lite": 15_706_484_224, "deepseek-v3": 671_026_419_200,
+    # experiment 11's models: Qwen's 235 B; MiniMax's 230 B less its q/k norms and router bias
+    "qwen3-235b-a22b": 235_093_634_560, "minimax-m2.5": 228_689_304_576,
 }
+CHECKED_2026_12_06 = ("b300", "gb300", "qwen3-235b-a22b", "minimax-m2.5")
+"""Entries added for experiment 11, checked on that date."""
+LAYER_KIND_IDS = ["gpt-oss-20b", "gpt-oss-120b", "gemma-3-27b", "llama-4-scout",
+                  "llama-4-maverick"]
+"""Issue 26's models with sliding-window or chunked layers, after the others."""
+CHECKED_2026_12_06 += tuple(LAYER_KIND_IDS)
 
 
 def test_ids_exactly():
     assert list(gpu_catalog()) == GPU_IDS
-    assert list(model_catalog()) == MODEL_IDS + MOE_IDS
+    assert list(model_catalog()) == MODEL_IDS + MOE_IDS + LAYER_KIND_IDS
 
 
 def test_every_entry_has_source_and_date():
     for spec in [*gpu_catalog().values(), *model_catalog().values()]:
         assert spec.source, spec.id
+        if spec.id in CHECKED_2026_12_06:
+            assert spec.checked == "2026-12-06", spec.id
+            continue
         assert spec.checked == ("2026-12-03" if spec.id in MOE_IDS else "2026-10-16"), spec.id
     for model_id in MODEL_IDS:
         assert model_catalog()[model_id].checked == "2026-10-16", model_id

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from cli.main import main
+from lab.catalog import gpu_catalog, model_catalog
 from lab.errors import LabInputError
 from lab.models.decode_metrics import UNITS
 from lab.points.decode_family import DecodeConfig, calc_decode
@@ -100,7 +101,9 @@ def test_acceptance_cell_is_bit_identical(default_decode):
 def test_default_grid_shape(default_decode):
     ds = default_decode
     assert tuple(ds.dims) == DIMS
-    assert ds.sizes["model"] == 17 and ds.sizes["gpu"] == 16  # 13 dense, 4 MoE
+    # every catalog model and GPU: 13 dense, 4 MoE, issue 26's 5 with layer kinds, and the rest
+    assert ds.sizes["model"] == len(model_catalog()) and ds.sizes["gpu"] == len(gpu_catalog())
+    assert {"gpt-oss-120b", "gemma-3-27b", "llama-4-maverick"} <= set(ds.model.values)
     assert list(ds.tp.values) == [1, 2, 4, 8]
     assert list(ds.precision.values) == ["bf16", "fp8"]
     assert ds.batch.values[0] == 1 and ds.batch.values[-1] == 1024
@@ -145,7 +148,8 @@ def test_invalid_cells_are_nan_with_reason(default_decode):
     assert too_long["reason"].values.item() == Reason.CONTEXT_TOO_LONG
 
 
-@pytest.mark.parametrize("model", ["mixtral-8x7b", "deepseek-v2-lite"])
+@pytest.mark.parametrize("model", ["mixtral-8x7b", "deepseek-v2-lite", "gpt-oss-120b",
+                                   "gemma-3-27b", "llama-4-scout"])
 def test_moe_cells_equal_calc_decode(default_decode, model):
     """A MoE model's cells (experts touched, MLA's replicated latent) equal the point model's,
     in the default grid where its chunk may hold dense models too."""

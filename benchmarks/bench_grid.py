@@ -1,0 +1,159 @@
+"""The grid explorer on the ``large`` preset (2.06×10^8 cells) in headless Chromium.
+
+Serves the lab with ``--datasets DIR`` (``DIR/large.zarr`` must exist: compute it once with
+``inference-lab sweep --grid large --experiment decode --out DIR/large.zarr --scheduler
+threads``, ~40 s and 1.9 GB; not committed), opens ``?view=grid&dataset=large`` and measures:
+
+* **redraw**: from a selector or axis change (a click on a dropdown option, or an arrow key on
+  a slider) to the heatmap's data holding the new slice (polled on every animation frame), as
+  median and p90 over ``--changes`` changes cycling tp, precision, GPU, model and the axes;
+* **query**: choosing "the whole dataset at this model" as the query's scope (the best cells
+  and the Pareto frontier over one model's 1.2×10^7 cells) until the query's summary changes,
+  and whether the busy note showed meanwhile;
+* **rss**: the server process's resident memory after all of it (``VmRSS``).
+
+Usage: ``python benchmarks/bench_grid.py DIR [--changes 20] [--json FILE]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from playwright.sync_api import expect, sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+SIGNATURE = """() => { for (const doc of Bokeh.documents)
+  for (const m of doc._all_models.values())
+    if (m.type === 'ColumnDataSource' && m.data.step_time_s && m.data.batch)
+      return JSON.stringify([m.data.batch.slice(0, 3), m.data.context.slice(0, 3),
+                             Array.from(m.data.step_time_s).slice(0, 50)]);
+  return null; }"""
+"""What identifies the heatmap on screen (its axes' first labels and first 50 values)."""
+
+BUSY_WATCH = """() => { window.__busySeen = false; clearInterval(window.__busyTimer);
+  window.__busyTimer = setInterval(() => { for (const doc of Bokeh.documents)
+    for (const m of doc._all_models.values())
+      if (m.visible && Array.isArray(m.css_classes) && m.css_classes.includes('lab-busy-note'))
+        window.__busySeen = true; }, 20); }"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of process ``pid``, MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def choose(page, name: str, option_text: str) -> None:
+    """Open the dropdown of input ``name`` and click the option reading ``option_text``."""
+    page.locator(f".lab-grid-{name} [role=combobox]").first.click()
+    page.locator("li[role=option]").filter(has_text=option_text).first.click()
+
+
+def timed_change(page, action) -> float:
+    """Seconds from ``action()`` to the heatmap showing other data."""
+    before = page.evaluate(SIGNATURE)
+    start = time.perf_counter()
+    action()
+    page.wait_for_function(f"(b) => {{ const s = ({SIGNATURE})(); return s !== null && "
+                           "s !== b; }", arg=before, timeout=60_000, polling="raf")
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("datasets", help="folder holding large.zarr")
+    parser.add_argument("--changes", type=int, default=20)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    port = free_port()
+    log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in the finally below)
+    server = subprocess.Popen([sys.executable, "-m", "lab", "serve", "--port", str(port),
+                               "--address", "127.0.0.1", "--datasets", args.datasets],
+                              stdout=subprocess.DEVNULL, stderr=log)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(base + "/liveness", timeout=2)
+            break
+        except OSError:
+            time.sleep(0.5)
+    results: dict = {}
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM,
+                                        args=["--no-sandbox", "--disable-gpu"])
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            start = time.perf_counter()
+            page.goto(base + "/?view=grid&dataset=large", timeout=120_000)
+            page.wait_for_function(f"() => ({SIGNATURE})() !== null", timeout=120_000)
+            results["first_load_s"] = round(time.perf_counter() - start, 3)
+            slider = page.locator(".lab-grid-tp [role=slider]").first
+            steps = [
+                ("tp slider right", lambda: (slider.focus(), slider.press("ArrowRight"))),
+                ("precision fp8", lambda: choose(page, "precision", "fp8")),
+                ("gpu H200", lambda: choose(page, "gpu", "H200")),
+                ("x context", lambda: choose(page, "x", "[context]")),
+                ("model Llama 3.1 70B", lambda: choose(page, "model", "Llama 3.1 70B")),
+                ("tp slider left", lambda: (slider.focus(), slider.press("ArrowLeft"))),
+                ("precision bf16", lambda: choose(page, "precision", "bf16")),
+                ("x batch", lambda: choose(page, "x", "[batch]")),
+                ("gpu H100 SXM", lambda: choose(page, "gpu", "H100 SXM")),
+                ("model Llama 3.1 8B", lambda: choose(page, "model", "Llama 3.1 8B")),
+            ]
+            times = []
+            for k in range(args.changes):
+                label, action = steps[k % len(steps)]
+                times.append((label, timed_change(page, action)))
+                page.wait_for_timeout(300)
+            seconds = sorted(t for _, t in times)
+            results["redraw"] = {
+                "changes": len(seconds),
+                "median_ms": round(statistics.median(seconds) * 1e3, 1),
+                "p90_ms": round(seconds[int(0.9 * (len(seconds) - 1))] * 1e3, 1),
+                "each_ms": [(label, round(t * 1e3, 1)) for label, t in times]}
+            summary = page.locator(".lab-grid-summary").first
+            before = summary.inner_text()
+            page.evaluate(BUSY_WATCH)
+            start = time.perf_counter()
+            choose(page, "scope", "at this model")
+            expect(summary).not_to_have_text(before, timeout=60_000)
+            results["query_one_model"] = {
+                "seconds": round(time.perf_counter() - start, 3),
+                "summary": summary.inner_text(),
+                "busy_note_seen": page.evaluate("() => window.__busySeen")}
+            results["server_rss_mb"] = round(rss_mb(server.pid), 1)
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+    results["dataset"] = "large preset: 17 models x 16 GPUs x 4 tp x 2 precisions x 1024 " \
+                         "batches x 121 contexts (2.06e8 cells), chunks of 1x1x4x2x1x1024x121"
+    results["machine"] = f"{os.cpu_count()} cores"
+    text = json.dumps(results, indent=2)
+    print(text)
+    if args.json:
+        Path(args.json).write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""Experiment 11's page at the Bokeh-document level (no browser): the default row's cards, the
+filters, the stacked terms of the selected row, an upload read in memory, a bad upload as one
+escaped sentence, the metric definitions, and the inputs kept in the URL."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl
+
+import holoviews as hv
+import panel as pn
+import pytest
+from bokeh.document import Document
+from panel.io.location import Location
+from panel.io.state import set_curdoc
+
+from apps.ui.cards import cards_html
+from apps.ui.served_page import DEFINITIONS, ServedPage
+
+ROW = "2026_04_06_llama_3_1_70b_h200_sxm_vllm_fp8_agg_1024x1024_c64_tp4_ep1_628"
+TINY = (b"id,backend,model_path,system,mode,isl,osl,batch_size,tp_size,silicon_ttft_ms,"
+        b"silicon_tpot_ms\n"
+        b"a,vllm,llama-3.1-8b,h100-sxm,agg,1024,1024,8,1,50,8\n"
+        b"b,vllm,llama-3.1-8b,h100-sxm,agg,2048,1024,8,1,90,9\n")
+
+
+@pytest.fixture(scope="module")
+def view():
+    doc = Document()
+    with set_curdoc(doc):
+        page = ServedPage()
+        page.__panel__().get_root(doc)
+        yield page
+    pn.state._locations.pop(doc, None)
+
+
+def test_served_page(view):
+    exp = view.experiment
+    assert exp.error is None and exp.result["selected"]["id"] == ROW
+    html = cards_html(exp.cards())
+    assert "16.07 ms" in html and "1,835 of 5,221" in html
+    bars = view._bar(None)
+    assert isinstance(bars, hv.Bars)
+    terms = {row[1] for row in bars.data.itertuples(index=False)}
+    assert {"floor", "prefill interleaved into the step", "fixed time per step",
+            "queue behind (c − 1)/2 prefills", "measured"} <= terms
+    assert "*inter-token\nlatency*" in DEFINITIONS and "*Concurrency*" in DEFINITIONS
+    # a filter narrows the rows; a row the lab does not model says why
+    exp.param.update(model="deepseek-v3", row="")
+    assert exp.error is None and exp.result["selected"]["model"] == "deepseek-v3"
+    exp.param.update(model="all", row="minimaxm2_5_b300_vllm_fp8_agg_8192x1024_c128_cfg733")
+    assert view.flag.object == ""
+    fp4 = next(i for i, r in zip(exp.table()["id"].values, exp.table()["reason"].values,
+                                 strict=True) if "FP4" in str(r))
+    exp.row = str(fp4)
+    assert "Not modelled: needs FP4 weights" in view.flag.object
+    # your own rows, read in memory and refitted
+    view.upload._file.filename = "mine.csv"
+    view.upload._file.value = TINY
+    assert exp.error is None and exp.result["rows"] == 2
+    assert "mine.csv" in view.upload._status.object
+    # a bad file: one sentence, escaped; the data in force stays
+    view.upload._file.filename = "<img src=x onerror=alert(1)>.csv"
+    view.upload._file.value = TINY.replace(b",agg,1024", b",both,1024")
+    status = view.upload._status.object
+    assert "row 1, column mode" in status and "<img" not in status
+    assert exp.result["rows"] == 2
+    view.upload._use_shipped(None)
+    assert exp.measurements is None and exp.error is None and exp.result["rows"] == 5221
+
+
+def _query(document) -> dict[str, str]:
+    return dict(parse_qsl(pn.state._locations[document].search[1:]))
+
+
+def test_a_link_sets_the_filters_and_a_bad_value_is_one_sentence(document):
+    pn.state._locations[document] = Location(search="?view=served&model=qwen3-32b&gpu=h100-sxm")
+    page = ServedPage()
+    page.__panel__().get_root(document)
+    exp = page.experiment
+    assert (exp.model, exp.gpu) == ("qwen3-32b", "h100-sxm") and exp.error is None
+    exp.engine = "vllm"
+    assert _query(document)["engine"] == "vllm"
+    pn.state._locations[document] = Location(search="?view=served&model=nope")
+    page = ServedPage()
+    page.__panel__().get_root(document)
+    assert page.experiment.model == "all"
+    assert "model=nope" in page.message.object
