@@ -51,7 +51,8 @@ def register(subparsers) -> None:
     for name, description in EXPERIMENTS.items():
         parser = subparsers.add_parser(name, help=description.split(":")[0],
                                        description=description)
-        add_decode_flags(parser, allreduce=name in ("decode", "tp"))
+        add_decode_flags(parser, allreduce=name in ("decode", "tp"),
+                         expert_parallel=name in ("decode", "tp", "precision"))
         if name == "decode":
             parser.add_argument("--measured-attention", action="store_true",
                                 help="also show the measured decode attention kernel (real H100 "

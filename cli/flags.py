@@ -19,7 +19,9 @@ DECODE_FLAGS: dict[str, dict] = {
     "tp": {"type": int, "default": DEFAULTS.tp, "help": "tensor-parallel degree: 1, 2, 4 or 8"},
     "precision": {"default": DEFAULTS.precision,
                   "help": "linear-layer precision: bf16 or fp8 (calc decode|memory|tp also "
-                          "mxfp4 or nvfp4: FP4 weights with block scales, on a GPU with FP4)"},
+                          "mxfp4 or nvfp4: FP4 weights with block scales, on a GPU with FP4; "
+                          "or mxfp4-experts: a mixture of experts' routed experts MXFP4 and "
+                          "the rest BF16, as gpt-oss ships)"},
     "batch": {"type": int, "default": DEFAULTS.batch,
               "help": "sequences decoding together, 1-1024"},
     "context": {"type": int, "default": DEFAULTS.context,
@@ -50,9 +52,19 @@ def add_flags(parser: argparse.ArgumentParser, names, title: str) -> None:
                            if key not in names})
 
 
-def add_decode_flags(parser: argparse.ArgumentParser, *, allreduce: bool = False) -> None:
-    """Add the decode configuration flags (model, GPU, tp, precision, batch, context, memory)."""
+def add_decode_flags(parser: argparse.ArgumentParser, *, allreduce: bool = False,
+                     expert_parallel: bool = False) -> None:
+    """Add the decode configuration flags (model, GPU, tp, precision, batch, context, memory);
+    ``--ep`` too when ``expert_parallel``."""
     add_flags(parser, tuple(DECODE_FLAGS), "decode configuration")
+    if expert_parallel:
+        group = parser.add_argument_group("expert parallelism")
+        group.add_argument("--ep", type=int, default=DEFAULTS.ep,
+                           help="expert-parallel degree (1, 2, 4 or 8; a mixture of experts "
+                           "only): E/ep routed experts to each of ep groups of tp GPUs, the "
+                           "batch spread over the groups, and the all-to-all dispatch and "
+                           "combine added to the step as an extension, uniform routing "
+                           "(ep × tp at most 8 GPUs; default: %(default)s)")
     if allreduce:
         group = parser.add_argument_group("all-reduce extension")
         group.add_argument("--allreduce", action="store_true",
@@ -68,7 +80,7 @@ def decode_config(args: argparse.Namespace) -> DecodeConfig:
         model=args.model, gpu=args.gpu, tp=args.tp, precision=args.precision,
         batch=args.batch, context=args.context, budget=args.budget,
         reserve_gb=args.reserve_gb, page=args.page, kv_precision=args.kv_precision,
-        allreduce=getattr(args, "allreduce", False),
+        ep=getattr(args, "ep", DEFAULTS.ep), allreduce=getattr(args, "allreduce", False),
         allreduce_latency_us=getattr(args, "allreduce_latency_us",
                                      DEFAULTS.allreduce_latency_us),
     )

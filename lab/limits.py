@@ -21,6 +21,11 @@ MAX_TP = max(TP_DEGREES)
 """Largest tensor-parallel degree accepted, GPUs: the range check stops at the largest modelled
 degree, so no value passes it and then fails validity for its size (a degree inside the range
 that is not modelled, or that the model's heads do not divide, gets the validity sentence)."""
+EP_DEGREES = (1, 2, 4, 8)
+"""Expert-parallel degrees the lab models, groups of ``tp`` GPUs."""
+MAX_LAYOUT_GPUS = 8
+"""Most GPUs of an ``ep × tp`` layout: one 8-GPU node, whose interconnect (the catalog's
+``interconnect_gbps``) carries the all-to-all; beyond it the traffic crosses a network."""
 BUDGET_RANGE = (0.01, 1.0)
 """Accepted memory budget, share of capacity."""
 MAX_RESERVE_GB = 100_000

@@ -103,6 +103,12 @@ def test_calc_measured_reads_the_packaged_measurements(wheel_env):
     assert record["schema_version"] == 1 and record["selected"]
 
 
+def test_calc_served_reads_the_packaged_serving_rows(wheel_env):
+    record = json.loads(_run([str(wheel_env[1] / "inference-lab"), "calc", "served", "--json"],
+                             wheel_env).stdout)
+    assert record["counts"]["rows"] == 5221 and record["counts"]["modelled"] > 0
+
+
 def test_default_sweep_then_open_dataset(wheel_env):
     """The default sweep writes all five grids to the user cache; ``open_dataset`` reads one."""
     result = _run([str(wheel_env[1] / "inference-lab"), "sweep", "--scheduler", "threads"],

@@ -107,11 +107,8 @@ def phase_lines(fig: figure, lines: xr.Dataset, step_line: GlyphRenderer) -> Col
         line = lean(fig.line("batch", name, source=source, color=color, line_width=2,
                              line_dash=dash))
         items.append(LegendItem(label=label, renderers=[line]))
-    fig.add_layout(Legend(items=items, location="top_left", padding=4, margin=4,
-                          spacing=2, background_fill_alpha=0.85))
-    themed(fig)
-    fig.legend[0].update(background_fill_alpha=0.85, label_text_font_size="0.85em",
-                         spacing=2)
+    fig.add_layout(Legend(items=items, location="top_left", padding=4, margin=4))
+    themed(fig)  # the page theme's legend style: the browser then leaves it alone
     return source
 
 
@@ -220,8 +217,8 @@ def batch_chart(lines: xr.Dataset, ds: xr.Dataset, batch: int, ridge_batch: floa
     """One figure of ``variable``: ``lines`` drawn, ``batch`` (in ``ds``) highlighted."""
     fig, ticker = new_figure(chart_title(title), axis_label(ds["batch"]),
                              axis_label(ds[variable]), HEIGHT, log_x=True)
-    fig.add_layout(Title(text=SUBTITLE, text_font_size="0.9em", text_font_style="italic",
-                         text_color="rgba(0, 0, 0, 0.6)"), "above")
+    fig.add_layout(Title(text=SUBTITLE), "above")
+    themed(fig)  # the second line styled as the first, as the page's theme would
     series = ColumnDataSource(source_data(lines, variable))
     current = ColumnDataSource(source_data(ds.sel(batch=[batch]), variable))
     markers, point = series_with_current(fig, series, current, variable, color, HIGHLIGHT)

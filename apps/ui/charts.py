@@ -23,6 +23,7 @@ from bokeh.models import (
     GlyphRenderer,
     Grid,
     Legend,
+    Title,
 )
 from bokeh.plotting import figure
 
@@ -209,7 +210,8 @@ def themed(fig: figure) -> figure:
     fig.update(**style["figure"])
     if fig.title is not None:
         fig.title.update(**style["title"])
-    kinds = ((Axis, "axis"), (Grid, "grid"), (Legend, "legend"), (ColorBar, "colorbar"))
+    kinds = ((Axis, "axis"), (Grid, "grid"), (Legend, "legend"), (ColorBar, "colorbar"),
+             (Title, "title"))  # a title's second line (batch_chart) too
     # The figure's side panels and centre hold these; ``fig.select`` would walk every model
     # the figure references (about 10 ms a call).
     for model in (*fig.above, *fig.below, *fig.left, *fig.right, *fig.center):

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from lab.arrays import ArrayLike, nan_mask
 from lab.models.decode_step import decode_step
+from lab.models.expert_parallel import all_to_all_bytes_per_gpu, all_to_all_time
 from lab.models.inputs import DecodeInputs
 from lab.models.memory import memory_fit, sequence_capacity
+from lab.models.moe import no_expert_parallelism
 from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S, allreduce_time
 from lab.points.validity import decode_reason
 
@@ -28,6 +30,8 @@ UNITS = {
     "attention_compute_time_s": ("attention compute time", "s"),
     "attention_time_s": ("attention phase time", "s"),
     "allreduce_time_s": ("all-reduce time (extension)", "s"),
+    "all_to_all_bytes_per_gpu": ("all-to-all dispatch + combine bytes per GPU", "B"),
+    "all_to_all_time_s": ("all-to-all time (extension)", "s"),
     "step_time_s": ("ideal decode step time", "s"),
     "aggregate_tokens_per_s": ("aggregate decode ceiling", "tokens/s"),
     "per_sequence_tokens_per_s": ("per-sequence decode rate", "tokens/s"),
@@ -70,19 +74,34 @@ def decode_metrics(
     Returns
     -------
     dict
-        Keys as in :data:`UNITS` plus ``valid`` (bool) and ``reason`` (int code).
+        Keys as in :data:`UNITS` plus ``valid`` (bool) and ``reason`` (int code); the
+        ``all_to_all_*`` keys only with expert parallelism (``inputs.ep`` not the number 1).
+
+    With ``inputs.ep > 1`` the all-to-all extension (:func:`~lab.models.expert_parallel.
+    all_to_all_time`: dispatch and combine, uniform routing) is always added to the step, the
+    all-reduces are those of one group's ``B/ep`` tokens, and the rate per GPU divides by
+    ``ep·tp``.
     """
-    model, gpu, tp = inputs.model, inputs.gpu, inputs.tp
+    model, gpu, tp, ep = inputs.model, inputs.gpu, inputs.tp, inputs.ep
     reason = decode_reason(model, gpu, tp, inputs.precision, inputs.context)
     valid = reason == 0
     # Invalid cells are NaN: one low-dimensional mask (1 or NaN) multiplies the base terms, and
     # every quantity derived from them (step, rates, remaining memory) inherits it.
     mask = nan_mask(valid)
-    extra = (allreduce_time(model, gpu, tp, inputs.batch, allreduce_latency_s) * mask
+    expert_parallel = not no_expert_parallelism(ep)
+    group_batch = inputs.batch / ep if expert_parallel else inputs.batch
+    extra = (allreduce_time(model, gpu, tp, group_batch, allreduce_latency_s) * mask
              if allreduce else 0.0)
-    out = decode_step(inputs, extra_time_s=extra, mask=mask)
+    a2a = all_to_all_time(model, gpu, inputs.batch, ep, tp) * mask if expert_parallel else 0.0
+    out = decode_step(inputs, extra_time_s=extra + a2a if expert_parallel else extra,
+                      mask=mask)
     out["allreduce_time_s"] = extra if allreduce else 0.0 * mask
-    out["aggregate_tokens_per_s_per_gpu"] = out["aggregate_tokens_per_s"] / tp
+    if expert_parallel:
+        out["all_to_all_bytes_per_gpu"] = all_to_all_bytes_per_gpu(model, inputs.batch, ep,
+                                                                   tp) * mask
+        out["all_to_all_time_s"] = a2a
+    out["aggregate_tokens_per_s_per_gpu"] = out["aggregate_tokens_per_s"] / (
+        tp * ep if expert_parallel else tp)
     out.update(memory_fit(inputs, mask=mask))
     out.update(sequence_capacity(inputs, mask=mask))
     out["valid"] = valid

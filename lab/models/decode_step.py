@@ -21,6 +21,11 @@ reads, linear FLOPs, KV reads and attention FLOPs from :mod:`lab.models.moe` and
 model keeps the expressions above, bit for bit. A model with sliding-window or chunked layers
 reads, per sequence, :func:`lab.models.layer_kinds.effective_context` tokens in place of ``S``
 (its layer-tokens read over ``L``: each layer kind reads what its mask lets it see).
+
+With expert parallelism (``inputs.ep > 1``, a mixture of experts) ``B`` is the whole
+``ep × tp`` layout's batch: one GPU's linear FLOPs and KV reads are those of ``B/ep``
+sequences, its weight reads :func:`lab.models.moe.step_weight_bytes` with ``ep``
+(:mod:`lab.models.expert_parallel`). At ``ep = 1`` every expression above is unchanged.
 """
 
 from __future__ import annotations
@@ -36,13 +41,21 @@ from lab.limits import TP_DEGREES  # noqa: F401  (re-exported: the degrees are a
 from lab.models import kv_shapes, moe
 from lab.models.inputs import DecodeInputs
 from lab.models.layer_kinds import effective_context
-from lab.models.weight_formats import FP4_FORMATS, any_fp4, fp4_bytes, is_fp4
+from lab.models.weight_formats import (
+    EXPERT_ONLY_FORMATS,
+    FP4_FORMATS,
+    any_fp4,
+    fp4_bytes,
+    is_fp4,
+)
 
 PRECISIONS = ("bf16", "fp8")
 """Linear-layer precisions of the decode family's pages and grids."""
-WEIGHT_PRECISIONS = (*PRECISIONS, *FP4_FORMATS)
+WEIGHT_PRECISIONS = (*PRECISIONS, *FP4_FORMATS, *EXPERT_ONLY_FORMATS)
 """Every linear-layer precision a decode-family point accepts: also MXFP4 and NVFP4 weights
-(block scales counted: :mod:`lab.models.weight_formats`), which need an FP4 peak."""
+(block scales counted: :mod:`lab.models.weight_formats`), which need an FP4 peak, and
+``"mxfp4-experts"`` (a mixture of experts' routed experts MXFP4, the rest BF16, as gpt-oss
+ships; BF16 arithmetic), which reads as BF16 wherever no routed expert is concerned."""
 KV_BYTES_PER_ELEMENT = 2
 """The default (BF16) KV cache: 2 bytes per element."""
 KV_PRECISIONS = ("bf16", "fp8")
@@ -101,9 +114,11 @@ def attention_flops_per_token(model) -> ArrayLike:
     return 4 * model.layers * model.heads * model.head_dim
 
 
-def linear_phase(model, gpu, *, tp: ArrayLike, precision: ArrayLike, batch: ArrayLike) -> dict:
+def linear_phase(model, gpu, *, tp: ArrayLike, precision: ArrayLike, batch: ArrayLike,
+                 ep: ArrayLike = 1) -> dict:
     """Weight reads, FLOPs and the phase floor of the linear layers for one decode step of
-    ``batch`` sequences at tensor-parallel degree ``tp`` and weight precision ``precision``.
+    ``batch`` sequences at tensor-parallel degree ``tp`` and weight precision ``precision``
+    (``ep > 1``: a mixture of experts over ``ep`` groups, ``batch`` the whole layout's).
 
     Returns ``linear_weight_bytes`` (B), ``linear_flops`` (FLOP), ``hbm_time_s``,
     ``linear_compute_time_s``, ``linear_time_s`` (s) and ``linear_compute_bound`` (bool).
@@ -114,8 +129,11 @@ def linear_phase(model, gpu, *, tp: ArrayLike, precision: ArrayLike, batch: Arra
                 linear_flops_per_token(model) * batch / tp)
 
     def moe_terms() -> tuple:
-        return (1.0 * moe.step_weight_bytes(model, tp, precision, batch),
-                moe.linear_flops(model, tp, batch))
+        if moe.no_expert_parallelism(ep):
+            return (1.0 * moe.step_weight_bytes(model, tp, precision, batch),
+                    moe.linear_flops(model, tp, batch))
+        return (1.0 * moe.step_weight_bytes(model, tp, precision, batch, ep),
+                moe.linear_flops(model, tp, batch / ep))
 
     weight_bytes, flops = by_kind(model, dense_terms, moe_terms)
     hbm_time = weight_bytes / gpu.hbm_bw
@@ -214,9 +232,10 @@ def decode_step(
     ``per_sequence_tokens_per_s`` and ``ridge_batch``.
     """
     model, gpu, tp, batch = inputs.model, inputs.gpu, inputs.tp, inputs.batch
-    out = linear_phase(model, gpu, tp=tp, precision=inputs.precision, batch=batch)
+    out = linear_phase(model, gpu, tp=tp, precision=inputs.precision, batch=batch, ep=inputs.ep)
+    group_batch = batch if moe.no_expert_parallelism(inputs.ep) else batch / inputs.ep
     out.update(attention_phase(model, gpu, tp=tp,
-                               kv_tokens=batch * effective_context(model, inputs.context),
+                               kv_tokens=group_batch * effective_context(model, inputs.context),
                                kv_precision=inputs.kv_precision))
     out = apply_mask(out, mask)
     step = out["linear_time_s"] + out["attention_time_s"]

@@ -48,6 +48,11 @@ class DecodeInputs:
     kv_precision
         Precision of the KV cache, ``"bf16"`` (2 bytes per element, the default) or ``"fp8"``
         (1 byte): FP8 halves KV bytes per token, per page and per step's KV reads.
+    ep
+        Expert-parallel degree, groups of ``tp`` GPUs (default 1: none). With ``ep > 1`` (a
+        mixture of experts) ``batch`` is the whole ``ep × tp`` layout's: each group runs the
+        attention of ``batch/ep`` sequences and holds ``E/ep`` routed experts
+        (:mod:`lab.models.expert_parallel`); every per-GPU figure is one GPU's.
     """
 
     model: Any
@@ -60,6 +65,7 @@ class DecodeInputs:
     reserve_bytes: ArrayLike = DEFAULT_RESERVE_BYTES
     page: ArrayLike = DEFAULT_PAGE_TOKENS
     kv_precision: ArrayLike = "bf16"
+    ep: ArrayLike = 1
 
     def with_(self, **changes) -> DecodeInputs:
         """A copy with ``changes`` applied."""

@@ -14,6 +14,10 @@ A mixture-of-experts or MLA model (:class:`~lab.catalog.moe_spec.MoESpec`) holds
 (:func:`lab.models.moe.resident_weight_bytes`: MLA down-projections and routers whole on every
 GPU) and its KV per GPU from :func:`lab.models.kv_shapes.kv_bytes_per_token_per_gpu` (MLA's
 latent replicated, not split by tp).
+
+With expert parallelism (``ep > 1``, :mod:`lab.models.expert_parallel`) a GPU holds ``E/ep``
+of the routed experts (``resident_weight_bytes`` with ``ep``) and the KV of ``B/ep`` of the
+layout's ``B`` sequences; ``max_seqs`` counts the whole layout, ``ep`` groups.
 """
 
 from __future__ import annotations
@@ -37,12 +41,12 @@ def pages(context: ArrayLike, page: ArrayLike) -> ArrayLike:
     return ceil_div(context + 1, page)
 
 
-def params_bytes(model, tp: ArrayLike, precision: ArrayLike) -> ArrayLike:
+def params_bytes(model, tp: ArrayLike, precision: ArrayLike, ep: ArrayLike = 1) -> ArrayLike:
     """Resident parameter bytes per GPU, every parameter (every expert) at the uniform
-    precision (B)."""
+    precision (B); a mixture of experts over ``ep`` groups holds ``E/ep`` experts a group."""
     return by_kind(model,
                    lambda: 1.0 * model.total_params * bytes_per_weight(precision) / tp,
-                   lambda: 1.0 * moe.resident_weight_bytes(model, tp, precision))
+                   lambda: 1.0 * moe.resident_weight_bytes(model, tp, precision, ep))
 
 
 def kv_bytes_per_sequence(model, tp: ArrayLike, context: ArrayLike, page: ArrayLike,
@@ -101,10 +105,11 @@ def free_memory(budget: ArrayLike, weights: ArrayLike, reserve_bytes: ArrayLike)
 
 def kv_free_bytes(model, gpu, *, tp: ArrayLike, precision: ArrayLike,
                   budget_fraction: ArrayLike = DEFAULT_BUDGET_FRACTION,
-                  reserve_bytes: ArrayLike = DEFAULT_RESERVE_BYTES) -> ArrayLike:
+                  reserve_bytes: ArrayLike = DEFAULT_RESERVE_BYTES,
+                  ep: ArrayLike = 1) -> ArrayLike:
     """Bytes left for the KV cache on one GPU for a model and GPU (B): experiment 2's free."""
-    return free_memory(memory_budget(gpu, budget_fraction), params_bytes(model, tp, precision),
-                       reserve_bytes)
+    return free_memory(memory_budget(gpu, budget_fraction),
+                       params_bytes(model, tp, precision, ep), reserve_bytes)
 
 
 def memory_fit(inputs: DecodeInputs, mask: ArrayLike | None = None) -> dict:
@@ -117,9 +122,10 @@ def memory_fit(inputs: DecodeInputs, mask: ArrayLike | None = None) -> dict:
     ``fits`` (bool).
     """
     model, tp, page = inputs.model, inputs.tp, inputs.page
+    group_batch = inputs.batch if moe.no_expert_parallelism(inputs.ep) else inputs.batch / inputs.ep
     out = apply_mask({
-        "memory_params_bytes": params_bytes(model, tp, inputs.precision),
-        "memory_kv_bytes": inputs.batch * kv_bytes_per_sequence(model, tp, inputs.context, page,
+        "memory_params_bytes": params_bytes(model, tp, inputs.precision, inputs.ep),
+        "memory_kv_bytes": group_batch * kv_bytes_per_sequence(model, tp, inputs.context, page,
                                                                inputs.kv_precision),
         "memory_budget_bytes": memory_budget(inputs.gpu, inputs.budget_fraction),
         "memory_reserve_bytes": inputs.reserve_bytes * 1.0,
@@ -154,7 +160,8 @@ def sequence_capacity(inputs: DecodeInputs, mask: ArrayLike | None = None) -> di
     ``mask`` (1 or NaN per cell) is applied to every number. Returns
     ``kv_bytes_per_sequence``, ``free_for_kv_bytes``, ``page_waste_bytes_per_sequence`` (bytes
     of padding in the last page, B), ``max_sequences`` (count; 0 when the weights alone do not
-    fit) and ``weights_fit`` (bool).
+    fit; with ``ep > 1`` the whole layout's, ``ep`` times one group's) and ``weights_fit``
+    (bool).
     """
     model, tp, context, page = inputs.model, inputs.tp, inputs.context, inputs.page
     held_tokens = pages(context, page) * page
@@ -163,7 +170,7 @@ def sequence_capacity(inputs: DecodeInputs, mask: ArrayLike | None = None) -> di
                                                        inputs.kv_precision),
         "free_for_kv_bytes": kv_free_bytes(model, inputs.gpu, tp=tp, precision=inputs.precision,
                                            budget_fraction=inputs.budget_fraction,
-                                           reserve_bytes=inputs.reserve_bytes),
+                                           reserve_bytes=inputs.reserve_bytes, ep=inputs.ep),
         "page_waste_bytes_per_sequence": by_kind(
             model, lambda: _waste_bytes(model, tp, held_tokens - (context + 1),
                                         inputs.kv_precision),
@@ -171,6 +178,8 @@ def sequence_capacity(inputs: DecodeInputs, mask: ArrayLike | None = None) -> di
     }, mask)
     free = out["free_for_kv_bytes"]
     max_seqs = where(free > 0, np.floor(free / out["kv_bytes_per_sequence"]), 0.0)
+    if not moe.no_expert_parallelism(inputs.ep):  # every group holds as many
+        max_seqs = inputs.ep * max_seqs
     out["max_sequences"] = max_seqs if mask is None else max_seqs * mask
     out["weights_fit"] = free > 0
     return out

@@ -23,7 +23,17 @@ of the ``E``, independently of the other tokens, so an expert is missed by one t
 probability ``1 − k/E`` and by all ``B`` with ``(1 − k/E)^B``. Real routers are skewed (some
 experts are hot), which makes fewer distinct experts per step: ``n(B)`` is the uniform-routing
 expectation, an upper end of what a skewed router reads. Routed experts are split across the
-``tp`` GPUs like the dense MLP (tensor parallelism, not expert parallelism).
+``tp`` GPUs like the dense MLP (tensor parallelism), or with expert parallelism ``ep > 1``
+``E/ep`` to each of ``ep`` groups of ``tp`` GPUs (:mod:`lab.models.expert_parallel`)::
+
+    W_ep     = (N_rep + (N_read − R − N_rep)/tp) · bytes(rest) + R/(ep·tp) · bytes(experts)
+    mem_ep   = the same with P_total and every routed expert (biases included) for R
+
+``R`` the routed-expert weights (``M·n(B)·3·d·F_e`` read, ``M·E·(3·d·F_e + biases)`` held): a
+group holds ``E/ep`` experts and, by symmetry under uniform routing, reads ``n(B)/ep`` of
+them. ``bytes(rest)`` and ``bytes(experts)`` are both ``bytes(p)`` except for an expert-only
+format (``"mxfp4-experts"``: BF16 rest, MXFP4 experts; :mod:`lab.models.weight_formats`).
+At ``ep = 1`` with one format the expressions above are used, bit for bit.
 """
 
 from __future__ import annotations
@@ -33,12 +43,20 @@ import numpy as np
 from lab.arrays import ArrayLike, where
 from lab.catalog.moe_params import (
     active_linear_params,
+    expert_bias_params,
+    expert_weights,
     replicated_linear_params,
     routed_linear_params,
     shared_linear_params,
 )
 from lab.catalog.moe_spec import moe_field
-from lab.models.weight_formats import any_fp4, fp4_bytes
+from lab.models.weight_formats import (
+    any_fp4,
+    expert_format,
+    fp4_bytes,
+    is_expert_only,
+    rest_format,
+)
 
 ROUTING_ASSUMPTION = (
     "Uniform routing assumed: each token picks its k of the E experts uniformly at random, "
@@ -80,11 +98,39 @@ def all_experts_params(model) -> ArrayLike:
     return shared_linear_params(model) + routed_linear_params(model, moe_field(model, "experts"))
 
 
-def all_experts_weight_bytes(model, tp: ArrayLike, precision: ArrayLike) -> ArrayLike:
+def all_experts_weight_bytes(model, tp: ArrayLike, precision: ArrayLike,
+                             ep: ArrayLike = 1) -> ArrayLike:
     """Weight bytes one GPU reads in a decode step that touches every routed expert (B): the
     ceiling :func:`step_weight_bytes` rises to as the batch grows, :func:`all_experts_params`
-    as one GPU holds them (MLA down-projections and routers whole, the rest ``/tp``)."""
-    return _per_gpu(model, all_experts_params(model), tp) * bytes_per_element(precision)
+    as one GPU holds them (MLA down-projections and routers whole, the rest ``/tp``; routed
+    experts ``/(ep·tp)``)."""
+    return layout_weight_bytes(model, all_experts_params(model),
+                               routed_linear_params(model, moe_field(model, "experts")),
+                               tp, precision, ep)
+
+
+def no_expert_parallelism(ep: ArrayLike) -> bool:
+    """True when ``ep`` is the single number 1 (no expert parallelism)."""
+    return np.ndim(ep) == 0 and ep == 1
+
+
+def routed_resident_params(model) -> ArrayLike:
+    """Parameters of every routed expert of every MoE layer, biases included (count):
+    ``M·E·(3·d·F_e + expert biases)``; 0 for a model without experts."""
+    return (moe_field(model, "moe_layers") * moe_field(model, "experts")
+            * (expert_weights(model) + expert_bias_params(model)))
+
+
+def layout_weight_bytes(model, params: ArrayLike, routed: ArrayLike, tp: ArrayLike,
+                        precision: ArrayLike, ep: ArrayLike = 1) -> ArrayLike:
+    """Bytes one GPU of an ``ep × tp`` layout holds (or reads) of ``params`` weights, ``routed``
+    of them routed experts (B): ``(N_rep + (params − routed − N_rep)/tp)·bytes(rest)
+    + routed/(ep·tp)·bytes(experts)``; at ``ep = 1`` with one format
+    ``(N_rep + (params − N_rep)/tp)·bytes(p)``, bit for bit."""
+    if no_expert_parallelism(ep) and not is_expert_only(precision):
+        return _per_gpu(model, params, tp) * bytes_per_element(precision)
+    rest = _per_gpu(model, params - routed, tp) * bytes_per_element(rest_format(precision))
+    return rest + routed / (ep * tp) * bytes_per_element(expert_format(precision))
 
 
 def _per_gpu(model, params: ArrayLike, tp: ArrayLike) -> ArrayLike:
@@ -93,22 +139,33 @@ def _per_gpu(model, params: ArrayLike, tp: ArrayLike) -> ArrayLike:
     return replicated + (params - replicated) / tp
 
 
-def step_weight_bytes(model, tp: ArrayLike, precision: ArrayLike, batch: ArrayLike) -> ArrayLike:
+def step_weight_bytes(model, tp: ArrayLike, precision: ArrayLike, batch: ArrayLike,
+                      ep: ArrayLike = 1) -> ArrayLike:
     """Weight bytes one GPU reads in a decode step of ``batch`` tokens (B).
 
     Attention, dense and shared weights once, plus the routed experts the batch touches
-    (:func:`experts_touched`); MLA down-projections and routers whole, the rest ``/tp``.
+    (:func:`experts_touched`); MLA down-projections and routers whole, the rest ``/tp``; with
+    expert parallelism the touched experts ``/(ep·tp)`` (``batch``: the whole layout's).
     """
-    return _per_gpu(model, step_weight_params(model, batch), tp) * bytes_per_element(precision)
+    if no_expert_parallelism(ep) and not is_expert_only(precision):
+        return _per_gpu(model, step_weight_params(model, batch), tp) * bytes_per_element(precision)
+    experts = np.maximum(moe_field(model, "experts"), 1)
+    routed = routed_linear_params(
+        model, experts_touched(experts, moe_field(model, "experts_per_token"), batch))
+    return layout_weight_bytes(model, step_weight_params(model, batch), routed, tp, precision, ep)
 
 
-def resident_weight_bytes(model, tp: ArrayLike, precision: ArrayLike) -> ArrayLike:
+def resident_weight_bytes(model, tp: ArrayLike, precision: ArrayLike,
+                          ep: ArrayLike = 1) -> ArrayLike:
     """Parameter bytes one GPU holds: every expert, every parameter (B).
 
     ``(N_rep + (P_total − N_rep)/tp) · bytes(p)``: memory holds all ``E`` experts of every MoE
-    layer whatever the batch; MLA's down-projections and the routers whole on every GPU.
+    layer whatever the batch; MLA's down-projections and the routers whole on every GPU. With
+    expert parallelism or an expert-only format, :func:`layout_weight_bytes` with every routed
+    expert (:func:`routed_resident_params`): a GPU holds ``E/ep`` experts, each ``/tp``.
     """
-    return _per_gpu(model, model.total_params, tp) * bytes_per_element(precision)
+    return layout_weight_bytes(model, model.total_params, routed_resident_params(model), tp,
+                               precision, ep)
 
 
 def linear_flops(model, tp: ArrayLike, batch: ArrayLike) -> ArrayLike:

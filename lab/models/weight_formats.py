@@ -37,6 +37,30 @@ FP4_FORMATS = ("mxfp4", "nvfp4")
 FORMAT_NAMES = {"bf16": "BF16", "fp8": "FP8", "mxfp4": "MXFP4", "nvfp4": "NVFP4", "int4": "INT4"}
 """Each format's name in prose."""
 
+EXPERT_ONLY_FORMATS = {"mxfp4-experts": ("bf16", "mxfp4")}
+"""Precisions that store a mixture of experts' routed experts in one format and every other
+linear weight in another, ``name: (rest, experts)``: ``"mxfp4-experts"`` is gpt-oss as it
+ships (MXFP4 routed experts; attention, routers, embeddings and LM head BF16). Arithmetic runs
+at the rest's peak (BF16): the FP4 experts are dequantised in the kernel, as vLLM's Marlin
+MXFP4 MoE kernel does on Hopper, so no FP4 peak is needed."""
+
+
+def is_expert_only(precision: ArrayLike) -> bool:
+    """True when ``precision`` is one name of :data:`EXPERT_ONLY_FORMATS` (a single string)."""
+    return isinstance(precision, str) and precision in EXPERT_ONLY_FORMATS
+
+
+def rest_format(precision: str) -> str:
+    """Format of the linear weights that are not routed experts: ``"bf16"`` for
+    ``"mxfp4-experts"``, ``precision`` itself otherwise."""
+    return EXPERT_ONLY_FORMATS[precision][0] if is_expert_only(precision) else precision
+
+
+def expert_format(precision: str) -> str:
+    """Format of the routed experts' weights: ``"mxfp4"`` for ``"mxfp4-experts"``,
+    ``precision`` itself otherwise."""
+    return EXPERT_ONLY_FORMATS[precision][1] if is_expert_only(precision) else precision
+
 
 def bits_per_weight(fmt: str) -> float:
     """Bits one weight of ``fmt`` takes, its block scale's share included (bits)."""

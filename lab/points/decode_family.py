@@ -16,6 +16,7 @@ from lab.catalog import GPUSpec, ModelSpec, get_gpu, get_model
 from lab.errors import LabInputError
 from lab.limits import (  # the decode family's limits, re-exported for the flags and the grids
     BUDGET_RANGE,
+    EP_DEGREES,
     MAX_ALLREDUCE_LATENCY_US,
     MAX_BATCH,
     MAX_CONTEXT,
@@ -27,6 +28,7 @@ from lab.limits import (  # the decode family's limits, re-exported for the flag
 from lab.models import layer_kinds
 from lab.models.decode_metrics import decode_metrics
 from lab.models.decode_step import KV_PRECISIONS, WEIGHT_PRECISIONS
+from lab.models.expert_parallel import UNIFORM_ROUTING
 from lab.models.inputs import DecodeInputs
 from lab.models.memory import (
     DEFAULT_BUDGET_FRACTION,
@@ -35,7 +37,12 @@ from lab.models.memory import (
     full_length_kv_bytes_per_sequence,
 )
 from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S
-from lab.points.validity import Reason, check_decode_point, check_range, explain
+from lab.points.validity import (
+    check_decode_point,
+    check_range,
+    expert_layout_problem,
+    explain,
+)
 from lab.units import GB, US, US_PER_S
 
 
@@ -67,6 +74,7 @@ class DecodeConfig:
     allreduce: bool = False
     allreduce_latency_us: float = DEFAULT_ALLREDUCE_LATENCY_S * US_PER_S
     kv_precision: str = "bf16"
+    ep: int = 1
 
     def resolved(self) -> tuple[ModelSpec, GPUSpec]:
         """The model and GPU records, loading files where paths were given."""
@@ -77,6 +85,7 @@ class DecodeConfig:
         check_range("batch", self.batch, 1, MAX_BATCH, unit="sequences")
         check_range("context", self.context, 1, MAX_CONTEXT, unit="tokens")
         check_range("tp", self.tp, 1, MAX_TP)
+        check_range("ep", self.ep, 1, max(EP_DEGREES))
         check_range("budget", self.budget, *BUDGET_RANGE, integer=False, unit="of capacity")
         check_range("reserve", self.reserve_gb, 0, MAX_RESERVE_GB, integer=False, unit="GB")
         check_range("page", self.page, 1, MAX_PAGE, unit="tokens")
@@ -94,7 +103,7 @@ class DecodeConfig:
         """This configuration as :class:`~lab.models.inputs.DecodeInputs` (SI units) for the
         resolved ``model`` and ``gpu``; ``fields`` replace any of its fields (e.g. grid axes)."""
         values = {"tp": self.tp, "precision": self.precision, "batch": self.batch,
-                  "context": self.context, "kv_precision": self.kv_precision,
+                  "context": self.context, "kv_precision": self.kv_precision, "ep": self.ep,
                   **memory_options(self.budget, self.reserve_gb, self.page)}
         values.update(fields)
         return DecodeInputs(model, gpu, **values)
@@ -126,6 +135,8 @@ def _metrics(config: DecodeConfig, model: ModelSpec, gpu: GPUSpec, *, tp: int,
     raw = decode_metrics(config.decode_inputs(model, gpu, tp=tp, precision=precision),
                          **config.allreduce_options())
     record = {key: to_python(value) for key, value in raw.items()}
+    if config.ep > 1:
+        record["uniform_routing"] = UNIFORM_ROUTING
     if record["valid"]:
         record["linear_bottleneck"] = "compute" if record["linear_compute_bound"] else "hbm"
     else:
@@ -135,9 +146,19 @@ def _metrics(config: DecodeConfig, model: ModelSpec, gpu: GPUSpec, *, tp: int,
 
 def _inputs(config: DecodeConfig, model: ModelSpec, gpu: GPUSpec) -> dict:
     inputs = asdict(config)
+    if config.ep == 1:  # no expert parallelism: the record of before ep existed, key for key
+        del inputs["ep"]
     inputs["model"], inputs["gpu"] = model.id, gpu.id
     inputs["reserve_bytes"] = config.reserve_gb * GB
     return inputs
+
+
+def check_expert_layout(model, gpu, tp: int, ep: int, precision: str) -> None:
+    """Raise :class:`LabInputError` with one sentence if the ``ep × tp`` layout or an
+    expert-only precision does not apply to ``model`` on ``gpu``."""
+    problem = expert_layout_problem(model, gpu, tp, ep, precision)
+    if problem:
+        raise LabInputError(problem)
 
 
 def prepare(config: DecodeConfig) -> tuple[ModelSpec, GPUSpec]:
@@ -145,6 +166,7 @@ def prepare(config: DecodeConfig) -> tuple[ModelSpec, GPUSpec]:
     config.check_ranges()
     model, gpu = config.resolved()
     check_decode_point(model, gpu, config.tp, config.precision, config.context)
+    check_expert_layout(model, gpu, config.tp, config.ep, config.precision)
     if config.allreduce and config.tp > 1 and np.isnan(gpu.interconnect_bw):
         raise LabInputError(f"{gpu.name} has no interconnect bandwidth, so the all-reduce "
                             "extension cannot be estimated.")
@@ -182,10 +204,14 @@ def calc_tp(config: DecodeConfig, degrees: tuple[int, ...] = TP_DEGREES) -> dict
     config.check_ranges()
     model, gpu = config.resolved()
     check_decode_point(model, gpu, 1, config.precision, config.context)
+    check_expert_layout(model, gpu, 1, config.ep, config.precision)
     records = []
     base_step = None
     for tp in degrees:
-        code = int(Reason.VALID)
+        layout = expert_layout_problem(model, gpu, tp, config.ep, config.precision)
+        if layout:
+            records.append({"tp": tp, "valid": False, "reason": layout})
+            continue
         record = _metrics(config, model, gpu, tp=tp, precision=config.precision)
         code = record["reason"]
         entry = {"tp": tp, "valid": record["valid"]}
@@ -206,6 +232,7 @@ def calc_precision(config: DecodeConfig) -> dict:
     model, gpu = config.resolved()
     check_decode_point(model, gpu, config.tp, "bf16", config.context)
     check_decode_point(model, gpu, config.tp, "fp8", config.context)
+    check_expert_layout(model, gpu, config.tp, config.ep, "bf16")
     bf16 = _metrics(config, model, gpu, tp=config.tp, precision="bf16")
     fp8 = _metrics(config, model, gpu, tp=config.tp, precision="fp8")
     return {

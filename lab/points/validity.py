@@ -14,9 +14,9 @@ import numpy as np
 from lab.arrays import ArrayLike, where
 from lab.catalog.moe_spec import moe_field
 from lab.errors import LabInputError, shown, shown_number
-from lab.limits import TP_DEGREES
+from lab.limits import EP_DEGREES, MAX_LAYOUT_GPUS, TP_DEGREES
 from lab.models.decode_step import WEIGHT_PRECISIONS
-from lab.models.weight_formats import FORMAT_NAMES, any_fp4, is_fp4
+from lab.models.weight_formats import FORMAT_NAMES, any_fp4, is_expert_only, is_fp4
 
 
 class Reason(IntEnum):
@@ -102,6 +102,33 @@ def check_decode_point(model, gpu, tp: int, precision: str, context: int) -> Non
     code = int(decode_reason(model, gpu, tp, precision, context))
     if code:
         raise LabInputError(explain(code, model, gpu, tp, precision, context))
+
+
+def expert_layout_problem(model, gpu, tp: int, ep: int, precision: str = "bf16") -> str | None:
+    """One sentence saying why an ``ep × tp`` layout (or an expert-only precision) does not
+    apply to ``model`` on ``gpu``, or None when it does (always None at ``ep = 1`` with a
+    uniform precision)."""
+    experts = int(moe_field(model, "experts"))
+    if is_expert_only(precision) and experts == 0:
+        return (f"{model.name} has no routed experts, so '{precision}' (MXFP4 experts, BF16 "
+                "rest) does not apply; use bf16, fp8, mxfp4 or nvfp4.")
+    if ep == 1:
+        return None
+    if ep not in EP_DEGREES:
+        return f"ep {ep} is not one of {', '.join(map(str, EP_DEGREES))}."
+    if experts == 0:
+        return (f"{model.name} has no routed experts, so expert parallelism does not apply; "
+                "use ep 1.")
+    if experts % ep:
+        return (f"ep {ep} does not divide the {experts} routed experts of {model.name}, so "
+                "they cannot be spread evenly over the expert-parallel groups.")
+    if ep * tp > MAX_LAYOUT_GPUS:
+        return (f"ep {ep} × tp {tp} is {ep * tp} GPUs, more than the {MAX_LAYOUT_GPUS} GPUs of "
+                "one node whose interconnect the all-to-all is modelled over.")
+    if np.isnan(gpu.interconnect_bw):
+        return (f"{gpu.name} has no interconnect bandwidth, so the all-to-all of expert "
+                "parallelism cannot be estimated; use ep 1.")
+    return None
 
 
 def check_range(name: str, value, low, high=None, *, integer: bool = True, unit: str = "") -> None:

@@ -50,8 +50,8 @@ class FromFloorToServed(Experiment):
         "name (CUDA graphs, speculative decoding, an FP8 KV cache). The floors are experiment "
         "1's ideal decode step and one request's ideal prefill; the terms are formulas with at "
         "most two fitted coefficients per metric and engine × GPU × mode, fitted without the "
-        "row's own workload. Rows needing FP4 weights, expert or attention data parallelism, "
-        "gpt-oss, hybrid or sparse attention, or INT4 experts are counted, not modelled."
+        "row's own workload. Rows needing expert or attention data parallelism, gpt-oss, hybrid "
+        "or sparse attention, or INT4 experts are counted, not modelled."
     )
     sources = (
         f"Measured serving latency: {SHIPPED_SOURCE} (github.com/ai-dynamo/aiconfigurator).",
@@ -180,4 +180,6 @@ class FromFloorToServed(Experiment):
         """Every modelled row the filters keep, with measured, predicted and each term."""
         table = self.table()
         keep = self.mask() & np.asarray(table["modelled"].values, dtype=bool)
-        return table[list(CHART_VARIABLES)].isel(row=np.flatnonzero(keep))
+        ds = table[list(CHART_VARIABLES)].isel(row=np.flatnonzero(keep)).reset_coords(drop=True)
+        ds["row"].attrs = {"long_name": "row of the data", "units": "1"}
+        return ds

@@ -27,6 +27,7 @@ from lab.models.decode_step import attention_phase, decode_step, linear_phase
 from lab.models.inputs import DecodeInputs
 from lab.models.memory import memory_fit
 from lab.models.parallel import allreduce_time
+from lab.models.weight_formats import FORMAT_NAMES, FP4_FORMATS
 
 GPU_OF_SYSTEM = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200",
                  "b300_sxm": "b300", "gb200": "gb200", "gb300": "gb300"}
@@ -37,6 +38,7 @@ MODEL_OF_PATH = {
     "meta-llama/Llama-3.1-70B": "llama-3.1-70b",
     "Qwen/Qwen3-32B": "qwen3-32b",
     "nvidia/Qwen3-32B-NVFP4": "qwen3-32b",
+    "nvidia/Llama-3.1-8B-Instruct-NVFP4": "llama-3.1-8b",
     "Qwen/Qwen3-235B-A22B-FP8": "qwen3-235b-a22b",
     "deepseek-ai/DeepSeek-V3": "deepseek-v3",
     "deepseek-ai/DeepSeek-R1": "deepseek-v3",
@@ -52,8 +54,8 @@ REFUSED_MODELS = {
                               "model",
     "zhipuai/GLM-5": "DeepSeek sparse attention (an indexer picks the keys), which the lab does "
                      "not model",
-    "moonshotai/Kimi-K2.5": "INT4 routed experts beside BF16 attention and shared weights "
-                            "(one weight format per layer kind), which the lab does not model yet",
+    "moonshotai/Kimi-K2.5": "Kimi-K2.5 is not in the lab's catalog yet (its INT4 routed experts "
+                            "beside BF16 attention need one weight format per layer kind)",
 }
 """Checkpoints the lab refuses, with the reason."""
 FP8_FORMATS = ("fp8", "fp8_block")
@@ -104,6 +106,10 @@ def precision_of(listed: str, gemm: str, moe_quant: str, model_path: str) -> str
         return "bf16"
     if formats <= {"fp8", *FP8_FORMATS}:
         return "fp8"
+    if formats <= {"fp4", "nvfp4"}:
+        return "nvfp4"  # the rows' FP4 is NVIDIA's NVFP4 (lab.models.weight_formats)
+    if formats <= {"fp4", "mxfp4"}:
+        return "mxfp4"
     return next(f for f in (listed, gemm, moe_quant) if f and f not in ("fp8", *FP8_FORMATS))
 
 
@@ -116,9 +122,9 @@ def reason_for(row: dict, model_id: str, gpu_id: str, precision: str) -> str:
         return f"model {path} is not in the lab's catalog"
     if not gpu_id:
         return f"GPU {row['system']} is not in the lab's catalog"
-    if precision in ("fp4", "nvfp4", "mxfp4"):
-        return "needs FP4 weights (NVFP4) (issue 26)"
-    if precision not in ("bf16", "fp8"):
+    if precision in FP4_FORMATS and not get_gpu(gpu_id).has_fp4:
+        return f"{FORMAT_NAMES[precision]} weights on a GPU without an FP4 peak"
+    if precision not in ("bf16", "fp8", *FP4_FORMATS):
         return f"weight format {precision} is not modelled"
     if row["concurrency"] < 1:
         return "the row does not state its concurrency"

@@ -51,17 +51,20 @@ def test_every_row_is_modelled_or_has_a_reason(table):
     modelled = table["modelled"].values
     reasons = table["reason"].values.astype(str)
     assert np.all((reasons == "") == modelled)
-    assert modelled.sum() == 1835
+    assert modelled.sum() == 2426
     assert np.all(np.isfinite(table["tpot_floor_ms"].values[modelled]))
     assert np.all(np.isnan(table["tpot_floor_ms"].values[~modelled]))  # never guessed
-    assert (reasons == "needs FP4 weights (NVFP4) (issue 26)").sum() > 1000
+    assert (reasons == "needs expert parallelism (issue 26)").sum() > 1000
+    nvfp4 = table["precision"].values.astype(str) == "nvfp4"
+    assert (modelled & nvfp4).sum() > 500  # NVFP4 weights from lab.models.weight_formats
 
 
 def test_an_empty_precision_is_the_checkpoints():
     assert precision_of("", "", "", "meta-llama/Llama-3.1-8B-Instruct") == "bf16"
     assert precision_of("", "", "", "nvidia/Llama-3.1-8B-Instruct-FP8") == "fp8"
     assert precision_of("fp8", "fp8_block", "fp8_block", "x") == "fp8"
-    assert precision_of("fp4", "nvfp4", "nvfp4", "x") == "fp4"
+    assert precision_of("fp4", "nvfp4", "nvfp4", "x") == "nvfp4"
+    assert precision_of("int4", "int4_wo", "int4_wo", "x") == "int4"
 
 
 def test_a_dense_rows_floors_and_terms_by_hand(table):
@@ -138,8 +141,8 @@ def test_the_summary_reports_errors_and_targets(table):
         terms, floor = errors[metric]["floor_plus_terms"], errors[metric]["floor"]
         assert terms["median"] < floor["median"]  # the terms close most of the gap
         assert set(errors[metric]["met"]) == {"median", "p90"}
-    assert result["counts"]["modelled"] == 1835
-    assert sum(result["counts"]["not_modelled"].values()) == 5221 - 1835
+    assert result["counts"]["modelled"] == 2426
+    assert sum(result["counts"]["not_modelled"].values()) == 5221 - 2426
     below = result["below_floor"]
     assert below and all("impossible as labelled" in r["below_floor_sentence"] for r in below)
 
