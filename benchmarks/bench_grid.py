@@ -33,9 +33,11 @@ from playwright.sync_api import expect, sync_playwright
 CHROMIUM = "/usr/bin/chromium"
 SIGNATURE = """() => { for (const doc of Bokeh.documents)
   for (const m of doc._all_models.values())
-    if (m.type === 'ColumnDataSource' && m.data.step_time_s && m.data.batch)
-      return JSON.stringify([m.data.batch.slice(0, 3), m.data.context.slice(0, 3),
-                             Array.from(m.data.step_time_s).slice(0, 50)]);
+    if (m.type === 'ColumnDataSource' && m.data.step_time_s) {
+      const [a, b] = Object.keys(m.data);
+      return JSON.stringify([a, b, Array.from(m.data[a]).slice(0, 3),
+                             Array.from(m.data[b]).slice(0, 3),
+                             Array.from(m.data.step_time_s).slice(0, 50)]); }
   return null; }"""
 """What identifies the heatmap on screen (its axes' first labels and first 50 values)."""
 
@@ -63,7 +65,11 @@ def rss_mb(pid: int) -> float:
 def choose(page, name: str, option_text: str) -> None:
     """Open the dropdown of input ``name`` and click the option reading ``option_text``."""
     page.locator(f".lab-grid-{name} [role=combobox]").first.click()
-    page.locator("li[role=option]").filter(has_text=option_text).first.click()
+    try:
+        page.locator("li").filter(has_text=option_text).first.click(timeout=10_000)
+    except Exception:
+        page.screenshot(path="/tmp/gridlab-bench-fail.png", full_page=True)
+        raise
 
 
 def timed_change(page, action) -> float:

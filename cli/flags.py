@@ -65,6 +65,8 @@ def add_decode_flags(parser: argparse.ArgumentParser, *, allreduce: bool = False
                            "batch spread over the groups, and the all-to-all dispatch and "
                            "combine added to the step as an extension, uniform routing "
                            "(ep × tp at most 8 GPUs; default: %(default)s)")
+    else:
+        parser.set_defaults(ep=DEFAULTS.ep)
     if allreduce:
         group = parser.add_argument_group("all-reduce extension")
         group.add_argument("--allreduce", action="store_true",

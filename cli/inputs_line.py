@@ -14,9 +14,10 @@ import argparse
 from lab.catalog import get_gpu, get_model
 from lab.points.serving import CONTEXT_DEFAULTS, PREFILL_DEFAULTS
 
-DECODE = ("tp", "precision", "batch", "context", "budget", "reserve_gb", "page", "kv_precision")
+DECODE = ("tp", "precision", "batch", "context", "budget", "reserve_gb", "page", "kv_precision",
+          "ep")
 """Decode-configuration inputs after the model and GPU."""
-SHOWN_WHEN_SET = {"kv_precision": "bf16"}
+SHOWN_WHEN_SET = {"kv_precision": "bf16", "ep": 1}
 """Inputs named only when they differ from this default (added after the line was fixed, so
 every earlier line reads as before)."""
 

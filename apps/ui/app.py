@@ -16,6 +16,7 @@ import panel_material_ui as pmui
 from apps.ui.browser_state import CARRIED, BrowserState, follow_browser
 from apps.ui.derivation import DerivationView
 from apps.ui.grid import GridExplorer
+from apps.ui.input_extras import catalog_names
 from apps.ui.landing import landing_page
 from apps.ui.pages import (
     DERIVATION,
@@ -81,8 +82,10 @@ def carried_values(content, dark: bool) -> dict[str, str]:
     exp = getattr(content, "experiment", None)
     values = {}
     for name in CARRIED:
-        if exp is not None and name in exp.param and accepts(exp.param[name],
-                                                             value := getattr(exp, name)):
+        if exp is None or name not in exp.param:
+            continue
+        value, ids = getattr(exp, name), catalog_names(name)  # model, GPU: catalog ids only
+        if accepts(exp.param[name], value) and (ids is None or value in ids.values()):
             values[name] = str(value)
     values["theme"] = "dark" if dark else "default"
     return values

@@ -99,8 +99,10 @@ def terms_bar(record: dict) -> hv.Bars:
                          record.get(f"{key}_term_{term}_ms") or 0.0))
         rows.append((f"{metric} measured", "measured", record.get(f"{key}_measured_ms") or 0.0))
     return hv.Bars(rows, ["bar", "term"], "ms").opts(
-        stacked=True, responsive=True, height=320, invert_axes=True, tools=["hover"],
-        legend_position="bottom", title="The selected row: floor + terms against the measurement",
+        stacked=True, responsive=True, height=380, invert_axes=True, tools=["hover"],
+        legend_position="bottom", legend_opts={"ncols": 1, "nrows": "auto", "label_text_font_size": "10px",
+                                               "margin": 0, "padding": 4},  # fits a phone
+        title="The selected row: floor + terms against the measurement",
         backend_opts=CANVAS, xlabel="", ylabel="ms")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lab.catalog import GPUSpec, ModelSpec
-from lab.catalog.moe_params import active_linear_params
+from lab.catalog.moe_params import active_linear_params, shared_linear_params
 from lab.catalog.moe_spec import MoESpec
 from lab.models import kv_shapes, layer_kinds
 from lab.models.decode_step import bytes_per_weight, kv_bytes_per_token, linear_params, peak_flops
@@ -20,9 +20,10 @@ from lab.models.moe import (
     all_experts_weight_bytes,
     bytes_per_element,
     experts_touched,
+    routed_expert_weights,
     step_weight_params,
 )
-from lab.models.weight_formats import is_fp4
+from lab.models.weight_formats import expert_format, is_expert_only, is_fp4, rest_format
 from lab.units import (
     MIB,
     MS_PER_S,
@@ -56,6 +57,17 @@ def weight_bytes_text(precision: str) -> str:
     """Bytes per weight as a derivation writes it: ``2``, ``1``, or ``0.53125`` (MXFP4)."""
     value = bytes_per_weight(precision)
     return f"{int(value)}" if float(value).is_integer() else f"{float(value):g}"
+
+
+def split_weights_text(params: int, routed: int, tp: int, ep: int, precision: str,
+                       what: str) -> str:
+    """``params`` weights, ``routed`` of them routed experts, as one GPU of an ``ep × tp``
+    layout holds or reads them, in an expert-only format or with expert parallelism:
+    ``(N − R) params × 2 B / tp + R expert params × 0.53125 B / (ep × tp)``."""
+    experts_split = f"({ep} × {tp})" if ep > 1 else f"{tp}"
+    return (f"{fmt_int(params - routed)} other params × {weight_bytes_text(rest_format(precision))}"
+            f" B / {tp} + {fmt_int(routed)} {what} params × "
+            f"{weight_bytes_text(expert_format(precision))} B / {experts_split}")
 
 
 def peak_name(precision: str) -> str:
@@ -135,20 +147,44 @@ def decode_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
              f"{fmt_gflop(record['attention_flops'])} / GPU"),
         _attention_phase_step(record),
     ]
-    return steps + _step_and_memory(record, model, batch)
+    return steps + _step_and_memory(record, model, batch, gpu)
 
 
-def _step_and_memory(record: dict, model: ModelSpec, batch: int) -> list[Step]:
+def all_to_all_step(record: dict, model: MoESpec, gpu: GPUSpec) -> Step:
+    """The all-to-all extension of an ``ep × tp`` record: dispatch and combine bytes per GPU
+    over one direction of the interconnect (:mod:`lab.models.expert_parallel`)."""
+    inputs = record["inputs"]
+    ep, tp, batch = inputs["ep"], inputs["tp"], inputs["batch"]
+    return Step("All-to-all (extension)",
+                f"2 × {model.moe_layers} MoE layers × {batch:,} × {model.experts_per_token} "
+                f"experts × ({ep} − 1)/{ep} × {model.hidden:,} × 2 B / ({ep} × {tp}) = "
+                f"{fmt_number(record['all_to_all_bytes_per_gpu'] / MIB)} MiB per GPU, / "
+                f"{_tbps(gpu.interconnect_bw / 2)} one direction (uniform routing)",
+                fmt_ms(record["all_to_all_time_s"]))
+
+
+def _group_batch(record: dict) -> str:
+    """The batch one ``tp`` group runs: ``8`` or, with expert parallelism, ``64/4``."""
+    inputs = record["inputs"]
+    ep = inputs.get("ep", 1)
+    return f"{inputs['batch']:,}" if ep == 1 else f"{inputs['batch']:,}/{ep}"
+
+
+def _step_and_memory(record: dict, model: ModelSpec, batch: int,
+                     gpu: GPUSpec | None = None) -> list[Step]:
     """The step floor, the aggregate ceiling and the memory card, any model."""
     steps: list[Step] = []
     step_terms = (f"{fmt_number(record['linear_time_s'] * MS_PER_S)} + "
                   f"{fmt_number(record['attention_time_s'] * MS_PER_S)}")
     if record.get("allreduce_time_s"):
         steps.append(Step("All-reduce (extension)",
-                          f"2 × {model.layers} layers × ring all-reduce of {batch:,} × "
-                          f"{model.hidden:,} × 2 B",
+                          f"2 × {model.layers} layers × ring all-reduce of "
+                          f"{_group_batch(record)} × {model.hidden:,} × 2 B",
                           fmt_ms(record["allreduce_time_s"])))
         step_terms += f" + {fmt_number(record['allreduce_time_s'] * MS_PER_S)}"
+    if record.get("all_to_all_time_s") and gpu is not None:
+        steps.append(all_to_all_step(record, model, gpu))
+        step_terms += f" + {fmt_number(record['all_to_all_time_s'] * MS_PER_S)}"
     steps += [
         Step("Step floor", step_terms, fmt_ms(record["step_time_s"])),
         Step("Aggregate ceiling", f"{batch:,} / {record['step_time_s']:.6f} s",
@@ -191,6 +227,7 @@ def _moe_decode_steps(record: dict, model: MoESpec, gpu: GPUSpec, peak_name: str
     inputs = record["inputs"]
     tp, batch, context, precision = (inputs["tp"], inputs["batch"], inputs["context"],
                                      inputs["precision"])
+    ep = inputs.get("ep", 1)
     kv_precision = inputs.get("kv_precision", "bf16")
     nbytes = weight_bytes_text(precision)
     n_read = round(float(step_weight_params(model, batch)))
@@ -211,35 +248,41 @@ def _moe_decode_steps(record: dict, model: MoESpec, gpu: GPUSpec, peak_name: str
             *_local_read_steps(record, model, batch, context, kv_tok_gpu, kv_split, per_pair, tp),
             _attention_phase_step(record),
         ]
-        return steps + _step_and_memory(record, model, batch)
+        return steps + _step_and_memory(record, model, batch, gpu)
+    reads = (f"{fmt_int(n_read)} params (shared + touched experts) × {nbytes} B, / {tp} "
+             "(routers and MLA down-projections whole)")
+    every = (f"{fmt_int(n_all)} params (shared + all {model.experts} experts) × {nbytes} B, "
+             f"/ {tp} (routers and MLA down-projections whole)")
+    flops_batch = f"{batch:,}"
+    if ep > 1 or is_expert_only(precision):
+        shared = int(shared_linear_params(model))
+        reads = split_weights_text(n_read, n_read - shared, tp, ep, precision, "touched-expert")
+        every = split_weights_text(n_all, n_all - shared, tp, ep, precision, "expert")
+        flops_batch = _group_batch(record)
     steps = [
         Step("Experts touched per MoE layer",
              f"{model.experts} × (1 − (1 − {model.experts_per_token}/{model.experts})^{batch:,}) "
              "(uniform routing)", f"{touched:.2f} of {model.experts}"),
-        Step("Linear weight reads",
-             f"{fmt_int(n_read)} params (shared + touched experts) × {nbytes} B, / {tp} "
-             "(routers and MLA down-projections whole)",
-             f"{fmt_gb(record['linear_weight_bytes'])} / GPU"),
-        Step("Weight reads once every expert is read",
-             f"{fmt_int(n_all)} params (shared + all {model.experts} experts) × {nbytes} B, "
-             f"/ {tp} (routers and MLA down-projections whole)",
-             f"{fmt_gb(all_experts_weight_bytes(model, tp, precision))} / GPU "
+        Step("Linear weight reads", reads, f"{fmt_gb(record['linear_weight_bytes'])} / GPU"),
+        Step("Weight reads once every expert is read", every,
+             f"{fmt_gb(all_experts_weight_bytes(model, tp, precision, ep))} / GPU "
              "(the ceiling as the batch grows)"),
-        Step("Linear FLOPs", f"2 × {fmt_int(n_act)} active params × {batch:,}, / {tp}",
+        Step("Linear FLOPs", f"2 × {fmt_int(n_act)} active params × {flops_batch}, / {tp}",
              f"{fmt_gflop(record['linear_flops'])} / GPU"),
         *_linear_time_steps(record, gpu, peak_name, peak, bottleneck),
         *_mla_kv_steps(model, kv_precision),
-        *(_local_read_steps(record, model, batch, context, kv_tok_gpu, kv_split, per_pair, tp)
+        *(_local_read_steps(record, model, flops_batch, context, kv_tok_gpu, kv_split,
+                            per_pair, tp)
           if layer_kinds.has_local_layers(model) else [
-              Step("KV reads", f"{batch:,} × {context:,} × {kv_tok_gpu:,} B{kv_split}",
+              Step("KV reads", f"{flops_batch} × {context:,} × {kv_tok_gpu:,} B{kv_split}",
                    f"{fmt_gb(record['kv_read_bytes'])} / GPU"),
               Step("Attention FLOPs",
                    f"{fmt_int(per_pair)} FLOP per pair{' (MLA, absorbed)' if mla else ''} × "
-                   f"{batch:,} × {context:,} / {tp}",
+                   f"{flops_batch} × {context:,} / {tp}",
                    f"{fmt_gflop(record['attention_flops'])} / GPU")]),
         _attention_phase_step(record),
     ]
-    return steps + _step_and_memory(record, model, batch)
+    return steps + _step_and_memory(record, model, batch, gpu)
 
 
 def _read_terms(model: MoESpec, context: int) -> str:
@@ -257,8 +300,8 @@ def _read_terms(model: MoESpec, context: int) -> str:
     return " + ".join(terms)
 
 
-def _local_read_steps(record: dict, model: MoESpec, batch: int, context: int, kv_tok_gpu: int,
-                      kv_split: str, per_pair: int, tp: int) -> list[Step]:
+def _local_read_steps(record: dict, model: MoESpec, batch: int | str, context: int,
+                      kv_tok_gpu: int, kv_split: str, per_pair: int, tp: int) -> list[Step]:
     """KV reads and attention FLOPs of a model with sliding-window or chunked layers: each
     layer kind reads what its mask sees (:mod:`lab.models.layer_kinds`)."""
     read = int(layer_kinds.read_layer_tokens(model, context))
@@ -266,10 +309,13 @@ def _local_read_steps(record: dict, model: MoESpec, batch: int, context: int, kv
     return [
         Step("Layer mix", "", layer_kinds.layer_mix(model)),
         Step("Layer-tokens read per sequence", _read_terms(model, context), f"{read:,}"),
-        Step("KV reads", f"{batch:,} × {read:,} × {per_layer:,} B per layer-token{kv_split}",
+        Step("KV reads", f"{batch:,} × {read:,} × {per_layer:,} B per layer-token{kv_split}"
+             if isinstance(batch, int) else
+             f"{batch} × {read:,} × {per_layer:,} B per layer-token{kv_split}",
              f"{fmt_gb(record['kv_read_bytes'])} / GPU"),
         Step("Attention FLOPs",
-             f"{fmt_int(per_pair // model.layers)} FLOP per pair and layer × {batch:,} × "
+             f"{fmt_int(per_pair // model.layers)} FLOP per pair and layer × "
+             f"{batch if isinstance(batch, str) else f'{batch:,}'} × "
              f"{read:,} / {tp}",
              f"{fmt_gflop(record['attention_flops'])} / GPU"),
     ]
@@ -292,11 +338,7 @@ def memory_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
     steps = [
         Step("Budget", f"{inputs['budget']:.2f} × {fmt_gb(gpu.capacity_bytes)}",
              fmt_gb(record["memory_budget_bytes"])),
-        Step("Weights per GPU", f"{fmt_int(model.total_params)} params × "
-             f"{weight_bytes_text(inputs['precision'])} B / {tp}"
-             + (" (every expert; routers and MLA down-projections whole)"
-                if isinstance(model, MoESpec) and model.experts else ""),
-             fmt_gb(record["memory_params_bytes"])),
+        Step("Weights per GPU", _resident_text(model, inputs), fmt_gb(record["memory_params_bytes"])),
         Step("Free for KV", f"{fmt_gb(record['memory_budget_bytes'])} − "
              f"{fmt_gb(record['memory_params_bytes'])} − {fmt_gb(record['memory_reserve_bytes'])}",
              fmt_gb(record["free_for_kv_bytes"])),
@@ -321,6 +363,18 @@ def memory_steps(record: dict, model: ModelSpec, gpu: GPUSpec) -> list[Step]:
     else:
         steps.append(Step("Max sequences", "", "0 (the weights alone do not fit the budget)"))
     return steps
+
+
+def _resident_text(model: ModelSpec, inputs: dict) -> str:
+    """The expression of the weights one GPU holds: every parameter at the precision, or the
+    routed experts apart (expert parallelism, an expert-only format)."""
+    tp, precision, ep = inputs["tp"], inputs["precision"], inputs.get("ep", 1)
+    whole = (" (every expert; routers and MLA down-projections whole)"
+             if isinstance(model, MoESpec) and model.experts else "")
+    if isinstance(model, MoESpec) and (ep > 1 or is_expert_only(precision)):
+        return split_weights_text(int(model.total_params), int(routed_expert_weights(model)),
+                                  tp, ep, precision, "expert-matrix") + whole
+    return f"{fmt_int(model.total_params)} params × {weight_bytes_text(precision)} B / {tp}" + whole
 
 
 def _pages_terms(model: MoESpec, context: int, page: int) -> tuple[str, int]:

@@ -8,7 +8,15 @@ from lab.catalog.moe_params import active_params
 from lab.catalog.moe_spec import moe_field
 from lab.derivations.decode_family import decode_steps
 from lab.experiments.base import Card, Prediction
-from lab.experiments.decode_inputs import DecodeExperiment, batch_axis, labelled, with_units
+from lab.experiments.decode_inputs import (
+    DecodeExperiment,
+    all_to_all_card,
+    batch_axis,
+    ep_parameter,
+    labelled,
+    layer_mix_cards,
+    with_units,
+)
 from lab.models.moe import all_experts_weight_bytes, experts_touched
 from lab.points.decode_family import calc_decode
 from lab.units import fmt_gb, fmt_int, fmt_ms, fmt_params, fmt_rate
@@ -38,9 +46,14 @@ class BatchBottleneck(DecodeExperiment):
         "uniform precision, BF16 KV (FP8 as an input) with page rounding, and a chosen reserve. Dense vendor "
         "peaks, not achieved performance. Mixture-of-experts models: uniform, independent "
         "routing (E·(1 − (1 − k/E)^B) experts read per layer; skewed routers read fewer), "
-        "experts split by tensor parallelism (no expert parallelism, no all-to-all), every "
-        "expert resident; MLA's latent KV is replicated across the tp group."
+        "experts split by tensor parallelism, or with expert parallelism (ep > 1) E/ep to each "
+        "of ep groups of tp GPUs, the batch spread evenly over the groups and the all-to-all "
+        "dispatch and combine added as a labelled extension (a bandwidth floor: no latency, "
+        "overlap or skew); every expert resident; MLA's latent KV is replicated across the tp "
+        "group."
     )
+
+    ep = ep_parameter()
     sources = (
         "GPU peaks and model shapes: the catalog (inference-lab catalog), each with its source.",
         "vLLM CacheConfig: block size 16 (vllm/config/cache.py).",
@@ -67,6 +80,8 @@ class BatchBottleneck(DecodeExperiment):
                  f"inside the {fmt_gb(r['memory_budget_bytes'])} budget" if r["fits"]
                  else f"beyond the {fmt_gb(r['memory_budget_bytes'])} budget"),
             *(self.expert_cards() if self.is_moe() else []),
+            *layer_mix_cards(self.model_spec(), self.context),
+            *([all_to_all_card(r, self.ep, self.tp)] if self.ep > 1 else []),
         ]
 
     def is_moe(self) -> bool:
@@ -83,7 +98,8 @@ class BatchBottleneck(DecodeExperiment):
     def all_experts_weight_bytes(self) -> float:
         """Weight bytes per GPU of a step that reads every expert: where the weight reads of a
         mixture-of-experts model level off as the batch grows (B)."""
-        return float(all_experts_weight_bytes(self.model_spec(), self.tp, self.precision))
+        return float(all_experts_weight_bytes(self.model_spec(), self.tp, self.precision,
+                                              self.ep))
 
     def expert_cards(self) -> list[Card]:
         """Total against active parameters, and the experts the current batch touches."""

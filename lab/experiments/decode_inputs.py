@@ -7,13 +7,21 @@ import param
 import xarray as xr
 
 from lab.catalog import gpu_catalog, model_catalog
-from lab.experiments.base import Experiment
-from lab.limits import MAX_RESERVE_GB, TP_DEGREES
-from lab.models.decode_metrics import UNITS, decode_metrics
+from lab.experiments.base import Card, Experiment
+from lab.limits import EP_DEGREES, MAX_RESERVE_GB, TP_DEGREES
+from lab.models import layer_kinds
+from lab.models.decode_metrics import EXPERT_PARALLEL_UNITS, UNITS, decode_metrics
 from lab.models.decode_step import KV_PRECISIONS, PRECISIONS
+from lab.models.expert_parallel import UNIFORM_ROUTING
 from lab.points.decode_family import BUDGET_RANGE, MAX_BATCH, MAX_CONTEXT, MAX_PAGE, DecodeConfig, prepare
+from lab.units import MIB, fmt_ms, fmt_number
 
 DEFAULTS = DecodeConfig()
+
+
+def fmt_mib(value: float) -> str:
+    """Bytes as ``9.49 MiB``."""
+    return f"{fmt_number(value / MIB)} MiB"
 
 
 def labelled(values, dim: str, long_name: str, units: str) -> xr.DataArray:
@@ -31,7 +39,8 @@ def with_units(outputs: dict, names, *axes: xr.DataArray) -> xr.Dataset:
     """
     data = {}
     for name in names:
-        long_name, units = UNITS.get(name, (name.replace("_", " "), "1"))
+        long_name, units = {**UNITS, **EXPERT_PARALLEL_UNITS}.get(
+            name, (name.replace("_", " "), "1"))
         data[name] = outputs[name].assign_attrs(long_name=long_name, units=units)
     return xr.Dataset(data).assign_coords({axis.name: axis[axis.name] for axis in axes})
 
@@ -89,6 +98,35 @@ class DecodeExperiment(Experiment):
     def gpu_spec(self):
         """The current GPU's record."""
         return self.config().resolved()[1]
+
+
+def ep_parameter() -> param.Selector:
+    """The expert-parallel degree input of experiments 1, 3 and 4 (a fresh parameter per
+    class: ``param`` binds one to its class)."""
+    return param.Selector(default=DEFAULTS.ep, objects=list(EP_DEGREES),
+                          label="Expert parallel (MoE)",
+                          doc="Groups of tp GPUs the routed experts are spread over (ep × tp "
+                          "at most 8 GPUs; a mixture of experts only); the all-to-all is added "
+                          "as an extension. " + UNIFORM_ROUTING)
+
+
+def all_to_all_card(record: dict, ep: int, tp: int) -> Card:
+    """The all-to-all extension of an ``ep × tp`` record as a card, labelled like the
+    all-reduce extension."""
+    return Card("All-to-all (extension)", fmt_ms(record["all_to_all_time_s"]),
+                f"ep {ep} × tp {tp}: {fmt_mib(record['all_to_all_bytes_per_gpu'])} dispatch + "
+                "combine per GPU per step, uniform routing")
+
+
+def layer_mix_cards(model, context: int) -> list[Card]:
+    """A model with sliding-window or chunked layers: its layer mix as a card, with the
+    layer-tokens one decode step reads per sequence (none for a model of full layers)."""
+    if not layer_kinds.has_local_layers(model):
+        return []
+    read = int(layer_kinds.read_layer_tokens(model, context))
+    return [Card("Layer mix", layer_kinds.layer_mix(model),
+                 f"a step reads {read:,} layer-tokens of KV per sequence at {context:,} tokens, "
+                 f"not {model.layers * context:,}: each kind reads what its mask sees")]
 
 
 def batch_axis(current: int) -> np.ndarray:

@@ -7,7 +7,13 @@ import xarray as xr
 
 from lab.derivations.decode_family import precision_steps
 from lab.experiments.base import Card, Prediction
-from lab.experiments.decode_inputs import DecodeExperiment, context_axis, labelled
+from lab.experiments.decode_inputs import (
+    DecodeExperiment,
+    context_axis,
+    ep_parameter,
+    labelled,
+    layer_mix_cards,
+)
 from lab.points.decode_family import calc_precision
 from lab.units import fmt_gb, fmt_ms
 
@@ -36,6 +42,8 @@ class PrecisionSwitch(DecodeExperiment):
     )
     sources = ("Dense FP8 peaks: the catalog (inference-lab catalog), each with its source.",)
 
+    ep = ep_parameter()
+
     def compute(self) -> dict:
         return calc_precision(self.config())
 
@@ -52,6 +60,7 @@ class PrecisionSwitch(DecodeExperiment):
                  f"{int(bf16['max_sequences']):,} → {int(fp8['max_sequences']):,}",
                  f"weights {fmt_gb(bf16['memory_params_bytes'])} → "
                  f"{fmt_gb(fp8['memory_params_bytes'])}"),
+            *layer_mix_cards(self.model_spec(), self.context),
         ]
 
     def steps(self):

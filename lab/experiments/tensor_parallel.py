@@ -8,8 +8,14 @@ import xarray as xr
 
 from lab.derivations.decode_family import tp_steps
 from lab.experiments.base import Card, Prediction
-from lab.experiments.decode_inputs import DecodeExperiment, labelled, with_units
-from lab.limits import MAX_ALLREDUCE_LATENCY_US, TP_DEGREES
+from lab.experiments.decode_inputs import (
+    DecodeExperiment,
+    all_to_all_card,
+    ep_parameter,
+    labelled,
+    with_units,
+)
+from lab.limits import MAX_ALLREDUCE_LATENCY_US, MAX_LAYOUT_GPUS, TP_DEGREES
 from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S
 from lab.points.decode_family import calc_tp
 from lab.units import US_PER_S, fmt_gb, fmt_ms, fmt_rate
@@ -33,7 +39,11 @@ class TensorParallel(DecodeExperiment):
         "for communication, so the speed-up is exactly tp and throughput per GPU is unchanged. "
         "The labelled all-reduce extension adds two ring all-reduces of the BF16 activations "
         "per layer at the per-direction link bandwidth plus a fixed latency per collective; it "
-        "leaves out overlap with compute, topology and congestion."
+        "leaves out overlap with compute, topology and congestion. With expert parallelism "
+        "(ep > 1, a mixture of experts) each of ep groups of tp GPUs holds E/ep experts and "
+        "runs 1/ep of the batch; the all-to-all dispatch and combine are added as a second "
+        "labelled extension (uniform routing, a bandwidth floor), and tp degrees with ep × tp "
+        f"over {MAX_LAYOUT_GPUS} GPUs are unavailable."
     )
     sources = (
         "Interconnect bandwidths per device: the catalog (inference-lab catalog).",
@@ -46,6 +56,7 @@ class TensorParallel(DecodeExperiment):
                                         bounds=(0, MAX_ALLREDUCE_LATENCY_US),
                                         label="Latency per collective (µs)",
                                         doc="Fixed cost of each all-reduce, microseconds.")
+    ep = ep_parameter()
 
     def compute(self) -> dict:
         return calc_tp(self.config())
@@ -66,10 +77,11 @@ class TensorParallel(DecodeExperiment):
             Card("Per sequence", fmt_rate(entry["per_sequence_tokens_per_s"]),
                  f"{fmt_rate(entry['aggregate_tokens_per_s'])} per group"),
             Card("Per GPU", fmt_rate(entry["aggregate_tokens_per_s_per_gpu"]),
-                 "aggregate ceiling ÷ tp"),
+                 "aggregate ceiling ÷ tp" if self.ep == 1 else "aggregate ceiling ÷ (ep × tp)"),
             Card("Memory per GPU",
                  fmt_gb(entry["memory_params_bytes"] + entry["memory_kv_bytes"]),
                  "weights + KV"),
+            *([all_to_all_card(entry, self.ep, self.tp)] if self.ep > 1 else []),
         ]
 
     def steps(self):
@@ -105,4 +117,9 @@ class TensorParallel(DecodeExperiment):
         memory = out["memory_params_bytes"] + out["memory_kv_bytes"]
         data["memory_per_gpu_bytes"] = memory.assign_attrs(long_name="weights + KV per GPU",
                                                            units="B")
+        if self.ep > 1:  # ep × tp over one node: not a modelled layout
+            fits = tp * self.ep <= MAX_LAYOUT_GPUS
+            data = data.assign({name: data[name].where(fits) for name in data.data_vars
+                                if name not in ("valid", "reason")})
+            data = data.assign(valid=data["valid"] & fits)
         return data.assign_coords(tp=tp["tp"])

@@ -30,8 +30,6 @@ UNITS = {
     "attention_compute_time_s": ("attention compute time", "s"),
     "attention_time_s": ("attention phase time", "s"),
     "allreduce_time_s": ("all-reduce time (extension)", "s"),
-    "all_to_all_bytes_per_gpu": ("all-to-all dispatch + combine bytes per GPU", "B"),
-    "all_to_all_time_s": ("all-to-all time (extension)", "s"),
     "step_time_s": ("ideal decode step time", "s"),
     "aggregate_tokens_per_s": ("aggregate decode ceiling", "tokens/s"),
     "per_sequence_tokens_per_s": ("per-sequence decode rate", "tokens/s"),
@@ -51,7 +49,13 @@ UNITS = {
     "valid": ("configuration is valid", "1"),
     "reason": ("reason code (0 = valid; see the reason_text attribute)", "1"),
 }
-"""``(long_name, units)`` of every output of :func:`decode_metrics`."""
+"""``(long_name, units)`` of every output of :func:`decode_metrics` (the grids' variables)."""
+EXPERT_PARALLEL_UNITS = {
+    "all_to_all_bytes_per_gpu": ("all-to-all dispatch + combine bytes per GPU", "B"),
+    "all_to_all_time_s": ("all-to-all time (extension)", "s"),
+}
+"""``(long_name, units)`` of the outputs :func:`decode_metrics` adds with expert parallelism
+(``ep > 1``; the grids do not sweep ep, so they are not grid variables)."""
 
 
 def decode_metrics(

@@ -27,7 +27,8 @@ expectation, an upper end of what a skewed router reads. Routed experts are spli
 ``E/ep`` to each of ``ep`` groups of ``tp`` GPUs (:mod:`lab.models.expert_parallel`)::
 
     W_ep     = (N_rep + (N_read − R − N_rep)/tp) · bytes(rest) + R/(ep·tp) · bytes(experts)
-    mem_ep   = the same with P_total and every routed expert (biases included) for R
+    mem_ep   = the same with P_total and every routed expert's matrices for R, plus the
+               experts' biases / (ep·tp) · bytes(rest)
 
 ``R`` the routed-expert weights (``M·n(B)·3·d·F_e`` read, ``M·E·(3·d·F_e + biases)`` held): a
 group holds ``E/ep`` experts and, by symmetry under uniform routing, reads ``n(B)/ep`` of
@@ -162,10 +163,21 @@ def resident_weight_bytes(model, tp: ArrayLike, precision: ArrayLike,
     ``(N_rep + (P_total − N_rep)/tp) · bytes(p)``: memory holds all ``E`` experts of every MoE
     layer whatever the batch; MLA's down-projections and the routers whole on every GPU. With
     expert parallelism or an expert-only format, :func:`layout_weight_bytes` with every routed
-    expert (:func:`routed_resident_params`): a GPU holds ``E/ep`` experts, each ``/tp``.
+    expert's matrices (:func:`routed_expert_weights`) in the experts' format and their biases
+    in the rest's: a GPU holds ``E/ep`` experts, each ``/tp``.
     """
-    return layout_weight_bytes(model, model.total_params, routed_resident_params(model), tp,
-                               precision, ep)
+    if no_expert_parallelism(ep) and not is_expert_only(precision):
+        return _per_gpu(model, model.total_params, tp) * bytes_per_element(precision)
+    biases = routed_resident_params(model) - routed_expert_weights(model)
+    return (layout_weight_bytes(model, model.total_params - biases,
+                                routed_expert_weights(model), tp, precision, ep)
+            + biases / (ep * tp) * bytes_per_element(rest_format(precision)))
+
+
+def routed_expert_weights(model) -> ArrayLike:
+    """Matrix weights of every routed expert of every MoE layer, ``M·E·3·d·F_e`` (count):
+    what an expert-only format stores in it (gpt-oss keeps the experts' biases BF16)."""
+    return moe_field(model, "moe_layers") * moe_field(model, "experts") * expert_weights(model)
 
 
 def linear_flops(model, tp: ArrayLike, batch: ArrayLike) -> ArrayLike:
