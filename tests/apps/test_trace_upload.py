@@ -62,9 +62,10 @@ def test_sorted_rows_note_and_no_server_path():
     experiment = GoodputContract()
     widget = TraceUpload(experiment=experiment)
     upload(widget, "late.csv", UNSORTED)
-    note = experiment.result["trace_note"]
-    assert note and f"Note: {note}" in widget._note.object
     folder = str(widget._dir)
+    note = experiment.result["trace_note"]
+    assert note and f"Note: {note}".replace(f"{folder}/upload-1/", "") in widget._note.object
+    assert "The rows of late.csv were" in widget._note.object and folder not in widget._note.object
     html = CalculationView(experiment=experiment)._html(experiment.result)
     assert "late.csv" in html and folder not in html
     assert folder not in widget._status.object
