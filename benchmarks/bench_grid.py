@@ -4,8 +4,9 @@ Serves the lab with ``--datasets DIR`` (``DIR/large.zarr`` must exist: compute i
 ``inference-lab sweep --grid large --experiment decode --out DIR/large.zarr --scheduler
 threads``, ~40 s and 1.9 GB; not committed), opens ``?view=grid&dataset=large`` and measures:
 
-* **redraw**: from a selector or axis change (a click on a dropdown option) to the heatmap's data holding the new slice (polled on every animation frame), as
-  median and p90 over ``--changes`` changes cycling precision, GPU, model and the axes (batch, context, tp);
+* **redraw**: from a selector or axis change (a click on a dropdown option) to the
+  heatmap's data holding the new slice (polled every 20 ms), as median and p90 over
+  ``--changes`` changes cycling precision, GPU, model and the axes (batch, context, tp);
 * **query**: choosing "the whole dataset at this model" as the query's scope (the best cells
   and the Pareto frontier over one model's 1.2×10^7 cells) until the query's summary changes,
   and whether the busy note showed meanwhile;
@@ -31,15 +32,15 @@ from pathlib import Path
 from playwright.sync_api import expect, sync_playwright
 
 CHROMIUM = "/usr/bin/chromium"
-SIGNATURE = """() => { for (const doc of Bokeh.documents)
-  for (const m of doc._all_models.values())
-    if (m.type === 'ColumnDataSource' && m.data.step_time_s) {
-      const [a, b] = Object.keys(m.data);
-      return JSON.stringify([a, b, Array.from(m.data[a]).slice(0, 3),
-                             Array.from(m.data[b]).slice(0, 3),
-                             Array.from(m.data.step_time_s).slice(0, 50)]); }
-  return null; }"""
-"""What identifies the heatmap on screen (its axes' first labels and first 50 values)."""
+SIGNATURE = """() => { let last = null;
+  for (const doc of Bokeh.documents)
+    for (const m of doc._all_models.values())
+      if (m.type === 'ColumnDataSource' && m.data.step_time_s) last = m;
+  if (last === null) return null;
+  const [a, b] = Object.keys(last.data);
+  return JSON.stringify([last.id, a, b, Array.from(last.data.step_time_s).slice(0, 50)]); }"""
+"""What identifies the heatmap drawn last (its model id, axes and first 50 values; the
+document keeps the models of replaced figures, so the newest source is the one on screen)."""
 
 BUSY_WATCH = """() => { window.__busySeen = false; clearInterval(window.__busyTimer);
   window.__busyTimer = setInterval(() => { for (const doc of Bokeh.documents)
@@ -78,7 +79,7 @@ def timed_change(page, action) -> float:
     start = time.perf_counter()
     action()
     page.wait_for_function(f"(b) => {{ const s = ({SIGNATURE})(); return s !== null && "
-                           "s !== b; }", arg=before, timeout=60_000, polling="raf")
+                           "s !== b; }", arg=before, timeout=60_000, polling=20)
     return time.perf_counter() - start
 
 

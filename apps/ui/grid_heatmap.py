@@ -49,7 +49,7 @@ OVER_LABEL = "× does not fit the memory budget"
 MEETS_LABEL = "○ meets the constraints"
 """Legend entry of the rings on cells meeting the page's constraints."""
 
-MAX_AXIS_CELLS = 96
+MAX_AXIS_CELLS = 64
 """Most values of one axis a heatmap draws; a longer axis is thinned (log-spaced when its
 values span decades) and the chart says so. The screen has no more pixels to show."""
 

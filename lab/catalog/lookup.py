@@ -19,7 +19,7 @@ from pathlib import Path
 from lab.catalog import loader
 from lab.catalog.entries import SUPPORTED_ARCHITECTURES, ModelSpec
 from lab.catalog.moe_config import READ_ARCHITECTURES, load_moe_config, moe_model_from_config
-from lab.catalog.moe_spec import MoESpec
+from lab.catalog.moe_spec import MoESpec, routes_experts
 from lab.errors import CatalogError, shown
 
 
@@ -66,6 +66,13 @@ def dense_model_catalog() -> dict[str, ModelSpec]:
     """The catalog's dense models by id, in catalog order (what experiments 6 and 8, which use
     the dense formulas, offer)."""
     return {key: spec for key, spec in model_catalog().items() if not isinstance(spec, MoESpec)}
+
+
+def dense_attention_catalog() -> dict[str, ModelSpec]:
+    """The catalog's models without routed experts or latent attention, by id in catalog
+    order: the dense models and the dense ones with sliding-window layers (Gemma 3), which
+    experiment 10 models layer kind by layer kind."""
+    return {key: spec for key, spec in model_catalog().items() if not routes_experts(spec)}
 
 
 def moe_model_catalog() -> dict[str, MoESpec]:

@@ -64,6 +64,12 @@ def moe_rows(model) -> Any:
     return flags != 0
 
 
+def routes_experts(model) -> bool:
+    """True for a model with routed experts or latent attention (MLA); False for a dense GQA
+    model, a :class:`MoESpec` read only for its layer kinds (Gemma 3) included."""
+    return bool(moe_field(model, "experts") or moe_field(model, "kv_lora_rank"))
+
+
 def by_kind(model, dense: Callable[[], Any], moe: Callable[[], Any]) -> Any:
     """``dense()`` for a dense model, ``moe()`` for a mixture-of-experts one.
 

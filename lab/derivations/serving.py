@@ -86,7 +86,9 @@ def goodput_steps(record: dict) -> list[Step]:
                 if record["rejected_requests"] else "")),
         Step("Step cost", f"c0 + c1 × Σ admitted prompt tokens = {_ms(i['c0_s'])} + "
              f"{_ms(i['c1_s'])} × Σ (0 if none), plus experiment 1's decode step for B "
-             f"decoding requests over the sum of their lengths, batch cap {i['batch_cap']}",
+             f"decoding requests over the sum of their lengths"
+             + (f" (each length's own read per layer kind, summed / L: {record['layer_mix']})"
+                if "layer_mix" in record else "") + f", batch cap {i['batch_cap']}",
              f"{record['steps']:,} steps"),
         Step("Makespan", f"last finish − first arrival = {fmt_number(last, 3)} s − "
              f"{fmt_number(record['first_arrival_s'], 3)} s",
@@ -106,24 +108,33 @@ def goodput_steps(record: dict) -> list[Step]:
     return steps
 
 
+def _pairs(value) -> str:
+    """A pair count: an exact integer, or (a layer mix's mean over its layers) one decimal."""
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
+
+
 def context_steps(record: dict) -> list[Step]:
     """Experiment 8: pairs, T(n) and its parts, the share, the doubling ratio, the crossover."""
     i = record["inputs"]
     n, W = i["tokens"], i["window"]
     a, c = i["a_s"], i["c_s"]
-    if W is None or n <= W:
+    if "layer_mix" in record:  # a model's own full, sliding-window and chunked layers
+        pair_expr = (f"layer pairs / L = {record['layer_pairs']:,} / {record['layers']:,} "
+                     f"({record['layer_mix']})")
+    elif W is None or n <= W:
         pair_expr = f"{n:,} × {n + 1:,} / 2"
     else:
         pair_expr = f"{W:,} × {W + 1:,} / 2 + ({n:,} − {W:,}) × {W:,} (sliding window, extension)"
+    pairs = _pairs(record["pairs"]) + (" per layer" if "layer_mix" in record else "")
     return [
-        Step("Pairs", pair_expr, f"{record['pairs']:,}"),
+        Step("Pairs", pair_expr, pairs),
         Step("Linear part", f"a × n = {_ms(a)} ms × {n:,}", fmt_ms(record["linear_time_s"])),
-        Step("Attention part", f"c × pairs = {c * NS_PER_S:,.4g} ns × {record['pairs']:,}",
+        Step("Attention part", f"c × pairs = {c * NS_PER_S:,.4g} ns × {_pairs(record['pairs'])}",
              fmt_ms(record["attention_time_s"])),
         Step("T(n)", f"{fmt_ms(record['linear_time_s'])} + {fmt_ms(record['attention_time_s'])}",
              fmt_ms(record["time_s"])),
         Step("Attention share", "c × pairs / T", _pct(record["attention_share"])),
-        Step("T(2n)", f"a × {2 * n:,} + c × {record['pairs_doubled']:,}",
+        Step("T(2n)", f"a × {2 * n:,} + c × {_pairs(record['pairs_doubled'])}",
              fmt_ms(record["time_doubled_s"])),
         Step("Doubling ratio", f"{fmt_ms(record['time_doubled_s'])} / {fmt_ms(record['time_s'])}",
              f"{record['doubling_ratio']:.3f}×"),

@@ -28,6 +28,14 @@ def speculative_steps(record: dict, model: ModelSpec, draft: ModelSpec | None,
     peak_name = "FP8" if i["precision"] == "fp8" else "BF16"
     bound = "compute" if record["verify_compute_bound"] else "HBM"
     pairs = (k + 1) * context + k * (k + 1) // 2
+    if "layer_mix" in record:  # sliding-window or chunked layers: each kind's own keys
+        kv_expr = (f"{batch:,} × {fmt_number(record['verify_context_read'])} tokens of cache "
+                   f"(S_eff = read({context:,}) / {model.layers}: {record['layer_mix']})")
+        pair_expr = (f"Σ_j read({context:,} + j) / {model.layers}, j = 0…{k}, = "
+                     f"{fmt_number(record['verify_pairs_per_sequence'])} pairs")
+    else:
+        kv_expr = f"{batch:,} × {context:,} tokens of cache"
+        pair_expr = f"{k + 1} × {context:,} + {k}·{k + 1}/2 = {pairs:,} pairs"
     expected = ("α = 1: k + 1" if alpha >= 1 else
                 f"(1 − {alpha:g}^{k + 1}) / (1 − {alpha:g})")
     drafter = _drafter_name(draft, model)
@@ -46,10 +54,10 @@ def speculative_steps(record: dict, model: ModelSpec, draft: ModelSpec | None,
              f"{fmt_gflop(record['verify_linear_flops'])} / {_tflops(peak)} {peak_name})",
              f"{fmt_ms(record['verify_linear_time_s'])} ({bound}-bound; the ridge falls to "
              f"batch {fmt_int(record['verify_ridge_batch'])} = ridge / {k + 1})"),
-        Step("Verification KV reads (once)", f"{batch:,} × {context:,} tokens of cache",
+        Step("Verification KV reads (once)", kv_expr,
              f"{fmt_gb(record['verify_kv_read_bytes'])} / GPU"),
         Step("Verification attention FLOPs",
-             f"{batch:,} × ({k + 1} × {context:,} + {k}·{k + 1}/2 = {pairs:,} pairs) × "
+             f"{batch:,} × ({pair_expr}) × "
              f"4·{model.layers}·{model.heads}·{model.head_dim} / {tp}",
              f"{fmt_gflop(record['verify_attention_flops'])} / GPU"),
         Step("Verification attention phase",

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import param
 
-from lab.catalog import gpu_catalog
-from lab.catalog.lookup import dense_model_catalog
+from lab.catalog import get_model, gpu_catalog, model_catalog
 from lab.derivations.serving import context_steps
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.experiments.serving_common import dataset
 from lab.limits import MAX_MS, MIN_PAIR_COST_MS
 from lab.models.context_growth import UNITS, context_metrics
 from lab.models.decode_step import PRECISIONS
+from lab.models.layer_kinds import has_local_layers
 from lab.points.decode_family import DecodeConfig
 from lab.points.serving import CONTEXT_DEFAULTS, MAX_TOKENS_CONTEXT, calc_context
 from lab.units import fmt_int, fmt_ms, fmt_number
@@ -33,10 +33,12 @@ class ContextGrowth(Experiment):
         answer=1,
     )
     limits = (
-        "The exact pair count is for dense causal attention. The time coefficients are "
-        "synthetic (or idealised from dense peaks), cover all layers and heads, and assume "
-        "serial linear and attention phases at full utilisation. Sliding-window attention is a "
-        "labelled extension; compressed attention and kernel behaviour are not modelled."
+        "The exact pair count is for causal attention: dense, or a model's own mix of full, "
+        "sliding-window and chunked layers (each layer's pairs, averaged over the layers). The "
+        "time coefficients are synthetic (or idealised from dense peaks: a mixture of experts "
+        "at its active weights, MLA at its absorbed-form FLOPs), cover all layers and heads, "
+        "and assume serial linear and attention phases at full utilisation. A window on every "
+        "layer alike is a labelled extension; kernel behaviour is not modelled."
     )
     sources = (
         "Vaswani et al., Attention is all you need (2017): causal self-attention.",
@@ -56,8 +58,9 @@ class ContextGrowth(Experiment):
                                "dense causal.")
     from_model = param.Boolean(default=False, label="Derive a and c from a model",
                                doc="a = 2·N_lin/peak(p), c = 4·L·H·h/peak(bf16).")
-    model = param.Selector(default="llama-3.1-8b", objects=list(dense_model_catalog()),
-                           check_on_set=False, label="Model", doc="Model for a and c.")
+    model = param.Selector(default="llama-3.1-8b", objects=list(model_catalog()),
+                           check_on_set=False, label="Model",
+                           doc="Model for a and c, and its layer kinds for the pairs.")
     gpu = param.Selector(default="h100-sxm", objects=list(gpu_catalog()), check_on_set=False,
                          label="GPU", doc="GPU for a and c.")
     precision = param.Selector(default="bf16", objects=list(PRECISIONS), label="Precision",
@@ -75,15 +78,28 @@ class ContextGrowth(Experiment):
     def compute(self) -> dict:
         return calc_context(**self._kwargs())
 
+    def layer_model(self):
+        """The model whose layer kinds set the pairs (None: dense or the window extension)."""
+        if not self.from_model:
+            return None
+        model = get_model(self.model)
+        return model if has_local_layers(model) else None
+
     def cards(self) -> list[Card]:
         r = self.result
+        mix = ([Card("Layer mix", r["layer_mix"],
+                     f"{fmt_int(r['pairs'])} pairs per layer on average, "
+                     f"{r['layer_pairs']:,} over all {r['layers']:,} layers")]
+               if "layer_mix" in r else [])
+        pairs = (f"{fmt_int(r['pairs'])} pairs per layer" if mix else f"{r['pairs']:,} pairs")
         return [
-            Card("Prefill time T(n)", fmt_ms(r["time_s"]), f"{r['pairs']:,} pairs"),
+            Card("Prefill time T(n)", fmt_ms(r["time_s"]), pairs),
             Card("Doubling ratio", f"{r['doubling_ratio']:.2f}×", "T(2n) / T(n), between 2 and 4"),
             Card("Attention share", f"{fmt_number(r['attention_share'] * 100, 1)} %",
                  f"attention {fmt_ms(r['attention_time_s'])}"),
             Card("Crossover n*", f"{fmt_int(r['crossover_tokens'])} tokens",
                  "where a·n = c·pairs (dense)"),
+            *mix,
         ]
 
     def steps(self):
@@ -91,6 +107,17 @@ class ContextGrowth(Experiment):
 
     def explanation(self) -> str:
         r = self.result
+        if "layer_mix" in r:
+            return (
+                f"Between twice and four times: doubling {self.tokens:,} tokens takes prefill "
+                f"from {fmt_ms(r['time_s'])} to {fmt_ms(r['time_doubled_s'])}, "
+                f"{r['doubling_ratio']:.2f}×. The linear part a·n doubles; the attention part "
+                f"counts each layer's own pairs ({r['layer_mix']}): {r['layer_pairs']:,} "
+                f"growing to {r['layer_pairs_doubled']:,} over all layers. Only the full layers "
+                f"quadruple; a sliding-window or chunked layer adds at most a window or a chunk "
+                f"of keys per token, so it grows linearly once the prompt passes it and the "
+                f"ratio stays nearer 2."
+            )
         return (
             f"Between twice and four times: doubling {self.tokens:,} tokens takes prefill from "
             f"{fmt_ms(r['time_s'])} to {fmt_ms(r['time_doubled_s'])}, "
@@ -108,7 +135,8 @@ class ContextGrowth(Experiment):
         grid = np.unique(np.append(np.round(np.geomspace(1, top, 200)), self.tokens)
                          ).astype(np.int64)
         window = self.window or None
-        out = context_metrics(grid, r["inputs"]["a_s"], r["inputs"]["c_s"], window)
+        out = context_metrics(grid, r["inputs"]["a_s"], r["inputs"]["c_s"], window,
+                              self.layer_model())
         return dataset("tokens", grid, "prompt tokens", "tokens", out, UNITS,
                        ("time_s", "linear_time_s", "attention_time_s", "attention_share",
                         "pairs", "doubling_ratio"))

@@ -8,7 +8,7 @@ import param
 import xarray as xr
 
 from lab.catalog import get_gpu, get_model, gpu_catalog
-from lab.catalog.lookup import dense_model_catalog
+from lab.catalog.lookup import dense_attention_catalog
 from lab.derivations.speculative import speculative_steps
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.experiments.decode_inputs import batch_axis, labelled
@@ -64,10 +64,10 @@ class SpeculativeDecoding(Experiment):
         "GPU peaks and model shapes: the catalog (inference-lab catalog), each with its source.",
     )
 
-    model = param.Selector(default=DEFAULTS.model, objects=list(dense_model_catalog()),
+    model = param.Selector(default=DEFAULTS.model, objects=list(dense_attention_catalog()),
                            check_on_set=False, label="Target model",
                            doc="The model whose tokens are kept (dense catalog models).")
-    draft = param.Selector(default=DEFAULTS.draft, objects=[MTP, *dense_model_catalog()],
+    draft = param.Selector(default=DEFAULTS.draft, objects=[MTP, *dense_attention_catalog()],
                            check_on_set=False, label="Draft model or MTP head",
                            doc="A smaller dense model with the target's vocabulary, or mtp: "
                                "the target's multi-token-prediction head.")

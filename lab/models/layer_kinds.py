@@ -172,6 +172,14 @@ def layer_pairs_between(model, start: ArrayLike, end: ArrayLike) -> ArrayLike:
     return layer_pairs(model, end) - layer_pairs(model, start)
 
 
+def read_layer_tokens_between(model, start: ArrayLike, end: ArrayLike) -> ArrayLike:
+    """Layer-tokens the queries at positions ``[start, end)`` read besides their own key, summed:
+    ``Σ_{S=start}^{end−1}`` :func:`read_layer_tokens` ``(S)`` ``= layer_pairs_between(start, end)
+    − L·(end − start)`` (each query's pairs less its diagonal; tokens × layers). A verification
+    step of ``k`` drafted tokens at context ``S`` reads ``[S, S + k + 1)``."""
+    return layer_pairs_between(model, start, end) - model.layers * (end - start)
+
+
 def layer_mix(model) -> str:
     """The layer mix in words: ``"18 sliding-window layers of 128 tokens, 18 full"``,
     ``"36 chunked layers of 8,192 tokens, 12 full"``, or ``"48 full layers"``."""

@@ -51,11 +51,13 @@ from lab.catalog.moe_params import (
     shared_linear_params,
 )
 from lab.catalog.moe_spec import moe_field
+from lab.models.weight_formats import bytes_per_weight as weight_format_bytes
 from lab.models.weight_formats import (
     any_fp4,
     expert_format,
     fp4_bytes,
     is_expert_only,
+    is_integer_format,
     rest_format,
 )
 
@@ -69,7 +71,10 @@ ROUTING_ASSUMPTION = (
 
 def bytes_per_element(precision: ArrayLike) -> ArrayLike:
     """Bytes per weight or cached KV element: 2 for ``"bf16"``, 1 for ``"fp8"``; weights only,
-    0.53125 for ``"mxfp4"`` and 0.5625 for ``"nvfp4"`` (B, block scales counted)."""
+    0.53125 for ``"mxfp4"``, 0.5625 for ``"nvfp4"``, and an INT4 format's bits / 8 (B, block
+    scales counted)."""
+    if is_integer_format(precision):
+        return weight_format_bytes(precision)
     base = where(precision == "fp8", 1, 2)
     return fp4_bytes(precision, base) if any_fp4(precision) else base
 

@@ -7,13 +7,17 @@ bytes, FLOP, seconds, tokens/s. Formulas (docs/model.md §10)::
     E(k, α)    = (1 − α^(k+1)) / (1 − α)         expected tokens per cycle (α = 1: k + 1)
     t_verify   = t_lin(B·(k+1)) + max(KV_read(B·S) / BW, FLOP_att(B·P) / peak(bf16))
     P          = (k+1)·S + k·(k+1)/2              (query, key) pairs per sequence
+    S_eff, P   with sliding-window or chunked layers: read(S)/L and Σ_{j≤k} read(S+j)/L
     t_draft    = k · t_step(drafter, B, S)        k decode steps of the drafter
     t_cycle    = t_draft + t_verify
     per_seq    = E / t_cycle                     aggregate = B · E / t_cycle
     speed-up   = per_seq / (1 / t_step(target, B, S))
 
 ``t_lin``, ``KV_read``, ``FLOP_att`` and ``t_step`` are experiment 1's
-(:mod:`lab.models.decode_step`), called here, never restated. The drafter is a smaller dense
+(:mod:`lab.models.decode_step`), called here, never restated. A model with sliding-window or
+chunked layers reads per sequence :func:`~lab.models.layer_kinds.effective_context` cached
+tokens in place of ``S`` and computes :func:`verify_layer_pairs` (each query's own keys per
+layer kind, :func:`~lab.models.layer_kinds.read_layer_tokens_between`) in place of ``P``. The drafter is a smaller dense
 model (its own weights and KV) or the target's multi-token-prediction (MTP) head: one
 transformer layer of the target, the LM head it shares with the target, and the projection
 ``M`` (d × 2d) that joins the hidden state to the next token's embedding (DeepSeek-V3's MTP
@@ -31,6 +35,13 @@ import numpy as np
 from lab.arrays import ArrayLike, where
 from lab.models.decode_step import attention_terms, decode_step, linear_params, linear_phase
 from lab.models.inputs import DecodeInputs
+from lab.models.layer_kinds import (
+    chunk_layers,
+    effective_context,
+    has_local_layers,
+    read_layer_tokens_between,
+    window_layers,
+)
 from lab.models.memory import kv_bytes_per_sequence, params_bytes
 
 MTP = "mtp"
@@ -84,13 +95,26 @@ def verify_pairs(k: ArrayLike, context: ArrayLike) -> ArrayLike:
     return (k + 1) * context + k * (k + 1) / 2
 
 
+def verify_layer_pairs(model, k: ArrayLike, context: ArrayLike) -> ArrayLike:
+    """Pairs per sequence of a verification step, averaged over the layers (count):
+    :func:`verify_pairs` for a model of full layers; with sliding-window or chunked layers,
+    ``Σ_{j=0}^{k} read(S + j) / L`` (:func:`~lab.models.layer_kinds.read_layer_tokens_between`:
+    a window layer's query reads at most ``w − 1`` keys besides its own, a chunked layer's those
+    of its chunk)."""
+    dense = verify_pairs(k, context)
+    if not has_local_layers(model):
+        return dense
+    local = read_layer_tokens_between(model, context, context + k + 1) / model.layers
+    return where(window_layers(model) + chunk_layers(model) > 0, local, dense)
+
+
 def verify_step(inputs: DecodeInputs, k: ArrayLike) -> dict:
     """One step of the target model verifying ``k`` drafted tokens for each of ``inputs.batch``
     sequences (``k + 1`` tokens per sequence).
 
     The weights are read once and the linear FLOPs are those of ``B·(k+1)`` tokens
     (:func:`~lab.models.decode_step.linear_phase`); the KV cache of ``B·S`` tokens is read once
-    and the attention FLOPs are those of :func:`verify_pairs` per sequence
+    and the attention FLOPs are those of :func:`verify_layer_pairs` per sequence
     (:func:`~lab.models.decode_step.attention_terms`). Returns ``verify_hbm_time_s``,
     ``verify_linear_compute_time_s``, ``verify_linear_time_s``,
     ``verify_attention_memory_time_s``, ``verify_attention_compute_time_s``,
@@ -101,8 +125,8 @@ def verify_step(inputs: DecodeInputs, k: ArrayLike) -> dict:
     model, gpu, tp, batch = inputs.model, inputs.gpu, inputs.tp, inputs.batch
     linear = linear_phase(model, gpu, tp=tp, precision=inputs.precision, batch=batch * (k + 1))
     terms = attention_terms(model, gpu, tp, inputs.kv_precision)
-    kv_bytes, _, memory_time, _ = terms(batch * inputs.context)
-    _, flops, _, compute_time = terms(batch * verify_pairs(k, inputs.context))
+    kv_bytes, _, memory_time, _ = terms(batch * effective_context(model, inputs.context))
+    _, flops, _, compute_time = terms(batch * verify_layer_pairs(model, k, inputs.context))
     attention = np.maximum(memory_time, compute_time)
     return {
         "verify_weight_bytes": linear["linear_weight_bytes"],
@@ -127,9 +151,12 @@ def mtp_head(model):
     its FLOPs per pair) and an output head of ``V + 2d`` rows: ``d·(V + 2d) = d·V + 2d²``,
     the LM head shared with the target (read again every MTP step) and the projection ``M``
     (d × 2d). Its ``total_params``, what it adds to memory, leave out the embedding and the
-    LM head, which are the target's own: ``N_lin(head) − d·V``.
+    LM head, which are the target's own: ``N_lin(head) − d·V``. Its one layer is a full
+    layer whatever the target's layer kinds (DeepSeek-V3's MTP layer attends over the whole
+    context).
     """
-    head = replace(model, layers=1, vocab=model.vocab + 2 * model.hidden)
+    kinds = {"window_layers": 0, "chunk_layers": 0} if has_local_layers(model) else {}
+    head = replace(model, layers=1, vocab=model.vocab + 2 * model.hidden, **kinds)
     return replace(head, total_params=linear_params(head) - model.hidden * model.vocab)
 
 

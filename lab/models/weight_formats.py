@@ -9,6 +9,8 @@ One table, :data:`BITS_PER_WEIGHT`, is the only place these figures live::
              (NVFP4's one FP32 scale per tensor is negligible and not counted)
     int4     4.125 bits = 4-bit integer + one 16-bit scale per 128 elements (16/128), the
              common group size of GPTQ/AWQ checkpoints
+    int4_g32 4.5 bits = 4-bit integer + one 16-bit scale per 32 elements (16/32): Kimi-K2.5's
+             routed experts (compressed-tensors, symmetric, group size 32)
 
 Sources: the OCP Microscaling Formats (MX) v1.0 specification (block of 32, E8M0 shared scale;
 https://www.opencompute.org/documents/ocp-microscaling-formats-mx-v1-0-spec-final-pdf);
@@ -28,19 +30,23 @@ import numpy as np
 
 from lab.arrays import ArrayLike, where
 
-BITS_PER_WEIGHT = {"bf16": 16.0, "fp8": 8.0, "mxfp4": 4.25, "nvfp4": 4.5, "int4": 4.125}
+BITS_PER_WEIGHT = {"bf16": 16.0, "fp8": 8.0, "mxfp4": 4.25, "nvfp4": 4.5, "int4": 4.125,
+                   "int4_g32": 4.5}
 """Bits per weight of each format, block scales included (bits)."""
 
 FP4_FORMATS = ("mxfp4", "nvfp4")
 """Formats whose arithmetic needs an FP4 tensor-core peak."""
 
-FORMAT_NAMES = {"bf16": "BF16", "fp8": "FP8", "mxfp4": "MXFP4", "nvfp4": "NVFP4", "int4": "INT4"}
+FORMAT_NAMES = {"bf16": "BF16", "fp8": "FP8", "mxfp4": "MXFP4", "nvfp4": "NVFP4", "int4": "INT4",
+                "int4_g32": "INT4 (group 32)"}
 """Each format's name in prose."""
 
-EXPERT_ONLY_FORMATS = {"mxfp4-experts": ("bf16", "mxfp4")}
+EXPERT_ONLY_FORMATS = {"mxfp4-experts": ("bf16", "mxfp4"), "int4-experts": ("bf16", "int4_g32")}
 """Precisions that store a mixture of experts' routed experts in one format and every other
 linear weight in another, ``name: (rest, experts)``: ``"mxfp4-experts"`` is gpt-oss as it
-ships (MXFP4 routed experts; attention, routers, embeddings and LM head BF16). Arithmetic runs
+ships (MXFP4 routed experts; attention, routers, embeddings and LM head BF16);
+``"int4-experts"`` is Kimi-K2.5 as it ships (INT4 routed experts in groups of 32; attention,
+shared experts, dense layers and LM head BF16: its ``quantization_config.ignore``). Arithmetic runs
 at the rest's peak (BF16): the FP4 experts are dequantised in the kernel, as vLLM's Marlin
 MXFP4 MoE kernel does on Hopper, so no FP4 peak is needed."""
 
@@ -71,6 +77,11 @@ def bytes_per_weight(fmt: str) -> float:
     """Bytes one weight of ``fmt`` takes, its block scale's share included (B):
     0.53125 for MXFP4, 0.5625 for NVFP4."""
     return BITS_PER_WEIGHT[fmt] / 8
+
+
+def is_integer_format(precision: ArrayLike) -> bool:
+    """True when ``precision`` is one weight-only integer format name (a single string)."""
+    return isinstance(precision, str) and precision.startswith("int4")
 
 
 def is_fp4(precision: ArrayLike) -> ArrayLike:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lab.catalog.moe_spec import MoESpec
+from lab.catalog.moe_params import active_linear_params
+from lab.catalog.moe_spec import MoESpec, by_kind, routes_experts
 from lab.errors import LabInputError
 from lab.limits import (  # re-exported for the experiments and the grids
     MAX_MS,
@@ -33,7 +34,8 @@ from lab.models.decode_step import (
 )
 from lab.models.goodput import goodput_metrics, load_trace, per_request, simulate
 from lab.models.inputs import DecodeInputs
-from lab.models.layer_kinds import has_local_layers, layer_mix
+from lab.models.kv_shapes import attention_flops_per_pair
+from lab.models.layer_kinds import has_local_layers, layer_mix, layer_pairs
 from lab.models.memory import kv_free_bytes
 from lab.models.prefill import chunk_sweep, prefill_metrics
 from lab.models.prefix import prefix_metrics
@@ -118,12 +120,16 @@ def calc_prefill(prompt: int = PREFILL_DEFAULTS["prompt"], chunk: int = PREFILL_
 
 
 def refuse_moe(model, what: str) -> None:
-    """Raise :class:`LabInputError` for a mixture-of-experts or MLA model where the experiment
-    still uses the dense formulas (its KV blocks or coefficients would be wrong)."""
-    if isinstance(model, MoESpec):
+    """Raise :class:`LabInputError` for a mixture-of-experts, MLA or sliding-window/chunked
+    model where the experiment still uses the dense formulas (its KV blocks would be wrong)."""
+    if isinstance(model, MoESpec) and routes_experts(model):
         raise LabInputError(f"{what} models dense grouped-query-attention models only; "
-                            f"{model.name} is a mixture-of-experts model (experiments 1–4 and 7 "
-                            "model it).")
+                            f"{model.name} is a mixture-of-experts model (experiments 1–4, 7 "
+                            "and 8 model it).")
+    if has_local_layers(model):
+        raise LabInputError(f"{what} counts every layer's KV blocks as a full layer's, and "
+                            f"{model.name} has {layer_mix(model)}; experiments 1–4, 7, 8 and "
+                            "10 model it.")
 
 
 def calc_prefix(model: str = DecodeConfig.model, tp: int = DecodeConfig.tp,
@@ -146,14 +152,19 @@ def calc_prefix(model: str = DecodeConfig.model, tp: int = DecodeConfig.tp,
 
 
 def model_coefficients(config: DecodeConfig) -> dict:
-    """Experiment 8's a and c from experiment 1's model: ``2·N_lin/peak(p)``, ``4·L·H·h/peak(bf16)``."""
+    """Experiment 8's a and c from experiment 1's model: ``2·N_lin/peak(p)``,
+    ``4·L·H·h/peak(bf16)``; for a mixture of experts ``N_lin`` is the active linear weights
+    (``k`` experts per token) and an MLA model's pair costs its absorbed-form FLOPs
+    (:func:`lab.models.kv_shapes.attention_flops_per_pair`), as in experiment 1's step."""
     model, gpu = prepare(config.with_(context=1, tp=1))
-    refuse_moe(model, "Experiment 8's --from-model")
-    n_lin = int(linear_params(model))
+    n_lin = int(by_kind(model, lambda: linear_params(model), lambda: active_linear_params(model)))
+    flops_token = by_kind(model, lambda: linear_flops_per_token(model), lambda: 2.0 * n_lin)
+    flops_pair = by_kind(model, lambda: attention_flops_per_token(model),
+                         lambda: attention_flops_per_pair(model))
     return {"model": model.id, "gpu": gpu.id, "precision": config.precision,
             "linear_params": n_lin,
-            "a_s": float(linear_flops_per_token(model) / peak_flops(gpu, config.precision)),
-            "c_s": float(attention_flops_per_token(model) / gpu.peak_bf16)}
+            "a_s": float(flops_token / peak_flops(gpu, config.precision)),
+            "c_s": float(flops_pair / gpu.peak_bf16), "spec": model}
 
 
 def calc_context(tokens: int = CONTEXT_DEFAULTS["tokens"], a_ms: float | None = None,
@@ -163,16 +174,28 @@ def calc_context(tokens: int = CONTEXT_DEFAULTS["tokens"], a_ms: float | None = 
 
     ``a_ms`` (ms per token) and ``c_ms`` (ms per pair) default to synthetic values; with
     ``from_model`` they are derived from a model and GPU instead (giving both is an error).
+    A model with sliding-window or chunked layers counts each layer's own pairs
+    (:func:`lab.models.context_growth.attention_pairs`): ``pairs`` is then their mean over
+    the layers (a float) and the record adds ``layer_pairs`` and ``layer_pairs_doubled``
+    (exact integers, pairs × layers), ``layers`` and ``layer_mix``; such a model refuses
+    ``window``.
     """
     check_range("tokens", tokens, 1, MAX_TOKENS_CONTEXT)
     if window is not None:
         check_range("window", window, 1, MAX_TOKENS_CONTEXT, unit="tokens")
     coefficients = None
+    model = None
     if from_model is not None:
         if a_ms is not None or c_ms is not None:
             raise LabInputError("Give either --a-ms/--c-ms or --from-model, not both.")
         coefficients = model_coefficients(from_model)
+        model = coefficients.pop("spec")
         a_s, c_s = coefficients["a_s"], coefficients["c_s"]
+        if not has_local_layers(model):
+            model = None
+        elif window is not None:
+            raise LabInputError(f"{model.name} has its own layer kinds ({layer_mix(model)}); "
+                                "give no --window with it.")
     else:
         a_ms = CONTEXT_DEFAULTS["a_ms"] if a_ms is None else a_ms
         c_ms = CONTEXT_DEFAULTS["c_ms"] if c_ms is None else c_ms
@@ -180,9 +203,15 @@ def calc_context(tokens: int = CONTEXT_DEFAULTS["tokens"], a_ms: float | None = 
         _check_ms("c", c_ms, positive=True, smallest=MIN_PAIR_COST_MS)
         a_s, c_s = a_ms * MS, c_ms * MS
     record = _python(context_metrics(int(tokens), a_s, c_s,
-                                     None if window is None else int(window)))
-    record["pairs"] = int(record["pairs"])
-    record["pairs_doubled"] = int(record["pairs_doubled"])
+                                     None if window is None else int(window), model))
+    if model is None:
+        record["pairs"] = int(record["pairs"])
+        record["pairs_doubled"] = int(record["pairs_doubled"])
+    else:
+        record["layer_pairs"] = int(layer_pairs(model, int(tokens)))
+        record["layer_pairs_doubled"] = int(layer_pairs(model, 2 * int(tokens)))
+        record["layer_mix"] = layer_mix(model)
+        record["layers"] = int(model.layers)
     inputs = {"tokens": int(tokens), "a_s": a_s, "c_s": c_s, "window": window,
               "coefficients": "model" if coefficients else "synthetic"}
     return {"inputs": inputs, **record, "coefficients": coefficients}
@@ -201,9 +230,6 @@ def check_goodput_inputs(trace, model, gpu, decode: DecodeConfig, c0_ms: float, 
     that leave no room for any KV cache."""
     if c0_ms == 0 and c1_ms == 0:
         raise LabInputError("c0 and c1 cannot both be 0 ms: prefill would take no time.")
-    if has_local_layers(model):
-        raise LabInputError(f"Experiment 7 reads every cached token in every layer, and "
-                            f"{model.name} has {layer_mix(model)}; experiments 1–4 model it.")
     longest = int(np.argmax(trace.prompt_tokens + trace.output_tokens))
     final = int(trace.prompt_tokens[longest] + trace.output_tokens[longest])
     if final > model.max_context:
@@ -227,7 +253,8 @@ def calc_goodput(trace: str | Path = DEFAULT_TRACE, batch_cap: int = GOODPUT_DEF
 
     ``decode`` supplies model, GPU, tp, precision and the memory inputs (its batch and context
     are not used: the batch is whatever is decoding). ``with_requests`` adds
-    ``per_request`` records (``ttft_s``, ``tpot_s``, ``good``…).
+    ``per_request`` records (``ttft_s``, ``tpot_s``, ``good``…). A model with sliding-window
+    or chunked layers is simulated layer kind by layer kind and adds ``layer_mix``.
     """
     decode = decode or DecodeConfig()
     check_range("batch cap", batch_cap, 1, MAX_BATCH, unit="requests")
@@ -249,6 +276,8 @@ def calc_goodput(trace: str | Path = DEFAULT_TRACE, batch_cap: int = GOODPUT_DEF
               "kv_precision": decode.kv_precision}
     result = {"inputs": inputs, **record, "kv_free_bytes": sim.kv_free_bytes,
               "first_arrival_s": float(loaded.arrival_s[0]), "trace_note": loaded.note}
+    if has_local_layers(model):
+        result["layer_mix"] = layer_mix(model)
     if with_requests:
         result["per_request"] = per_request(sim, ttft_ms * MS, tpot_ms * MS)
     return result

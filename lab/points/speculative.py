@@ -13,12 +13,13 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from lab.catalog import ModelSpec, get_model
-from lab.catalog.moe_spec import MoESpec
+from lab.catalog.moe_spec import routes_experts
 from lab.errors import LabInputError
 from lab.limits import MAX_BATCH, MAX_DRAFT_TOKENS
 from lab.models.decode_step import ridge_batch
+from lab.models.layer_kinds import effective_context, has_local_layers, layer_mix
 from lab.models.memory import memory_fit
-from lab.models.speculative import MTP, speculative_metrics
+from lab.models.speculative import MTP, speculative_metrics, verify_layer_pairs
 from lab.points.decode_family import DecodeConfig, prepare, to_python
 from lab.points.validity import check_decode_point, check_range
 
@@ -54,10 +55,12 @@ class SpeculativeConfig:
 
 
 def refuse_moe(model, role: str) -> None:
-    """One sentence for a mixture-of-experts target or draft (dense formulas only)."""
-    if isinstance(model, MoESpec):
+    """One sentence for a mixture-of-experts or MLA target or draft (a dense model with
+    sliding-window layers, Gemma 3, is modelled: :func:`~lab.models.speculative.verify_step`)."""
+    if routes_experts(model):
+        kind = "a multi-head latent attention" if model.kv_lora_rank else "a mixture-of-experts"
         raise LabInputError(f"{WHAT} models dense grouped-query-attention models only; the "
-                            f"{role} {model.name} is a mixture-of-experts model.")
+                            f"{role} {model.name} is {kind} model.")
 
 
 def resolve_draft(config: SpeculativeConfig, model: ModelSpec, gpu) -> ModelSpec | None:
@@ -118,6 +121,11 @@ def calc_speculative(config: SpeculativeConfig) -> dict:
     record["memory_remaining_with_draft_bytes"] = (
         memory["memory_remaining_bytes"] - record["draft_params_bytes"] - record["draft_kv_bytes"])
     record["fits_with_draft"] = record["memory_remaining_with_draft_bytes"] >= 0
+    if has_local_layers(model):
+        record["layer_mix"] = layer_mix(model)
+        record["verify_context_read"] = to_python(effective_context(model, config.context))
+        record["verify_pairs_per_sequence"] = to_python(
+            verify_layer_pairs(model, config.k, config.context))
     shown = asdict(config)
     shown.update(model=model.id, gpu=gpu.id, draft=draft.id if draft else MTP)
     return {"inputs": shown, **record}

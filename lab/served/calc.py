@@ -28,9 +28,9 @@ METRICS = ("tpot", "ttft")
 TERMS = {"tpot": ("allreduce", "prefill", "fixed"), "ttft": ("queue", "fixed")}
 """The named terms of each metric, in the order they stack on the floor."""
 TERM_NAMES = {
-    ("tpot", "allreduce"): "tensor-parallel all-reduces",
+    ("tpot", "allreduce"): "all-reduces and expert all-to-all",
     ("tpot", "prefill"): "prefill interleaved into the step",
-    ("tpot", "fixed"): "fixed time per step",
+    ("tpot", "fixed"): "fixed time per layer × layers",
     ("tpot", "residual"): "residual (unexplained)",
     ("ttft", "queue"): "queue behind (c − 1)/2 prefills",
     ("ttft", "fixed"): "fixed time to first token",
@@ -54,9 +54,10 @@ def _workloads(table: xr.Dataset) -> np.ndarray:
 def _designs(table: xr.Dataset) -> dict[str, gap.Design]:
     v = {k: np.nan_to_num(np.asarray(table[k].values, dtype=float)) for k in (
         "tpot_floor_ms", "tpot_term_allreduce_ms", "prefill_step_basis_ms", "ttft_floor_ms",
-        "concurrency", "prefill_workers", "tpot_measured_ms", "ttft_measured_ms")}
+        "concurrency", "prefill_workers", "tpot_measured_ms", "ttft_measured_ms", "layers")}
     return {"tpot": gap.tpot_design(v["tpot_floor_ms"], v["tpot_term_allreduce_ms"],
-                                    v["prefill_step_basis_ms"], v["tpot_measured_ms"]),
+                                    v["prefill_step_basis_ms"], v["layers"],
+                                    v["tpot_measured_ms"]),
             "ttft": gap.ttft_design(v["ttft_floor_ms"], v["concurrency"],
                                     v["prefill_workers"], v["ttft_measured_ms"])}
 
@@ -208,9 +209,9 @@ def coefficients(table: xr.Dataset) -> list[dict]:
     fits = {m: gap.fit_all(designs[m], groups, modelled) for m in METRICS}
     out = []
     for g in dict.fromkeys(groups[modelled].tolist()):
-        k_prefill, t_step = fits["tpot"][g]
+        k_prefill, t_layer = fits["tpot"][g]
         k_queue, t_first = fits["ttft"][g]
-        out.append({"group": g, "k_prefill": float(k_prefill), "t_step_ms": float(t_step),
+        out.append({"group": g, "k_prefill": float(k_prefill), "t_layer_ms": float(t_layer),
                     "prefill_fraction_of_peak": float(1 / k_prefill) if k_prefill > 0 else None,
                     "k_queue": float(k_queue), "t_first_ms": float(t_first)})
     return out

@@ -27,17 +27,22 @@ def row_steps(r: dict, _gpu=None) -> list[Step]:
     if not r["modelled"]:
         return [*steps, Step("Not modelled", "", r["reason"])]
     steps += [
-        Step("TPOT floor", f"one ideal decode step of B = {r['decode_batch']:,} sequences at S = "
-             f"isl + osl/2 = {fmt_number(r['context_mid'], 0)} tokens, tp {r['tp']} (§0)",
+        Step("TPOT floor", f"one ideal decode step of B = {r['batch_floor']:,} sequences per "
+             f"worker at S = isl + osl/2 = {fmt_number(r['context_mid'], 0)} tokens, tp "
+             f"{r['tp']}, attention DP {r['attention_dp']}, KV cache {r['kv_precision_floor']} "
+             "(§0; with attention DP each rank its B/dp sequences, lab.models.attention_dp)",
              _ms(r["tpot_floor_ms"])),
-        Step("All-reduce term", "2·L·(2·(tp−1)/tp·B·d·2 B / link + 5 µs) (§3)",
+        Step("Communication term", "all-reduces 2·L·(2·(tp−1)/tp·(B/dp)·d·2 B / link + 5 µs) "
+             f"(§3) + expert all-to-all over ep {r['moe_ep']} (issue 26)",
              _ms(r["tpot_term_allreduce_ms"])),
         Step("Interleaved prefill term", f"k_prefill · P_step = {_x(r['tpot_k_prefill'])} · "
              f"{_ms(r['prefill_step_basis_ms'])} (B·isl/osl prompt tokens per step)",
              _ms(r["tpot_term_prefill_ms"])),
-        Step("Fixed time per step", "t_step (fitted on the other workloads)",
+        Step("Fixed time per layer", f"t_layer · L = {_ms(r['tpot_t_layer_ms'])} · "
+             f"{fmt_number(r['layers'], 0)} layers (fitted on the other workloads)",
              _ms(r["tpot_term_fixed_ms"])),
-        Step("TPOT predicted", "floor + all-reduce + prefill + fixed", _ms(r["tpot_predicted_ms"])),
+        Step("TPOT predicted", "floor + communication + prefill + fixed",
+             _ms(r["tpot_predicted_ms"])),
         Step("TPOT residual", "measured − predicted", _ms(r["tpot_term_residual_ms"])),
         Step("TTFT floor", f"one prefill of isl = {r['isl']:,} tokens alone at tp "
              f"{r['prefill_tp']}: linear phase + causal attention pairs (§0, §8)",

@@ -22,12 +22,16 @@ import xarray as xr
 
 from lab.catalog import get_gpu, get_model
 from lab.catalog.moe_spec import MoESpec
-from lab.models.context_growth import dense_pairs
-from lab.models.decode_step import attention_phase, decode_step, linear_phase
+from lab.models.attention_dp import (
+    layout_all_to_all_time,
+    layout_allreduce_time,
+    layout_step_time,
+)
+from lab.models.decode_step import attention_phase, linear_phase
 from lab.models.inputs import DecodeInputs
-from lab.models.memory import memory_fit
-from lab.models.parallel import allreduce_time
-from lab.models.weight_formats import FORMAT_NAMES, FP4_FORMATS
+from lab.models.layer_kinds import layer_pairs
+from lab.models.memory import memory_fit, sequence_capacity
+from lab.models.weight_formats import EXPERT_ONLY_FORMATS, FORMAT_NAMES, FP4_FORMATS
 
 GPU_OF_SYSTEM = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200",
                  "b300_sxm": "b300", "gb200": "gb200", "gb300": "gb300"}
@@ -47,15 +51,18 @@ MODEL_OF_PATH = {
     "MiniMaxAI/MiniMax-M2.5": "minimax-m2.5",
 }
 """The CSV's checkpoint → the lab's model id (DeepSeek-R1 and V3.1 have V3's shape)."""
+MODEL_OF_PATH.update({"openai/gpt-oss-120b": "gpt-oss-120b", "moonshotai/Kimi-K2.5": "kimi-k2.5"})
+SHIPPED_FORMATS = {"gpt-oss-120b": "mxfp4-experts", "kimi-k2.5": "int4-experts"}
+"""Models whose checkpoint ships one format for the routed experts and BF16 for the rest:
+every gpt-oss row runs openai/gpt-oss-120b as it ships (the rows' ``fp4``/``nvfp4`` label is
+the experts' 4-bit format, which is MXFP4), and a Kimi-K2.5 row listed ``int4`` runs
+moonshotai/Kimi-K2.5 as it ships (its NVFP4 rows are modelled NVFP4 throughout, as the
+DeepSeek NVFP4 checkpoints are)."""
 REFUSED_MODELS = {
-    "openai/gpt-oss-120b": "needs gpt-oss (sliding-window attention with sinks, MXFP4 "
-                           "experts) (issue 26)",
     "Qwen/Qwen3.5-397B-A17B": "hybrid Gated DeltaNet linear attention, which the lab does not "
                               "model",
     "zhipuai/GLM-5": "DeepSeek sparse attention (an indexer picks the keys), which the lab does "
                      "not model",
-    "moonshotai/Kimi-K2.5": "Kimi-K2.5 is not in the lab's catalog yet (its INT4 routed experts "
-                            "beside BF16 attention need one weight format per layer kind)",
 }
 """Checkpoints the lab refuses, with the reason."""
 FP8_FORMATS = ("fp8", "fp8_block")
@@ -70,7 +77,13 @@ FLOOR_UNITS = {
     "fits_bf16_kv": ("the decode batch at isl + osl tokens fits in memory with a 2-byte KV cache", ""),
     "tpot_floor_ms": ("TPOT floor: one ideal decode step", "ms"),
     "ttft_floor_ms": ("TTFT floor: one request's ideal prefill", "ms"),
-    "tpot_term_allreduce_ms": ("tensor-parallel all-reduces per decode step", "ms"),
+    "kv_precision_floor": ("KV-cache precision the TPOT floor reads (fp8 when the batch does "
+                           "not fit at 2 bytes)", ""),
+    "layers": ("the model's layers (the per-layer fixed time's basis)", "layers"),
+    "batch_floor": ("decode batch the floors use: one decode worker's sequences in steady "
+                    "state", "sequences"),
+    "tpot_term_allreduce_ms": ("tensor-parallel all-reduces and expert-parallel all-to-all "
+                               "per decode step", "ms"),
     "prefill_step_basis_ms": ("ideal compute time of the prompt tokens interleaved per step",
                               "ms"),
 }
@@ -96,10 +109,15 @@ def _gpu_id(system: str) -> str:
 
 
 def precision_of(listed: str, gemm: str, moe_quant: str, model_path: str) -> str:
-    """The weight precision the lab models for a row: ``bf16``, ``fp8``, or the unmodelled
-    format as listed (``fp4``, ``int4``, …). An empty precision is the checkpoint's own: FP8
-    when the checkpoint's name says so, else BF16."""
+    """The weight precision the lab models for a row: ``bf16``, ``fp8``, ``nvfp4``,
+    ``mxfp4``, a model's shipped mixed format (:data:`SHIPPED_FORMATS`), or the unmodelled
+    format as listed. An empty precision is the checkpoint's own: FP8 when the checkpoint's
+    name says so, else BF16."""
     formats = {f for f in (listed, gemm, moe_quant) if f}
+    shipped = SHIPPED_FORMATS.get(MODEL_OF_PATH.get(model_path, ""), "")
+    if shipped == "mxfp4-experts" or (shipped and formats and all(
+            f.startswith("int4") for f in formats)):
+        return shipped
     if not formats:
         return "fp8" if "fp8" in model_path.lower() else "bf16"
     if formats <= {"bf16", "fp16"}:
@@ -124,17 +142,20 @@ def reason_for(row: dict, model_id: str, gpu_id: str, precision: str) -> str:
         return f"GPU {row['system']} is not in the lab's catalog"
     if precision in FP4_FORMATS and not get_gpu(gpu_id).has_fp4:
         return f"{FORMAT_NAMES[precision]} weights on a GPU without an FP4 peak"
-    if precision not in ("bf16", "fp8", *FP4_FORMATS):
+    if precision not in ("bf16", "fp8", *FP4_FORMATS, *EXPERT_ONLY_FORMATS):
         return f"weight format {precision} is not modelled"
     if row["concurrency"] < 1:
         return "the row does not state its concurrency"
     if row["pp"] > 1 or row["prefill_pp"] > 1:
         return "pipeline parallelism is not modelled"
-    if row["moe_ep"] > 1 or row["prefill_moe_ep"] > 1:
-        return "needs expert parallelism (issue 26)"
-    if row["attention_dp"] > 1 or row["prefill_attention_dp"] > 1:
-        return "needs attention data parallelism (issue 26)"
     model = get_model(model_id)
+    parallel = max(row["moe_ep"], row["prefill_moe_ep"], row["attention_dp"],
+                   row["prefill_attention_dp"])
+    if parallel > 1 and not isinstance(model, MoESpec):
+        return ("expert parallelism or attention data parallelism of a dense model is not "
+                "modelled")
+    if max(row["moe_ep"], row["prefill_moe_ep"]) > 1 and not get_gpu(gpu_id).interconnect_bw:
+        return f"expert parallelism needs {gpu_id}'s interconnect bandwidth, which is unknown"
     if not isinstance(model, MoESpec) or not model.kv_lora_rank:  # GQA: KV heads split by tp
         for tp in {row["tp"], row["prefill_tp"]}:
             if model.kv_heads % tp:
@@ -144,38 +165,76 @@ def reason_for(row: dict, model_id: str, gpu_id: str, precision: str) -> str:
 
 
 def _floors(model, gpu, precision: str, rows: list[dict]) -> dict:
-    """Floors and term bases of rows of one model, GPU and precision (arrays, seconds)."""
-    tp = np.array([r["tp"] for r in rows], dtype=np.int64)
-    prefill_tp = np.array([r["prefill_tp"] for r in rows], dtype=np.int64)
-    batch = np.array([r["decode_batch"] for r in rows], dtype=np.int64)
-    isl = np.array([r["isl"] for r in rows], dtype=np.int64)
-    osl = np.array([r["osl"] for r in rows], dtype=np.int64)
+    """Floors and term bases of rows of one model, GPU and precision (arrays, seconds).
+
+    A worker of ``tp · dp`` GPUs (attention data parallelism ``dp``, expert parallelism
+    ``moe_ep``) is :mod:`lab.models.attention_dp`'s layout; the floor reads the KV cache at
+    2 bytes when the batch fits at 2 bytes, else at 1 byte (the FP8 KV cache the engine must
+    have used)."""
+    col = lambda name: np.array([r[name] for r in rows], dtype=np.int64)  # noqa: E731
+    tp, dp, moe_ep = col("tp"), col("attention_dp"), col("moe_ep")
+    prefill_tp, prefill_dp = col("prefill_tp"), col("prefill_attention_dp")
+    isl, osl = col("isl"), col("osl")
     agg = np.array([r["mode"] == "agg" for r in rows])
     context = isl + osl / 2.0
-    inputs = DecodeInputs(model=model, gpu=gpu, tp=tp, precision=precision, batch=batch,
-                          context=context)
-    step = decode_step(inputs)["step_time_s"]
-    full = DecodeInputs(model=model, gpu=gpu, tp=tp, precision=precision, batch=batch,
-                        context=isl + osl)  # the last token's KV must fit too
-    fits = np.asarray(memory_fit(full)["fits"], dtype=bool)
-    prefill = _prefill_compute(model, gpu, precision, prefill_tp, isl, 1.0)
-    ttft_floor = (linear_phase(model, gpu, tp=prefill_tp, precision=precision,
-                               batch=isl)["linear_time_s"]
-                  + attention_phase(model, gpu, tp=prefill_tp,
-                                    kv_tokens=dense_pairs(isl))["attention_compute_time_s"])
+    ep = dp if np.any(dp > 1) else 1
+    inputs = DecodeInputs(model=model, gpu=gpu, tp=tp, precision=precision, batch=1,
+                          context=isl + osl, ep=ep)  # the last token's KV must fit too
+    room = sequence_capacity(inputs.with_(kv_precision="fp8"))["max_sequences"]
+    batch = decode_batch(col("decode_batch"), col("concurrency"), col("decode_workers"), room)
+    inputs = inputs.with_(batch=batch)
+    fits = np.asarray(memory_fit(inputs)["fits"], dtype=bool)
+    mid = inputs.with_(context=context)
+    step = np.where(fits, layout_step_time(mid, dp),
+                    layout_step_time(mid.with_(kv_precision="fp8"), dp))
+    prefill = _prefill_compute(model, gpu, precision, prefill_tp, prefill_dp, isl, 1.0)
+    ttft_floor = _prefill_time(model, gpu, precision, prefill_tp, prefill_dp, isl)
     # aggregated: B·isl/osl prompt tokens per decode step, as B/osl whole prompts
-    interleaved = np.where(agg, _prefill_compute(model, gpu, precision, tp, isl, batch / osl), 0.0)
+    interleaved = np.where(agg, _prefill_compute(model, gpu, precision, tp, dp, isl,
+                                                 batch / osl), 0.0)
+    communication = (layout_allreduce_time(model, gpu, batch, tp, dp)
+                     + layout_all_to_all_time(model, gpu, batch, tp, dp, moe_ep))
     return {"tpot_floor_ms": step * 1e3, "ttft_floor_ms": ttft_floor * 1e3,
-            "tpot_term_allreduce_ms": allreduce_time(model, gpu, tp, batch) * 1e3,
+            "tpot_term_allreduce_ms": communication * 1e3,
             "prefill_step_basis_ms": interleaved * 1e3, "context_mid": context,
-            "fits_bf16_kv": fits, "_prefill_compute_ms": prefill * 1e3}
+            "fits_bf16_kv": fits, "kv_precision_floor": np.where(fits, "bf16", "fp8"),
+            "layers": np.full(len(rows), float(model.layers)), "batch_floor": batch,
+            "_prefill_compute_ms": prefill * 1e3}
 
 
-def _prefill_compute(model, gpu, precision: str, tp, isl, prompts) -> np.ndarray:
+def decode_batch(listed, concurrency, workers, room) -> np.ndarray:
+    """Sequences one decode worker holds in steady state (sequences): the concurrency spread
+    over the decode workers (every client decodes but the few in prefill), no more than fit
+    at a 1-byte KV cache (``room``), and at least the batch the row lists
+    (``decode_batch_size`` × its attention-DP ranks; agg: the concurrency)."""
+    share = np.minimum(np.ceil(concurrency / workers), np.maximum(room, 1))
+    return np.maximum(listed, share).astype(np.int64)
+
+
+def _pairs(model, isl) -> np.ndarray:
+    """Causal (query, key) pairs of one prompt per layer, each layer kind's mask counted
+    (:func:`lab.models.layer_kinds.layer_pairs` over ``L``; ``isl(isl+1)/2`` when every
+    layer is full)."""
+    return layer_pairs(model, isl) / model.layers
+
+
+def _prefill_time(model, gpu, precision: str, tp, dp, isl) -> np.ndarray:
+    """One request's ideal prefill (s): the linear phase over ``isl`` tokens plus the compute
+    of its attention pairs, on a ``tp · dp`` layout (its work spread over every GPU)."""
+    ep = dp if np.any(dp > 1) else 1
+    return (linear_phase(model, gpu, tp=tp, precision=precision, batch=isl,
+                         ep=ep)["linear_time_s"]
+            + attention_phase(model, gpu, tp=tp,
+                              kv_tokens=_pairs(model, isl) / dp)["attention_compute_time_s"])
+
+
+def _prefill_compute(model, gpu, precision: str, tp, dp, isl, prompts) -> np.ndarray:
     """Compute time of ``prompts`` prompts of ``isl`` tokens: linear FLOPs of ``prompts·isl``
-    tokens plus their causal attention pairs, each at its dense peak (s)."""
-    linear = linear_phase(model, gpu, tp=tp, precision=precision, batch=prompts * isl)
-    attention = attention_phase(model, gpu, tp=tp, kv_tokens=prompts * dense_pairs(isl))
+    tokens plus their causal attention pairs, each at its dense peak, on a ``tp · dp``
+    layout (s)."""
+    ep = dp if np.any(dp > 1) else 1
+    linear = linear_phase(model, gpu, tp=tp, precision=precision, batch=prompts * isl, ep=ep)
+    attention = attention_phase(model, gpu, tp=tp, kv_tokens=prompts * _pairs(model, isl) / dp)
     return linear["linear_compute_time_s"] + attention["attention_compute_time_s"]
 
 
@@ -188,8 +247,10 @@ def add_floors(table: xr.Dataset) -> xr.Dataset:
     out = {"model_id": np.full(n, "", dtype=object), "gpu": np.full(n, "", dtype=object),
            "precision": np.full(n, "", dtype=object), "reason": np.full(n, "", dtype=object)}
     for name in ("tpot_floor_ms", "ttft_floor_ms", "tpot_term_allreduce_ms",
-                 "prefill_step_basis_ms", "context_mid", "_prefill_compute_ms"):
+                 "prefill_step_basis_ms", "context_mid", "layers", "batch_floor",
+                 "_prefill_compute_ms"):
         out[name] = np.full(n, np.nan)
+    out["kv_precision_floor"] = np.full(n, "", dtype=object)
     out["fits_bf16_kv"] = np.zeros(n, dtype=bool)
     groups: dict[tuple, list[int]] = {}
     for i, r in enumerate(rows):

@@ -2,7 +2,7 @@
 
 Named terms, each a formula on the row (milliseconds)::
 
-    TPOT = floor + all-reduce + k_prefill · P_step + t_step            (+ residual)
+    TPOT = floor + communication + k_prefill · P_step + t_layer · L    (+ residual)
     TTFT = floor + k_queue · (c − 1)/2 · floor / workers + t_first      (+ residual)
 
 - ``floor``: :mod:`lab.served.floors` (one ideal decode step; one request's ideal prefill);
@@ -10,8 +10,11 @@ Named terms, each a formula on the row (milliseconds)::
 - ``P_step``: the ideal compute time of the ``B·isl/osl`` prompt tokens an aggregated engine
   prefills between decode steps in steady state (0 when disaggregated); ``k_prefill`` ≥ 0 is
   fitted: 1/k_prefill is the fraction of peak that interleaved prefill reaches;
-- ``t_step`` ≥ 0, fitted: the fixed time every decode step costs (launches, scheduling,
-  sampling) that no byte or FLOP explains;
+- ``communication``: experiment 3's ring all-reduces of the attention's tensor-parallel ranks
+  and, with expert parallelism, the all-to-all (:mod:`lab.models.attention_dp`), not fitted;
+- ``t_layer`` ≥ 0, fitted: the fixed time every layer of every decode step costs (kernel
+  launches and synchronisation that no byte or FLOP explains), times the model's ``L``
+  layers, so one coefficient serves a 32-layer and a 94-layer model of one engine × GPU;
 - the queue: ``c`` clients sent together wait on average behind ``(c − 1)/2`` prefills of the
   ones ahead, shared by the prefill workers; ``k_queue`` ≥ 0, fitted: how many ideal prefills
   one queued prefill costs (≥ 1 when a prefill runs below peak, below 1 when prefills batch);
@@ -31,8 +34,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-TPOT_COEFFICIENTS = ("k_prefill", "t_step_ms")
-"""TPOT's fitted coefficients: interleaved prefill's cost per ideal unit; fixed ms per step."""
+TPOT_COEFFICIENTS = ("k_prefill", "t_layer_ms")
+"""TPOT's fitted coefficients: interleaved prefill's cost per ideal unit; fixed ms per layer
+per step."""
 TTFT_COEFFICIENTS = ("k_queue", "t_first_ms")
 """TTFT's fitted coefficients: cost of one queued prefill per ideal prefill; fixed ms."""
 
@@ -74,10 +78,9 @@ class Design:
     measured: np.ndarray
 
 
-def tpot_design(floor, allreduce, prefill_basis, measured) -> Design:
-    """TPOT = floor + all-reduce + k_prefill · P_step + t_step."""
-    return Design(floor + allreduce, np.column_stack([prefill_basis, np.ones_like(floor)]),
-                  measured)
+def tpot_design(floor, communication, prefill_basis, layers, measured) -> Design:
+    """TPOT = floor + communication + k_prefill · P_step + t_layer · L."""
+    return Design(floor + communication, np.column_stack([prefill_basis, layers]), measured)
 
 
 def queue_basis(ttft_floor, concurrency, prefill_workers):

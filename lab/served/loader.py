@@ -78,7 +78,8 @@ NUMBER_VARIABLES = {
     "pp": ("pipeline stages of the decode pool", "1"),
     "attention_dp": ("attention data-parallel ranks of the decode pool", "1"),
     "moe_ep": ("expert-parallel ranks of the decode pool", "1"),
-    "decode_batch": ("sequences one decode worker holds (agg: the concurrency)", "sequences"),
+    "decode_batch": ("sequences one decode worker holds, over all its attention-DP ranks (agg: "
+                     "the concurrency)", "sequences"),
     "decode_workers": ("decode workers (agg: 1)", "1"),
     "prefill_tp": ("tensor-parallel GPUs of a prefill worker (agg: tp)", "GPUs"),
     "prefill_pp": ("pipeline stages of a prefill worker", "1"),
@@ -133,6 +134,26 @@ def _concurrency(row: dict, where: str) -> int:
     return 0  # not stated: the row is kept and counted as not modelled
 
 
+SQUARED_LAYOUT_SOURCES = ("db-dump/", "source_file=2026-04-06.csv")
+"""Exports of the shipped file that write an ``n``-GPU expert-parallel layout as ``n²``."""
+
+
+def pool_layout(tp: int, dp: int, moe_tp: int, moe_ep: int, source: str) -> tuple[int, int]:
+    """``(tp, attention_dp)`` of one pool as it ran (0 and 1 both mean "none").
+
+    Two exports of the shipped file (:data:`SQUARED_LAYOUT_SOURCES`) write a layout of ``n``
+    GPUs with ``n``-way expert parallelism (attention tp ``n``, or attention data parallelism
+    ``n``) as ``tp = n²`` (or ``attention_dp = n²``) with ``moe_tp = moe_ep = n``; their
+    duplicates written plainly (``tp n, moe_tp 1, moe_ep n``) carry the identical measured
+    TTFT and TPOT (92 rows for n = 4 and 8), so the plain layout is the one that ran."""
+    tp, dp = max(tp, 1), max(dp, 1)
+    n = moe_ep
+    if (n > 1 and moe_tp == n and source.startswith(SQUARED_LAYOUT_SOURCES)
+            and (tp, dp) in ((n * n, 1), (1, n * n))):
+        return (n, 1) if dp == 1 else (1, n)
+    return tp, dp
+
+
 def _row(row: dict, where: str) -> dict:
     """One checked row as the table's fields."""
     out = {}
@@ -148,23 +169,33 @@ def _row(row: dict, where: str) -> dict:
            else 0 for c in PARALLEL_COLUMNS}
     concurrency = _concurrency(row, where)
     one = lambda v: max(v, 1)  # noqa: E731  (0 and 1 both mean "none")
+    source = (row.get("silicon_data_source") or "").strip()
+
+    def layout(prefix: str) -> tuple[int, int]:
+        return pool_layout(par[f"{prefix}tp_size"], par[f"{prefix}attention_dp_size"],
+                           par[f"{prefix}moe_tp_size"], par[f"{prefix}moe_ep_size"], source)
+
     if mode == "agg":
-        tp = one(par["tp_size"])
-        decode = {"tp": tp, "pp": one(par["pp_size"]), "attention_dp": one(par["attention_dp_size"]),
+        tp, dp = layout("")
+        if (row.get("batch_size") or "").strip() and one(par["attention_dp_size"]) > 1:
+            concurrency *= one(par["attention_dp_size"])  # batch_size is one rank's share
+        decode = {"tp": tp, "pp": one(par["pp_size"]), "attention_dp": dp,
                   "moe_ep": one(par["moe_ep_size"]), "decode_batch": max(concurrency, 1),
                   "decode_workers": 1}
         prefill = {"prefill_tp": tp, "prefill_pp": decode["pp"],
-                   "prefill_attention_dp": decode["attention_dp"],
+                   "prefill_attention_dp": dp,
                    "prefill_moe_ep": decode["moe_ep"], "prefill_workers": 1}
     else:
-        decode = {"tp": one(par["decode_tp_size"]), "pp": one(par["decode_pp_size"]),
-                  "attention_dp": one(par["decode_attention_dp_size"]),
+        tp, dp = layout("decode_")
+        prefill_tp, prefill_dp = layout("prefill_")
+        decode = {"tp": tp, "pp": one(par["decode_pp_size"]), "attention_dp": dp,
                   "moe_ep": one(par["decode_moe_ep_size"]),
-                  "decode_batch": one(par["decode_batch_size"]),
+                  # decode_batch_size is one attention-DP rank's batch
+                  "decode_batch": one(par["decode_batch_size"]) * dp,
                   "decode_workers": one(par["decode_num_workers"])}
-        prefill = {"prefill_tp": one(par["prefill_tp_size"]),
+        prefill = {"prefill_tp": prefill_tp,
                    "prefill_pp": one(par["prefill_pp_size"]),
-                   "prefill_attention_dp": one(par["prefill_attention_dp_size"]),
+                   "prefill_attention_dp": prefill_dp,
                    "prefill_moe_ep": one(par["prefill_moe_ep_size"]),
                    "prefill_workers": one(par["prefill_num_workers"])}
     return {

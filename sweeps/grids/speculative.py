@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from lab.catalog.lookup import dense_model_catalog
+from lab.catalog.lookup import dense_attention_catalog
 from lab.limits import MAX_BATCH, MAX_CONTEXT, MAX_DRAFT_TOKENS
 from lab.models.speculative import MTP, UNITS, speculative_metrics
 from lab.points.speculative import SpeculativeConfig, prepare_speculative
@@ -67,7 +67,7 @@ SCHEMA = Schema(
     constants=(
         model_rule(DEFAULT.model),
         Rule("draft", "str", "draft model or MTP head", "1",
-             choices=lambda: (MTP, *dense_model_catalog()), default=DEFAULT.draft),
+             choices=lambda: (MTP, *dense_attention_catalog()), default=DEFAULT.draft),
         gpu_rule(DEFAULT.gpu),
         tp_rule(DEFAULT.tp),
         precision_rule(DEFAULT.precision),

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import pytest
 
+from apps.ui.logins import LOGINS_ENV
 from cli.main import build_parser, main
-from cli.serve_cmd import pages_at_once, panel_command
+from cli.serve_cmd import pages_at_once, panel_command, server_environment
 from lab.errors import LabInputError
 
 
 def command(*argv: str) -> list[str]:
     return panel_command(build_parser().parse_args(["serve", *argv]))
+
+
+def environment(*argv: str) -> dict[str, str]:
+    return server_environment(build_parser().parse_args(["serve", *argv]))
 
 
 def test_every_team_option_reaches_panel_serve():
@@ -19,8 +24,9 @@ def test_every_team_option_reaches_panel_serve():
                   "--use-xheaders", "--liveness")
     assert cmd[cmd.index("--prefix") + 1] == "/lab"
     assert cmd[cmd.index("--num-procs") + 1] == "3"
-    assert cmd[cmd.index("--basic-auth") + 1] == "users.txt"
-    assert cmd[cmd.index("--cookie-secret") + 1] == "s3cret"
+    env = environment("--basic-auth", "users.txt", "--cookie-secret", "s3cret")
+    assert env[LOGINS_ENV] == "users.txt" and env["PANEL_COOKIE_SECRET"] == "s3cret"
+    assert "--basic-auth" not in cmd and "s3cret" not in cmd  # secrets: environment only
     assert cmd[cmd.index("--allow-websocket-origin") + 1] == "lab.example.org"
     assert "--use-xheaders" in cmd and "--liveness" in cmd
 

@@ -39,11 +39,15 @@ LAYER_KIND_IDS = ["gpt-oss-20b", "gpt-oss-120b", "gemma-3-27b", "llama-4-scout",
                   "llama-4-maverick"]
 """Issue 26's models with sliding-window or chunked layers, after the others."""
 CHECKED_2026_12_06 += tuple(LAYER_KIND_IDS)
+SERVED_IDS = ["kimi-k2.5"]
+"""Experiment 11's Kimi-K2.5 (1.03 T, the parameter-counting fixture's 1,026 B), last."""
+CHECKED_2026_12_06 += tuple(SERVED_IDS)
 
 
 def test_ids_exactly():
     assert list(gpu_catalog()) == GPU_IDS
-    assert list(model_catalog()) == MODEL_IDS + MOE_IDS + LAYER_KIND_IDS
+    assert list(model_catalog()) == MODEL_IDS + MOE_IDS + LAYER_KIND_IDS + SERVED_IDS
+    assert model_catalog()["kimi-k2.5"].total_params == 1_026_408_232_448
 
 
 def test_every_entry_has_source_and_date():

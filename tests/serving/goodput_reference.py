@@ -6,6 +6,7 @@ Used only by the tests, to check the fast simulator's vectorised runs of steps.
 from __future__ import annotations
 
 from lab.models.decode_step import attention_phase, linear_phase
+from lab.models.layer_kinds import effective_context
 from lab.models.memory import kv_bytes_per_sequence, memory_budget, params_bytes
 
 
@@ -37,7 +38,8 @@ def reference(trace, model, gpu, tp, precision, cap, c0, c1, memory=None):
             admitted.append(queue.pop(0))
         cost = c0 + c1 * sum(int(prompt[a]) for a in admitted) if admitted else 0.0
         if running:
-            lengths = sum(int(prompt[r[0]]) + r[1] for r in running)
+            # each request's own read per layer kind (its length itself for full layers)
+            lengths = sum(effective_context(model, int(prompt[r[0]]) + r[1]) for r in running)
             cost += float(linear_phase(model, gpu, tp=tp, precision=precision,
                                          batch=len(running))["linear_time_s"])
             cost += float(attention_phase(model, gpu, tp=tp, kv_tokens=lengths)["attention_time_s"])

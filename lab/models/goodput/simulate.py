@@ -9,7 +9,10 @@
   blocks the requests behind it.
 - A step costs ``c0 + c1·Σ prompt tokens admitted this step`` (0 if none) plus experiment 1's
   decode step for the requests already decoding: ``B`` = their count, attention over the SUM
-  of their current lengths (prompt + tokens generated so far); 0 when none decodes.
+  of their current lengths (prompt + tokens generated so far); 0 when none decodes. A model
+  with sliding-window or chunked layers reads, per request, its own
+  :func:`lab.models.layer_kinds.read_layer_tokens` at its current length, summed and divided
+  by ``L`` (each request's ``effective_context``, as experiment 1's step reads).
 - Admitted requests emit their first token at the end of their admission step; decoding
   requests emit one token per step; a request leaves when it has all its output tokens.
 
@@ -25,7 +28,9 @@ through a table of the attention time by cached tokens, built by one vectorised 
 function (a per-step call of :func:`lab.models.decode_step.attention_terms`, the same formula,
 when a table would be too large). The queue is a range of request indices (FCFS is arrival
 order), arrivals join it by bisection, and finishes come off a heap of integer keys: per-step
-work is O(1) amortised.
+work is O(1) amortised. With sliding-window or chunked layers the cached tokens read no longer
+grow by ``B`` a step (a window saturates, a chunk restarts), so every step's read is summed over
+the decoding requests (:class:`_LayerKindReads`): O(B) a step, in vectorised windows.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import numpy as np
 from lab.models.decode_step import attention_phase, attention_terms, linear_phase
 from lab.models.goodput.trace import Trace
 from lab.models.inputs import DecodeInputs
+from lab.models.layer_kinds import has_local_layers, read_layer_tokens
 from lab.models.memory import kv_bytes_per_sequence, kv_free_bytes
 from lab.models.prefill import prefill_step_cost
 
@@ -93,6 +99,49 @@ def attention_times(model, gpu, tp: int, kv_precision: str, largest: int):
         times = attention_phase(model, gpu, tp=tp, kv_tokens=tokens, kv_precision=kv_precision)
         return np.asarray(times["attention_time_s"], dtype=np.float64).tolist()
     return _AttentionTimes(model, gpu, tp, kv_precision)
+
+
+class _LayerKindReads:
+    """Attention times of a model with sliding-window or chunked layers, from the decoding set.
+
+    A decoding request ``h`` admitted at step ``s_h`` with prompt ``p_h`` has ``p_h − s_h + t``
+    tokens cached at step ``t``; the step reads ``Σ_h read_layer_tokens(p_h − s_h + t) / L``
+    full-layer tokens (:func:`lab.models.layer_kinds.read_layer_tokens`), costed by
+    :func:`lab.models.decode_step.attention_terms` (the decode step's formula).
+    """
+
+    _CELLS = 1 << 22
+    """Most (request, step) cells one vectorised call holds."""
+
+    def __init__(self, model, gpu, tp: int, kv_precision: str) -> None:
+        self._model = model
+        self._terms = attention_terms(model, gpu, tp, kv_precision)
+        self._shares: dict[int, int] = {}   # h → p_h − s_h of the decoding requests
+        self._array: np.ndarray | None = None
+
+    def add(self, h: int, share: int) -> None:
+        """Request ``h`` starts decoding with ``p_h − s_h = share``."""
+        self._shares[h] = share
+        self._array = None
+
+    def remove(self, h: int) -> None:
+        """Request ``h`` has finished."""
+        del self._shares[h]
+        self._array = None
+
+    def steps_per_call(self) -> int:
+        """Most steps one :meth:`times` call should cost at the current batch."""
+        return max(1, self._CELLS // max(len(self._shares), 1))
+
+    def times(self, steps: np.ndarray) -> np.ndarray:
+        """Attention time (s) of each step in ``steps`` for the current decoding set."""
+        if self._array is None:
+            self._array = np.fromiter(self._shares.values(), dtype=np.int64,
+                                      count=len(self._shares))
+        lengths = self._array[:, None] + np.asarray(steps, dtype=np.int64)[None, :]
+        kv_tokens = read_layer_tokens(self._model, lengths).sum(axis=0) / self._model.layers
+        _, _, memory_time, compute_time = self._terms(kv_tokens)
+        return np.maximum(memory_time, compute_time)
 
 
 def largest_cached_tokens(prompt: np.ndarray, output: np.ndarray, cap: int) -> int:
@@ -201,8 +250,10 @@ def simulate(
     served = ~rejected
     some_rejected = bool(rejected.any())
     prompt_h, output_h = (prompt[served], output[served]) if some_rejected else (prompt, output)
-    attention = attention_times(model, gpu, tp, inputs.kv_precision,
-                                largest_cached_tokens(prompt_h, output_h, cap))
+    local = has_local_layers(model)
+    kinds = _LayerKindReads(model, gpu, tp, inputs.kv_precision) if local else None
+    attention = None if local else attention_times(
+        model, gpu, tp, inputs.kv_precision, largest_cached_tokens(prompt_h, output_h, cap))
 
     # The requests that can be served, in arrival order (FCFS), are numbered h = 0, 1, ...:
     # the queue is ``h in [head, tail)``, ``arrived[j]`` of them are among the first j requests
@@ -262,7 +313,9 @@ def simulate(
             else:
                 cost = prefill_step_cost(c0_s, c1_s, prompt_sum[head] - prompt_sum[start])
             if batch:
-                cost += linear_list[batch] + attention[offset + batch * (steps + 1)]
+                cost += linear_list[batch] + (
+                    float(kinds.times(np.array([steps + 1]))[0]) if local
+                    else attention[offset + batch * (steps + 1)])
             now += cost
             steps += 1
         else:
@@ -272,7 +325,7 @@ def simulate(
             # window's start), so they give the same times to the last bit.
             run = decoding[0] // n - steps
             watch = head == tail and batch < cap and next_arrival < n  # may one be admitted?
-            if run <= scalar_run:
+            if run <= scalar_run and not local:
                 lin = linear_list[batch]
                 base = offset + batch * steps
                 total = 0.0
@@ -290,11 +343,12 @@ def simulate(
             else:
                 window = _FIRST_WINDOW
                 while run:
-                    count = min(run, window)
+                    count = min(run, window) if not local else min(
+                        run, window, kinds.steps_per_call())
                     u = np.arange(steps + 1, steps + count + 1, dtype=np.int64)
-                    cost = linear[batch] + attention_phase(
+                    cost = linear[batch] + (kinds.times(u) if local else attention_phase(
                         model, gpu, tp=tp, kv_tokens=offset + batch * u,
-                        kv_precision=inputs.kv_precision)["attention_time_s"]
+                        kv_precision=inputs.kv_precision)["attention_time_s"])
                     ends = now + np.cumsum(cost)
                     if watch:
                         k = int(np.searchsorted(ends, due, side="left"))
@@ -314,6 +368,8 @@ def simulate(
                 h = pop(decoding) - base
                 batch -= 1
                 offset -= offset_share[h]
+                if local:
+                    kinds.remove(h)
                 finish[h] = now
                 if memory_check:
                     kv_used -= kv_list[h]
@@ -330,6 +386,8 @@ def simulate(
                     push(decoding, (steps + tokens - 1) * n + h)
                     batch += 1
                     offset += share
+                    if local:
+                        kinds.add(h, share)
         if not batch:
             kv_used = 0.0  # nothing running: no reservation can linger through rounding
 
