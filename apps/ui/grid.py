@@ -106,6 +106,8 @@ class GridExplorer(Viewer):
         self._url: UrlInputs | None = None
         self._query_key = None
         self._slice: tuple | None = None
+        self._layout: tuple | None = None
+        self._heatmaps: list[charts.Heatmap] = []
         self.result: QueryResult | None = None
         self._controls = pn.Column(sizing_mode="stretch_width", margin=0)
         self._area = pn.Column(sizing_mode="stretch_width", min_height=480,
@@ -153,6 +155,7 @@ class GridExplorer(Viewer):
         self._controls.objects, self._area.objects, self._query.objects = [], [], []
         self._downloads.objects = []
         self._note.object = ""
+        self._layout, self._heatmaps = None, []
 
     def _use(self, data: xr.Dataset) -> None:
         """Explore ``data``: its own inputs (from the URL when served), charts and query."""
@@ -343,12 +346,18 @@ class GridExplorer(Viewer):
             pn.state.execute(self.busy.end, schedule=True)
 
     def _draw(self) -> None:
+        """Draw the choices: into the figures on screen when the layout stays (the same
+        number of heatmaps), else into new ones."""
         try:
-            views = self._views()
+            layout, views = self._views()
         except LabInputError as exc:  # the dataset was deleted or damaged under the server
             self.message.say(page_sentence(exc, self.dataset))
-            views = [figure(title="No data: see the message on the left", height=460,
-                            sizing_mode="stretch_width")]
+            layout, views = None, [figure(title="No data: see the message on the left",
+                                          height=460, sizing_mode="stretch_width")]
+        if layout is not None and layout == self._layout:
+            self._note.object = self._thinning_note()
+            return  # the heatmaps on screen were updated in place
+        self._layout = layout
         panes = self._area.objects
         if len(views) == 1 and len(panes) == 1 and isinstance(panes[0], pn.pane.Bokeh):
             panes[0].object = views[0]
@@ -360,31 +369,44 @@ class GridExplorer(Viewer):
                                              flex_wrap="wrap", sizing_mode="stretch_width")]
         self._note.object = self._thinning_note()
 
-    def _views(self) -> list:
+    def _heatmaps_for(self, layout: tuple, count: int, **size) -> list[charts.Heatmap]:
+        """The heatmaps on screen when they have ``layout``, else ``count`` new ones."""
+        if layout != self._layout or len(self._heatmaps) != count:
+            self._heatmaps = [charts.Heatmap(**size) for _ in range(count)]
+        return self._heatmaps
+
+    def _views(self) -> tuple[tuple | None, list]:
+        """The layout drawn (None: lines, always new) and its figures."""
         c = self.choices
         ds = self.current()
         if c.mode == "lines":
-            return [charts.lines_figure(ds, c.variable, c.x, c.y)]
+            return None, [charts.lines_figure(ds, c.variable, c.x, c.y)]
+        single = ("heatmap", 1)
         if c.mode == "compare":
             a, b = self._compare_slices()
             title = (f"{axis_label(self._ds[c.variable])}: {c.compare} {c.compare_a} "
                      f"{'/' if c.how == 'ratio' else '−'} {c.compare_b}")
-            return [charts.compare_figure(a, b, c.variable, c.how, c.x, c.y, title)]
+            heatmap = self._heatmaps_for(single, 1)[0]
+            return single, [charts.compare_figure(a, b, c.variable, c.how, c.x, c.y, title,
+                                                  heatmap=heatmap)]
         ds = ds.load()
         where = self.constraints()
         if c.facet == NONE:
             marks = meets(ds, where) if where else None
-            return [charts.grid_figure(ds, c.variable, c.x, c.y, marks=marks)]
+            heatmap = self._heatmaps_for(single, 1)[0]
+            return single, [heatmap.show(ds, c.variable, c.x, c.y, marks=marks)]
         values = charts.screen(ds[c.variable])[0]
         clim = charts.colour_range(values, charts.is_signed(ds[c.variable]))
+        facets = ds[c.facet].values
+        layout = ("facets", len(facets))
+        heatmaps = self._heatmaps_for(layout, len(facets), width=330, height=300)
         views = []
-        for value in ds[c.facet].values:
+        for value, heatmap in zip(facets, heatmaps, strict=True):
             panel = ds.sel({c.facet: value})
             marks = meets(panel, where) if where else None
-            views.append(charts.grid_figure(panel, c.variable, c.x, c.y, clim=clim, marks=marks,
-                                            title=f"{c.facet} {plain(value)}", width=330,
-                                            height=300))
-        return views
+            views.append(heatmap.show(panel, c.variable, c.x, c.y, clim=clim, marks=marks,
+                                      title=f"{c.facet} {plain(value)}"))
+        return layout, views
 
     def _thinning_note(self) -> str:
         c = self.choices

@@ -7,8 +7,9 @@ largest deficit when nothing is positive), so cells that fit are graded rather t
 by a deficit a thousand times larger; a flag variable with ``flag_values``/``flag_meanings``
 (``reason``) is categorical, its colour bar labelled with the meanings. Cells over the memory
 budget carry a cross; cells meeting the page's constraints a ring. Hover shows every variable
-of the cell in the unit on screen. Every chart is a new element, so a change redraws
-everything (colour bar included). Nothing here knows about Panel or sessions.
+of the cell in the unit on screen. A heatmap is a :class:`Heatmap` kept across changes: a new
+selection replaces its data, axes and colour scale in place (the browser gets data, not a new
+figure). Nothing here knows about Panel or sessions.
 """
 
 from __future__ import annotations
@@ -143,13 +144,37 @@ def hover_label(da: xr.DataArray) -> str:
     return axis_label(da)
 
 
+X, Y, VALUE = "_x", "_y", "_value"
+"""Columns of a heatmap's source: the cell's x and y labels and the coloured value (screen
+units). Fixed names, so a change of axes or variable replaces the data only, never the glyph."""
+
+LABEL_ROOM_PX = {"x": 17, "y": 14}
+"""Least room one categorical tick label needs along the x axis (labels slanted) and the y
+axis, pixels; a longer axis labels every k-th value so no two labels overlap."""
+
+STRETCH_WIDTH_PX = 600
+"""Width assumed for the x labels of a heatmap stretched to its area (the area is 560 px or
+more wide)."""
+
+
+def thinned_labels(factors: list[str], room_px: float, axis: str) -> dict[str, str]:
+    """``major_label_overrides`` blanking all but every k-th of ``factors``, so the labels along
+    ``room_px`` pixels of ``axis`` (``x`` or ``y``) do not overlap (empty when all fit)."""
+    most = max(2, int(room_px // LABEL_ROOM_PX[axis]))
+    if len(factors) <= most:
+        return {}
+    step = -(-len(factors) // most)
+    return {f: "" for i, f in enumerate(factors) if i % step}
+
+
 def cells_source(ds: xr.Dataset, variable: str, x: str, y: str) -> tuple[dict, list]:
-    """Columns of every cell of the 2-D ``ds`` (axis labels, every variable over ``x`` × ``y``
-    in screen units, flags as text) and the hover's tooltips, ``variable`` first."""
+    """Columns of every cell of the 2-D ``ds`` (axis labels as ``_x``/``_y``, ``variable`` as
+    ``_value`` and every variable over ``x`` × ``y`` by name, in screen units, flags as text)
+    and the hover's tooltips, ``variable`` first."""
     xs, ys = labels(ds[x]), labels(ds[y])
-    data = {x: np.repeat(xs, len(ys)).tolist(), y: np.tile(ys, len(xs)).tolist()}
-    tips = [(capitalized(display_label(ds[x])[0] or x), f"@{{{x}}}"),
-            (capitalized(display_label(ds[y])[0] or y), f"@{{{y}}}")]
+    data = {X: np.repeat(xs, len(ys)).tolist(), Y: np.tile(ys, len(xs)).tolist()}
+    tips = [(capitalized(display_label(ds[x])[0] or x), f"@{{{X}}}"),
+            (capitalized(display_label(ds[y])[0] or y), f"@{{{Y}}}")]
     for name in [variable, *[n for n in ds.data_vars if n != variable]]:
         arr = ds[name]
         if set(arr.dims) != {x, y}:
@@ -161,6 +186,7 @@ def cells_source(ds: xr.Dataset, variable: str, x: str, y: str) -> tuple[dict, l
         else:
             data[name] = np.asarray(arr.values).ravel().astype(str).tolist()
             tips.append((capitalized(str(arr.attrs.get("long_name", name))), f"@{{{name}}}"))
+    data[VALUE] = data.get(variable, np.full(len(data[X]), np.nan))
     return data, tips
 
 
@@ -191,65 +217,107 @@ def mapper_for(da: xr.DataArray, values: np.ndarray, clim: tuple[float, float] |
                              nan_color=NAN_COLOR), {}
 
 
-def heatmap_figure(ds: xr.Dataset, variable: str, x: str = "batch", y: str = "context", *,
-                   clim: tuple[float, float] | None = None, title: str | None = None,
-                   width: int | None = None, height: int = HEIGHT):
-    """``variable`` over ``x`` × ``y`` of a 2-D selection as a Bokeh heatmap: one cell per
-    value, the colour scale its values call for (``clim``: shared with other panels), hover
-    with every variable and its unit."""
-    data, tips = cells_source(ds, variable, x, y)
-    xs, ys = labels(ds[x]).tolist(), labels(ds[y]).tolist()
-    sizing = {"width": width} if width else {"sizing_mode": "stretch_width"}
-    fig = figure(x_range=FactorRange(*xs), y_range=FactorRange(*ys), height=height,
-                 title=title or axis_label(ds[variable]), tools=TOOLS,
-                 output_backend="canvas", x_axis_label=axis_label(ds[x]),
-                 y_axis_label=axis_label(ds[y]), **sizing)
-    mapper, bar = mapper_for(ds[variable], np.asarray(data.get(variable, []), dtype=float),
-                             clim)
-    source = ColumnDataSource(data)
-    cells = fig.rect(x=x, y=y, width=1, height=1, source=source, line_color=None,
-                     fill_color={"field": variable, "transform": mapper})
-    fig.add_tools(HoverTool(renderers=[cells], tooltips=tips))
-    fig.add_layout(ColorBar(color_mapper=mapper, ticker=bar.pop("ticker", BasicTicker()),
-                            **bar), "right")
-    fig.xaxis.major_label_orientation = 0.8
-    fig.grid.visible = False
-    fig.min_border_left = 70
-    return fig
+class Heatmap:
+    """A heatmap figure kept across changes: :meth:`show` puts a new selection into it in
+    place (the cells' data, the axes' factors and labels, the colour scale, the crosses and
+    rings, the hover), so the browser receives the new data, not a new figure. Used for one
+    kind of view (a single heatmap, or one of several small multiples); a change of layout
+    makes new ones."""
 
+    def __init__(self, *, width: int | None = None, height: int = HEIGHT):
+        self.width, self.height = width, height
+        sizing = {"width": width} if width else {"sizing_mode": "stretch_width"}
+        fig = figure(x_range=FactorRange(), y_range=FactorRange(), height=height, title="",
+                     tools=TOOLS, output_backend="canvas", **sizing)
+        self.figure = fig
+        self.source = ColumnDataSource({X: [], Y: [], VALUE: []})
+        self.mapper = LinearColorMapper(palette=SEQUENTIAL, nan_color=NAN_COLOR)
+        self.cells = fig.rect(x=X, y=Y, width=1, height=1, source=self.source, line_color=None,
+                              fill_color={"field": VALUE, "transform": self.mapper})
+        self.hover = HoverTool(renderers=[self.cells], tooltips=[])
+        fig.add_tools(self.hover)
+        self.bar = ColorBar(color_mapper=self.mapper, ticker=BasicTicker())
+        fig.add_layout(self.bar, "right")
+        self.crosses = fig.scatter(x=X, y=Y, source=ColumnDataSource({X: [], Y: []}),
+                                   legend_label=OVER_LABEL, marker="x", color="black", size=9,
+                                   line_width=1.5)
+        self.rings = fig.scatter(x=X, y=Y, source=ColumnDataSource({X: [], Y: []}),
+                                 legend_label=MEETS_LABEL, marker="circle", fill_alpha=0,
+                                 line_color="#009E73", line_width=2, size=11)
+        legend = fig.legend[0]
+        legend.update(location="top_left", orientation="horizontal", background_fill_alpha=0.6)
+        fig.add_layout(legend, "above")
+        fig.xaxis.major_label_orientation = 0.8
+        fig.grid.visible = False
+        fig.min_border_left = 70
+        themed(fig)
 
-def mark_cells(fig, ds: xr.Dataset, mask: np.ndarray, x: str, y: str, label: str,
-               **style) -> None:
-    """Draw a marker on every cell of ``fig`` where ``mask`` (``x`` × ``y``) holds."""
-    i, j = np.nonzero(mask)
-    points = {x: labels(ds[x])[i].tolist(), y: labels(ds[y])[j].tolist()}
-    fig.scatter(x=x, y=y, source=ColumnDataSource(points), legend_label=label, **style)
+    def show(self, ds: xr.Dataset, variable: str, x: str = "batch", y: str = "context", *,
+             clim: tuple[float, float] | None = None, marks: xr.DataArray | None = None,
+             title: str | None = None, mapper=None) -> figure:
+        """Draw ``variable`` of the 2-D ``ds`` over ``x`` × ``y``: one cell per value, the
+        colour scale its values call for (``clim``: shared with other panels; ``mapper``: a
+        ``(mapper, colour bar settings)`` pair chosen by the caller), over-budget cells crossed
+        (when ``fits`` is there), the cells in ``marks`` ringed. Returns the figure."""
+        ds = ds.load()
+        data, tips = cells_source(ds, variable, x, y)
+        xs, ys = labels(ds[x]).tolist(), labels(ds[y]).tolist()
+        fig = self.figure
+        fig.x_range.factors, fig.y_range.factors = xs, ys
+        self.source.data = data
+        self._colour(mapper or mapper_for(ds[variable], np.asarray(data[VALUE], dtype=float),
+                                          clim))
+        self.hover.tooltips = tips
+        fig.title.text = title or axis_label(ds[variable])
+        fig.xaxis.axis_label, fig.yaxis.axis_label = axis_label(ds[x]), axis_label(ds[y])
+        fig.xaxis.major_label_overrides = thinned_labels(
+            xs, (self.width or STRETCH_WIDTH_PX) - 120, "x")
+        fig.yaxis.major_label_overrides = thinned_labels(ys, self.height - 150, "y")
+        crosses = None
+        if "fits" in ds and set(ds["fits"].dims) == {x, y}:
+            fits = np.asarray(ds["fits"].transpose(x, y).values, dtype=bool)
+            valid = (np.asarray(ds["valid"].transpose(x, y).values, dtype=bool)
+                     if "valid" in ds else np.ones_like(fits))
+            crosses = valid & ~fits
+        rings = None if marks is None else np.asarray(marks.transpose(x, y).values, dtype=bool)
+        items = fig.legend[0].items
+        for renderer, item, mask in ((self.crosses, items[0], crosses),
+                                     (self.rings, items[1], rings)):
+            i, j = np.nonzero(mask) if mask is not None else ([], [])
+            renderer.data_source.data = {X: np.asarray(xs, dtype=object)[i].tolist(),
+                                         Y: np.asarray(ys, dtype=object)[j].tolist()}
+            renderer.visible = item.visible = mask is not None
+        fig.legend[0].visible = crosses is not None or rings is not None
+        return fig
+
+    def _colour(self, chosen) -> None:
+        """Use the colour mapper and colour bar settings ``chosen``: the mapper in place
+        changes only its range when it is of the same kind, else it is replaced."""
+        mapper, bar = chosen
+        same = (type(mapper) is type(self.mapper) and list(mapper.palette)
+                == list(self.mapper.palette))
+        if same:
+            self.mapper.update(low=mapper.low, high=mapper.high)
+        else:
+            self.mapper = mapper
+            self.cells.glyph.fill_color = {"field": VALUE, "transform": mapper}
+            self.bar.color_mapper = mapper
+        ticker = bar.get("ticker")
+        if ticker is None and type(self.bar.ticker) is not BasicTicker:
+            self.bar.ticker = BasicTicker()
+        elif ticker is not None and (not isinstance(self.bar.ticker, FixedTicker)
+                                     or list(self.bar.ticker.ticks) != list(ticker.ticks)):
+            self.bar.ticker = ticker
+        self.bar.major_label_overrides = bar.get("major_label_overrides", {})
+        self.bar.title = bar.get("title")
 
 
 def grid_figure(ds: xr.Dataset, variable: str, x: str = "batch", y: str = "context", *,
                 clim: tuple[float, float] | None = None, marks: xr.DataArray | None = None,
                 title: str | None = None, width: int | None = None, height: int = HEIGHT):
-    """The heatmap of ``variable`` with the over-budget cells crossed (when ``fits`` is there)
-    and the cells in ``marks`` ringed."""
-    ds = ds.load()
-    fig = heatmap_figure(ds, variable, x, y, clim=clim, title=title, width=width,
-                         height=height)
-    if "fits" in ds and set(ds["fits"].dims) == {x, y}:
-        fits = np.asarray(ds["fits"].transpose(x, y).values, dtype=bool)
-        valid = (np.asarray(ds["valid"].transpose(x, y).values, dtype=bool)
-                 if "valid" in ds else np.ones_like(fits))
-        mark_cells(fig, ds, valid & ~fits, x, y, OVER_LABEL, marker="x", color="black",
-                   size=9, line_width=1.5)
-    if marks is not None:
-        mark_cells(fig, ds, np.asarray(marks.transpose(x, y).values, dtype=bool), x, y,
-                   MEETS_LABEL, marker="circle", fill_alpha=0, line_color="#009E73",
-                   line_width=2, size=11)
-    if fig.legend:
-        fig.legend.location = "top_left"
-        fig.legend.orientation = "horizontal"
-        fig.legend.background_fill_alpha = 0.6
-        fig.add_layout(fig.legend[0], "above")
-    return themed(fig)
+    """A new heatmap figure of ``variable`` (see :meth:`Heatmap.show`)."""
+    return Heatmap(width=width, height=height).show(ds, variable, x, y, clim=clim,
+                                                    marks=marks, title=title)
 
 
 def lines_figure(ds: xr.Dataset, variable: str, x: str, by: str):
@@ -296,29 +364,39 @@ def compared(a: xr.Dataset, b: xr.Dataset, variable: str, how: str) -> xr.DataAr
     return out.rename(f"{how}_{variable}").assign_attrs(attrs)
 
 
-def compare_figure(a: xr.Dataset, b: xr.Dataset, variable: str, how: str, x: str, y: str,
-                   title: str):
-    """The ratio (colour centred on 1, log scale) or difference (centred on 0) of ``variable``
-    between two slices over ``x`` × ``y``; hover shows both values and the result."""
+def compare_cells(a: xr.Dataset, b: xr.Dataset, variable: str, how: str) -> xr.Dataset:
+    """The compared ``variable`` (its ratio or difference) with both slices' values, as the
+    comparison heatmap draws them."""
     a, b = a.load(), b.load()
     result = compared(a, b, variable, how)
     long_name = display_label(a[variable])[0]
-    cells = xr.Dataset({result.name: result,
-                        "a": a[variable].assign_attrs(long_name=f"{long_name}, A"),
-                        "b": b[variable].assign_attrs(long_name=f"{long_name}, B")})
-    fig = heatmap_figure(cells, result.name, x, y, title=title)
+    return xr.Dataset({result.name: result,
+                       "a": a[variable].assign_attrs(long_name=f"{long_name}, A"),
+                       "b": b[variable].assign_attrs(long_name=f"{long_name}, B")})
+
+
+def compare_mapper(result: xr.DataArray, how: str):
+    """The colour scale of a comparison: a ratio on a log diverging scale centred on 1, a
+    difference on a linear one centred on 0 (as a ``(mapper, colour bar settings)`` pair)."""
     values = screen(result)[0]
     finite = values[np.isfinite(values)]
-    mapper = fig.right[0].color_mapper
     if how == "ratio":
         positive = finite[finite > 0]
         spread = float(np.exp(np.abs(np.log(positive)).max())) if positive.size else 2.0
         spread = max(spread, 1.01)
-        log = LogColorMapper(palette=DIVERGING, low=1 / spread, high=spread,
-                             nan_color=NAN_COLOR)
-        fig.renderers[0].glyph.fill_color = {"field": result.name, "transform": log}
-        fig.right[0].color_mapper = log
-    else:
-        span = float(np.abs(finite).max()) if finite.size else 1.0
-        mapper.update(palette=DIVERGING, low=-(span or 1.0), high=span or 1.0)
-    return themed(fig)
+        return LogColorMapper(palette=DIVERGING, low=1 / spread, high=spread,
+                              nan_color=NAN_COLOR), {}
+    span = float(np.abs(finite).max()) if finite.size else 1.0
+    return LinearColorMapper(palette=DIVERGING, low=-(span or 1.0), high=span or 1.0,
+                             nan_color=NAN_COLOR), {}
+
+
+def compare_figure(a: xr.Dataset, b: xr.Dataset, variable: str, how: str, x: str, y: str,
+                   title: str, heatmap: Heatmap | None = None):
+    """The ratio (colour centred on 1, log scale) or difference (centred on 0) of ``variable``
+    between two slices over ``x`` × ``y`` (drawn into ``heatmap`` when given); hover shows both
+    values and the result."""
+    cells = compare_cells(a, b, variable, how)
+    name = f"{how}_{variable}"
+    return (heatmap or Heatmap()).show(cells, name, x, y, title=title,
+                                       mapper=compare_mapper(cells[name], how))

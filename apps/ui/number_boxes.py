@@ -88,12 +88,17 @@ class TypedText(pn.custom.JSComponent):
       document.addEventListener("keydown", (event) => {
         if (event.key !== "Enter") { return; }
         const box = event.composedPath()[0];
-        if (!box || box.tagName !== "INPUT" || !box.closest(".MuiInputBase-root")) { return; }
+        if (!box || box.tagName !== "INPUT") { return; }
+        // A number box, or the box of an editable slider (drawn in the slider's shadow root).
+        const numberBox = box.closest(".MuiInputBase-root[inputmode=decimal]");
+        const root = box.getRootNode();
+        if (!numberBox && !(root.querySelector && root.querySelector(".MuiSlider-root"))) {
+          return;
+        }
         setTimeout(() => {
           if (!box.isConnected) { return; }
           // A number box now shows the value in force, formatted ("65,536"); once entered
           // again it would show the text typed, even one it dropped: it is given the value.
-          const numberBox = box.closest(".MuiInputBase-root[inputmode=decimal]");
           const shown = numberBox ? box.value.replace(/,/g, "") : null;
           box.blur();
           box.focus();
@@ -157,7 +162,7 @@ def watch_typed(owner: param.Parameterized, boxes: dict[str, str],
                 report: Callable[[str | None], None]) -> TypedText:
     """A :class:`TypedText` for ``boxes`` of ``owner``'s inputs whose commits are judged and
     sent to ``report`` (a blank box is left to the widget, which refuses None itself)."""
-    typed = TypedText(boxes=dict(boxes))
+    typed = TypedText(boxes=dict(boxes), margin=0)
 
     def judge(event) -> None:
         data = event.new if isinstance(event.new, dict) else {}

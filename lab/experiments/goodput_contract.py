@@ -39,7 +39,8 @@ class GoodputContract(Experiment):
     limits = (
         "A deterministic continuous-batching model of an authored, synthetic trace: FCFS "
         "admission under a batch cap (and optionally a KV memory check at final lengths), a "
-        "linear prefill curve and experiment 1's ideal decode step. No preemption, chunked "
+        "linear prefill curve and experiment 1's ideal decode step (each request reading its "
+        "own keys per layer kind: full, sliding-window, chunked). No preemption, chunked "
         "prefill, speculative decoding, sampling or network time; it does not reproduce a "
         "particular engine release."
     )
@@ -112,6 +113,10 @@ class GoodputContract(Experiment):
             Card("Median TTFT / TPOT", f"{fmt_ms(r['ttft_p50_s'])} / {fmt_ms(r['tpot_p50_s'])}",
                  f"{r['rejected_requests']:,} rejected by memory" if r["rejected_requests"]
                  else "every request served"),
+            *([Card("Layer mix", r["layer_mix"],
+                    "each decoding request reads its own keys per layer kind: a window "
+                    "layer at most w − 1, a chunked layer those of its chunk")]
+              if "layer_mix" in r else []),
         ]
 
     def steps(self):

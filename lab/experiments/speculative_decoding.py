@@ -47,8 +47,9 @@ class SpeculativeDecoding(Experiment):
         "tokens (Leviathan et al.'s i.i.d. assumption); real acceptance falls along the draft "
         "and varies by prompt. Greedy or sampled verification costs the same here; the "
         "rejection sampler, the KV writes of rejected tokens, tree drafts and a dynamic k are "
-        "left out. Every step is experiment 1's ideal floor (dense GQA models only, sequential "
-        "linear and attention phases, vendor peaks); the draft model runs on the target's GPUs "
+        "left out. Every step is experiment 1's ideal floor (dense GQA models only, their "
+        "sliding-window layers read per kind; sequential linear and attention phases, vendor "
+        "peaks); the draft model runs on the target's GPUs "
         "at its tp and precision, one step at a time, and its prefill of the accepted tokens is "
         "not charged. The MTP head is one transformer layer of the target plus its shared LM "
         "head and the d × 2d projection (DeepSeek-V3's MTP module), drafting k tokens by "
@@ -66,7 +67,8 @@ class SpeculativeDecoding(Experiment):
 
     model = param.Selector(default=DEFAULTS.model, objects=list(dense_attention_catalog()),
                            check_on_set=False, label="Target model",
-                           doc="The model whose tokens are kept (dense catalog models).")
+                           doc="The model whose tokens are kept (dense catalog models, sliding-window "
+                               "layers included).")
     draft = param.Selector(default=DEFAULTS.draft, objects=[MTP, *dense_attention_catalog()],
                            check_on_set=False, label="Draft model or MTP head",
                            doc="A smaller dense model with the target's vocabulary, or mtp: "
@@ -123,6 +125,11 @@ class SpeculativeDecoding(Experiment):
             Card("Drafter memory", fmt_gb(r["draft_params_bytes"] + r["draft_kv_bytes"]),
                  f"{fmt_gb(r['draft_params_bytes'])} weights + {fmt_gb(r['draft_kv_bytes'])} "
                  f"KV / GPU; {memory}"),
+            *([Card("Layer mix", r["layer_mix"],
+                    f"per sequence and layer, verification reads "
+                    f"{fmt_number(r['verify_context_read'])} of the {self.context:,} cached "
+                    f"tokens and computes {fmt_number(r['verify_pairs_per_sequence'])} pairs")]
+              if "layer_mix" in r else []),
         ]
 
     def steps(self):

@@ -51,7 +51,6 @@ from lab.catalog.moe_params import (
     shared_linear_params,
 )
 from lab.catalog.moe_spec import moe_field
-from lab.models.weight_formats import bytes_per_weight as weight_format_bytes
 from lab.models.weight_formats import (
     any_fp4,
     expert_format,
@@ -60,6 +59,7 @@ from lab.models.weight_formats import (
     is_integer_format,
     rest_format,
 )
+from lab.models.weight_formats import bytes_per_weight as weight_format_bytes
 
 ROUTING_ASSUMPTION = (
     "Uniform routing assumed: each token picks its k of the E experts uniformly at random, "

@@ -17,11 +17,12 @@ bytes, FLOP, seconds, tokens/s. Formulas (docs/model.md §10)::
 (:mod:`lab.models.decode_step`), called here, never restated. A model with sliding-window or
 chunked layers reads per sequence :func:`~lab.models.layer_kinds.effective_context` cached
 tokens in place of ``S`` and computes :func:`verify_layer_pairs` (each query's own keys per
-layer kind, :func:`~lab.models.layer_kinds.read_layer_tokens_between`) in place of ``P``. The drafter is a smaller dense
-model (its own weights and KV) or the target's multi-token-prediction (MTP) head: one
-transformer layer of the target, the LM head it shares with the target, and the projection
-``M`` (d × 2d) that joins the hidden state to the next token's embedding (DeepSeek-V3's MTP
-module), costed as a one-layer model whose head has ``V + 2d`` rows (:func:`mtp_head`).
+layer kind, :func:`~lab.models.layer_kinds.read_layer_tokens_between`) in place of ``P``.
+The drafter is a smaller dense model (its own weights and KV) or the target's
+multi-token-prediction (MTP) head: one transformer layer of the target, the LM head it shares
+with the target, and the projection ``M`` (d × 2d) that joins the hidden state to the next token's
+embedding (DeepSeek-V3's MTP module), costed as a one-layer model whose head has ``V + 2d``
+rows (:func:`mtp_head`).
 Memory: the drafter's weights (:func:`~lab.models.memory.params_bytes`) and its paged KV cache
 (:func:`~lab.models.memory.kv_bytes_per_sequence`) beside the target's.
 """

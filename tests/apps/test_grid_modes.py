@@ -117,7 +117,7 @@ def test_constraints_ring_the_cells_meeting_them(served):
     rings = next(r for r in fig.renderers if getattr(r.glyph, "marker", None) == "circle")
     cells = view.selection()
     expected = int((cells["valid"] & (cells["step_time_s"] <= 0.01)).sum())
-    assert expected > 0 and len(rings.data_source.data["batch"]) == expected
+    assert expected > 0 and len(rings.data_source.data["_x"]) == expected
 
 
 def test_best_cells_and_frontier_match_brute_force(folder):

@@ -128,7 +128,7 @@ def test_switching_variable_redraws_the_whole_heatmap(document, small_store):
         model=view.choices.model, gpu=view.choices.gpu, tp=view.choices.tp,
         precision=view.choices.precision, kv_precision=view.choices.kv_precision)
     heat = next(r for r in fig.renderers if type(r.glyph).__name__ == "Rect")
-    assert len(heat.data_source.data["batch"]) == expected.size  # every cell, not one
+    assert len(heat.data_source.data["_x"]) == expected.size  # every cell, not one
 
 
 def test_reason_is_categorical_with_its_meanings(document, small_store):
@@ -149,7 +149,7 @@ def test_cells_over_budget_are_crossed(document, small_store):
     fig = rendered(view)
     crosses = [r for r in fig.renderers if type(r.glyph).__name__ == "Scatter"
                and r.glyph.marker == "x"]
-    assert len(crosses) == 1 and len(crosses[0].data_source.data["batch"]) == over
+    assert len(crosses) == 1 and len(crosses[0].data_source.data["_x"]) == over
     assert any("does not fit" in str(item.label) for item in fig.legend[0].items)
 
 
@@ -218,14 +218,14 @@ def test_busy_note_shows_through_a_slow_redraw(document, small_store, monkeypatc
 
     view = page(document, small_store)
     during = []
-    original = grid.charts.grid_figure
+    original = grid.charts.Heatmap.show
 
     def slow_view(*args, **kwargs):
         time.sleep(0.4)
         during.append(view.busy.visible)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(grid.charts, "grid_figure", slow_view)
+    monkeypatch.setattr(grid.charts.Heatmap, "show", slow_view)
     assert not view.busy.visible
     view.choices.variable = "hbm_time_s"
     assert during == [True] and not view.busy.visible

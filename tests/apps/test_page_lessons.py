@@ -256,20 +256,41 @@ def test_step_buttons_use_the_theme_text_colour():
             "text.primary")
 
 
-def test_experiments_6_and_8_offer_dense_models_only(document):
-    """Experiments 6 and 8 use the dense formulas: their model dropdowns hold the dense
-    catalog models only (a MoE id would only ever be refused), while the CLI and a config.json
-    path still get the one-sentence refusal (tests/core/test_moe_decode.py)."""
+def test_experiment_6_offers_dense_models_only(document):
+    """Experiment 6 uses the dense formulas: its model dropdown holds the dense catalog models
+    only (a MoE id would only ever be refused), while the CLI and a config.json path still get
+    the one-sentence refusal (tests/core/test_moe_decode.py)."""
     from lab.catalog.lookup import dense_model_catalog, moe_model_catalog
 
-    for exp in (PrefixOwnership(), ContextGrowth(from_model=True)):
-        view = ExperimentView(experiment=exp, sync_url=False)
-        view.__panel__().get_root(document)
-        options = view.inputs._widgets["model"].options
-        values = list(options.values()) if isinstance(options, dict) else list(options)
-        assert values == list(dense_model_catalog())
-        assert not set(values) & set(moe_model_catalog())
-        assert "Mixtral 8x7B v0.1" not in options and "Llama 3.1 8B" in options
-        with pytest.raises(ValueError):
-            exp.model = "mixtral-8x7b"
-        assert exp.error is None and exp.result
+    exp = PrefixOwnership()
+    view = ExperimentView(experiment=exp, sync_url=False)
+    view.__panel__().get_root(document)
+    options = view.inputs._widgets["model"].options
+    values = list(options.values()) if isinstance(options, dict) else list(options)
+    assert values == list(dense_model_catalog())
+    assert not set(values) & set(moe_model_catalog())
+    assert "Mixtral 8x7B v0.1" not in options and "Llama 3.1 8B" in options
+    with pytest.raises(ValueError):
+        exp.model = "mixtral-8x7b"
+    assert exp.error is None and exp.result
+
+
+def test_experiment_8_offers_every_model_and_shows_the_layer_mix(document):
+    """Issue 26: experiment 8 derives a and c from any catalog model (a mixture of experts at
+    its active weights) and counts a model's own sliding-window and chunked layers, shown in a
+    "Layer mix" card."""
+    from lab.catalog import model_catalog
+
+    exp = ContextGrowth(from_model=True)
+    view = ExperimentView(experiment=exp, sync_url=False)
+    view.__panel__().get_root(document)
+    options = view.inputs._widgets["model"].options
+    values = list(options.values()) if isinstance(options, dict) else list(options)
+    assert values == list(model_catalog())
+    exp.model = "gemma-3-27b"
+    assert exp.error is None
+    mix = [card for card in exp.cards() if card.label == "Layer mix"]
+    assert [card.value for card in mix] == ["52 sliding-window layers of 1,024 tokens, 10 full"]
+    assert "7,086,467,072 over all 62 layers" in mix[0].caption
+    exp.model = "llama-3.1-8b"
+    assert exp.error is None and not [c for c in exp.cards() if c.label == "Layer mix"]

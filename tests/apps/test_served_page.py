@@ -37,11 +37,11 @@ def test_served_page(view):
     exp = view.experiment
     assert exp.error is None and exp.result["selected"]["id"] == ROW
     html = cards_html(exp.cards())
-    assert "16.07 ms" in html and "2,426 of 5,221" in html
+    assert "16.07 ms" in html and "4,692 of 5,221" in html
     bars = view._bar(None)
     assert isinstance(bars, hv.Bars)
     terms = {row[1] for row in bars.data.itertuples(index=False)}
-    assert {"floor", "prefill interleaved into the step", "fixed time per step",
+    assert {"floor", "prefill interleaved into the step", "fixed time per layer × layers",
             "queue behind (c − 1)/2 prefills", "measured"} <= terms
     assert "*inter-token\nlatency*" in DEFINITIONS and "*Concurrency*" in DEFINITIONS
     # a filter narrows the rows; a row the lab does not model says why
@@ -49,10 +49,10 @@ def test_served_page(view):
     assert exp.error is None and exp.result["selected"]["model"] == "deepseek-v3"
     exp.param.update(model="all", row="minimaxm2_5_b300_vllm_fp8_agg_8192x1024_c128_cfg733")
     assert view.flag.object == ""
-    ep = next(i for i, r in zip(exp.table()["id"].values, exp.table()["reason"].values,
-                                strict=True) if "expert parallelism" in str(r))
-    exp.row = str(ep)
-    assert "Not modelled: needs expert parallelism (issue 26)" in view.flag.object
+    hybrid = next(i for i, r in zip(exp.table()["id"].values, exp.table()["reason"].values,
+                                    strict=True) if "linear attention" in str(r))
+    exp.row = str(hybrid)
+    assert "Not modelled: hybrid Gated DeltaNet linear attention" in view.flag.object
     # your own rows, read in memory and refitted
     view.upload._file.filename = "mine.csv"
     view.upload._file.value = TINY

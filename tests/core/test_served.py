@@ -234,3 +234,86 @@ def test_open_dataset_served():
                  "ttft_term_queue_ms", "ttft_term_fixed_ms"):
         assert name in ds.data_vars, name
     assert ds["tpot_floor_ms"].attrs["units"] == "ms"
+
+
+def test_an_expert_parallel_rows_floor_and_all_to_all_by_hand(table):
+    """TensorRT-LLM, DeepSeek-R1 NVFP4 on B200, attention DP 8 × tp 1, experts over ep 8,
+    8192/1024 at concurrency 256 (its batch_size 32 is one rank's share)."""
+    from lab.models import kv_shapes, moe
+
+    r = _row(table, "2026_03_25_deepseek_r1_b200_sxm_trtllm_fp4_agg_8192x1024_c256_tp8_0_ep8_0_974")
+    m, g = get_model("deepseek-v3"), get_gpu("b200")
+    assert (r["tp"], r["attention_dp"], r["moe_ep"], r["concurrency"]) == (1, 8, 8, 256)
+    b, dp, s = 256, 8, 8192 + 1024 / 2
+    # one GPU: every shared weight (tp 1), 1/8 of the experts the whole batch touches
+    touched = m.experts * (1 - (1 - m.experts_per_token / m.experts) ** b)
+    routed = m.moe_layers * touched * 3 * m.hidden * m.expert_intermediate
+    weights = moe.step_weight_bytes(m, 1, "nvfp4", b)  # all of them on one GPU
+    per_gpu = weights - routed * 0.5625 + routed / dp * 0.5625
+    flops = moe.linear_flops(m, 1, b / dp)  # its own 32 sequences
+    linear = max(per_gpu / g.hbm_bw, flops / g.peak_fp4)
+    kv = b / dp * s * m.layers * (m.kv_lora_rank + m.qk_rope_head_dim) * 2  # MLA latent, BF16
+    att_flops = b / dp * s * kv_shapes.attention_flops_per_pair(m)
+    attention = max(kv / g.hbm_bw, att_flops / g.peak_bf16)
+    assert r["kv_precision_floor"] == "bf16"
+    assert r["tpot_floor_ms"] == pytest.approx((linear + attention) * 1e3, rel=1e-9)
+    # the all-to-all: each token's k experts, 7/8 of them remote, there and back, BF16,
+    # one GPU's share of 8 over one direction of its NVLink; tp 1 has no all-reduce
+    a2a = 2 * m.moe_layers * b * m.experts_per_token * 7 / 8 * m.hidden * 2 / 8
+    assert r["tpot_term_allreduce_ms"] == pytest.approx(a2a / (g.interconnect_bw / 2) * 1e3,
+                                                        rel=1e-9)
+
+
+def test_a_gpt_oss_rows_floor_reads_its_sliding_window_layers_by_hand(table):
+    """vLLM, gpt-oss-120b as it ships (MXFP4 experts, BF16 rest) on H100, tp 4, 1024/1024 at
+    concurrency 64: half its layers read at most 127 cached tokens."""
+    from lab.models import moe
+
+    r = _row(table, "2026_03_25_gpt_oss_120b_h100_sxm_vllm_fp4_agg_1024x1024_c64_tp4_0_ep1_0_185")
+    m, g = get_model("gpt-oss-120b"), get_gpu("h100-sxm")
+    assert r["precision"] == "mxfp4-experts"
+    b, tp, s = 64, 4, 1024 + 1024 / 2
+    read = 18 * s + 18 * min(s, 128 - 1)  # full layers see S, sliding ones their window
+    kv = b * read * m.kv_heads * m.head_dim * 2 * 2 / tp
+    att_flops = 4 * b * read * m.heads * m.head_dim / tp
+    attention = max(kv / g.hbm_bw, att_flops / g.peak_bf16)
+    linear = max(moe.step_weight_bytes(m, tp, "mxfp4-experts", b) / g.hbm_bw,
+                 moe.linear_flops(m, tp, b) / g.peak_bf16)  # BF16 arithmetic
+    assert r["tpot_floor_ms"] == pytest.approx((linear + attention) * 1e3, rel=1e-9)
+    # the prefill counts each layer kind's pairs: 18 causal, 18 within 128 tokens
+    pairs = (18 * (1024 * 1025 // 2) + 18 * (128 * 129 // 2 + (1024 - 128) * 128)) / 36
+    assert pairs < 1024 * 1025 / 2
+    expected = (max(moe.step_weight_bytes(m, tp, "mxfp4-experts", 1024) / g.hbm_bw,
+                    moe.linear_flops(m, tp, 1024) / g.peak_bf16)
+                + 4 * m.layers * m.heads * m.head_dim * pairs / tp / g.peak_bf16)
+    assert r["ttft_floor_ms"] == pytest.approx(expected * 1e3, rel=1e-9)
+
+
+def test_squared_layouts_are_read_as_the_layout_that_ran():
+    """A db-dump row writes tp 8 with ep 8 as tp_size 64, moe_tp 8, moe_ep 8; its plain twin
+    has the identical measurements."""
+    from lab.served.loader import pool_layout
+
+    assert pool_layout(64, 1, 8, 8, "db-dump/2026-04-27; config_id=201") == (8, 1)
+    assert pool_layout(1, 64, 8, 8, "source_file=2026-04-06.csv; model=x") == (1, 8)
+    assert pool_layout(64, 1, 8, 8, "a user's own file") == (64, 1)  # only those exports
+    assert pool_layout(4, 1, 2, 2, "source_file=/data/h100_sxm/trtllm.csv") == (4, 1)
+    assert pool_layout(0, 0, 0, 0, "") == (1, 1)
+    ds = shipped_rows()
+    ids = ds["id"].values.astype(str)
+    twin = ds.isel(row=int(np.flatnonzero(ids == "dsr1_b200_sglang_fp4_agg_1024x1024_c64_cfg201")[0]))
+    assert (int(twin["tp"]), int(twin["moe_ep"])) == (8, 8)
+
+
+def test_kimi_k25_ships_int4_experts_in_groups_of_32():
+    from lab.catalog.moe_params import replicated_linear_params
+    from lab.models import moe
+
+    m = get_model("kimi-k2.5")
+    assert (m.layers, m.heads, m.experts, m.experts_per_token) == (61, 64, 384, 8)
+    held = moe.resident_weight_bytes(m, 8, "int4-experts")
+    experts = m.moe_layers * m.experts * 3 * m.hidden * m.expert_intermediate
+    whole = replicated_linear_params(m)  # MLA down-projections and routers on every GPU
+    rest = m.total_params - experts - whole
+    # the experts' biases are none: DeepSeek-style experts have no bias
+    assert held == pytest.approx((experts * 4.5 / 8 + rest * 2) / 8 + whole * 2, rel=1e-9)

@@ -198,3 +198,22 @@ def test_calc_goodput_models_gemma_and_names_its_mix():
     assert r["layer_mix"] == "52 sliding-window layers of 1,024 tokens, 10 full"
     assert r["completed_requests"] == r["requests"] == 400
     assert "layer_mix" not in calc_goodput(batch_cap=16)
+
+
+# -- the pages show the layer mix -------------------------------------------------------------
+
+def test_pages_of_experiments_7_and_10_show_the_layer_mix():
+    from lab.experiments.goodput_contract import GoodputContract
+    from lab.experiments.speculative_decoding import SpeculativeDecoding
+
+    spec = SpeculativeDecoding(model="gemma-3-27b", draft="mtp", context=4096, k=4)
+    assert spec.error is None
+    card = [c for c in spec.cards() if c.label == "Layer mix"][0]
+    # read(4,096) / 62 = 94,156 / 62; Σ_{j≤4} read(4,096 + j) / 62 = 470,880 / 62
+    assert "1,518.65 of the 4,096 cached tokens" in card.caption
+    assert "7,594.84 pairs" in card.caption
+    goodput = GoodputContract(model="gemma-3-27b", tp=2, batch_cap=8)
+    assert goodput.error is None
+    assert [c.value for c in goodput.cards() if c.label == "Layer mix"] == [
+        "52 sliding-window layers of 1,024 tokens, 10 full"]
+    assert not [c for c in SpeculativeDecoding().cards() if c.label == "Layer mix"]
