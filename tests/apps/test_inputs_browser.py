@@ -71,6 +71,18 @@ def test_a_number_box_takes_two_values_in_a_row(lab_url, lab_page, console_error
     assert console_errors == []
 
 
+def test_a_sliders_box_takes_two_values_in_a_row(lab_url, lab_page):
+    """Item 1 for an editable slider's box (experiment 10's k): after Enter it committed
+    nothing more until the reader left it."""
+    open_page(lab_page, url(lab_url, "speculative"))
+    box = lab_page.locator(".lab-input-k input").first
+    box.click()
+    type_in(box, "3")
+    expect(lab_page).to_have_url(re.compile(r"[?&]k=3(&|$)"))
+    type_in(box, "7")
+    expect(lab_page).to_have_url(re.compile(r"[?&]k=7(&|$)"))
+
+
 def test_refused_values_are_explained_and_the_message_follows_the_last_one(lab_url, lab_page):
     """Item 2: a later valid value clears the message; text the box cannot read says why."""
     open_page(lab_page, url(lab_url, "context"))

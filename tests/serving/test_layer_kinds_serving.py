@@ -208,7 +208,7 @@ def test_pages_of_experiments_7_and_10_show_the_layer_mix():
 
     spec = SpeculativeDecoding(model="gemma-3-27b", draft="mtp", context=4096, k=4)
     assert spec.error is None
-    card = [c for c in spec.cards() if c.label == "Layer mix"][0]
+    card = next(c for c in spec.cards() if c.label == "Layer mix")
     # read(4,096) / 62 = 94,156 / 62; Σ_{j≤4} read(4,096 + j) / 62 = 470,880 / 62
     assert "1,518.65 of the 4,096 cached tokens" in card.caption
     assert "7,594.84 pairs" in card.caption
@@ -217,3 +217,21 @@ def test_pages_of_experiments_7_and_10_show_the_layer_mix():
     assert [c.value for c in goodput.cards() if c.label == "Layer mix"] == [
         "52 sliding-window layers of 1,024 tokens, 10 full"]
     assert not [c for c in SpeculativeDecoding().cards() if c.label == "Layer mix"]
+
+
+# -- experiment 5: its one model term, d, is experiment 1's step per layer kind ----------------
+
+def test_prefill_decode_from_reads_each_layer_kind():
+    """d = §1's step of Gemma 3 27B at batch 8, context 8,192: the KV read is B·S_eff with
+    S_eff = (10·8,192 + 52·1,023) / 62 = 2,179.23, not 8,192 (the prefill curve c0 + c1·n has
+    no attention term to cost)."""
+    from lab.points.decode_family import calc_decode
+    from lab.points.serving import calc_prefill
+
+    config = DecodeConfig(model="gemma-3-27b", batch=8, context=8192)
+    r = calc_prefill(decode_from=config)
+    step = calc_decode(config)
+    assert r["inputs"]["decode_s"] == step["step_time_s"]
+    kv_tok = 2 * 62 * 16 * 128 * 2
+    assert step["kv_read_bytes"] == pytest.approx(8 * (10 * 8192 + 52 * 1023) / 62 * kv_tok,
+                                                  rel=1e-12)
