@@ -29,6 +29,9 @@ def _flag_options(parameter: param.Parameter) -> dict:
         options["type"] = float
     elif isinstance(parameter, param.Selector):
         options["choices"] = list(parameter.objects)
+        kinds = {type(v) for v in parameter.objects}
+        if len(kinds) == 1 and (kind := kinds.pop()) in (int, float):
+            options["type"] = kind  # "4" on the command line is the choice 4
     return options
 
 

@@ -124,7 +124,7 @@ def test_catalog_text_and_json(capsys):
     assert "h100-sxm" in out and "llama-3.1-405b" in out and "source:" in out
     status, out, _ = run(capsys, "catalog", "--json")
     data = json.loads(out)
-    assert len(data["gpus"]) == 18 and len(data["models"]) == 24  # 13 dense, 11 in MoE records
+    assert len(data["gpus"]) == 18 and len(data["models"]) == 25  # 13 dense, 12 in MoE records
     mixtral = next(m for m in data["models"] if m["id"] == "mixtral-8x7b")
     assert mixtral["experts"] == 8 and mixtral["total_params"] == 46_702_792_704
     a100 = next(g for g in data["gpus"] if g["id"] == "a100-sxm-80gb")

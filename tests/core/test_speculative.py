@@ -162,3 +162,11 @@ def test_calc_speculative_json_is_the_point(capsys):
     assert _cli("calc", "speculative", "--draft", "qwen2.5-7b")[0] == 2
     assert "tokenizer" in capsys.readouterr().err
     assert _cli("calc", "speculative", "--k", "99")[0] == 2
+
+
+def test_numeric_choices_are_read_as_numbers_on_the_command_line(capsys):
+    """``--tp 4`` is the choice 4 (argparse compared the text '4' with the number 4)."""
+    assert main(["calc", "speculative", "--tp", "4", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["inputs"]["tp"] == 4
+    assert main(["calc", "speculative", "--tp", "3"]) == 2
+    assert "invalid choice: 3 (choose from 1, 2, 4, 8)" in capsys.readouterr().err
