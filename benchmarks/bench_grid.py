@@ -8,8 +8,9 @@ threads``, ~40 s and 1.9 GB; not committed), opens ``?view=grid&dataset=large`` 
   heatmap's data holding the new slice (polled every 20 ms), as median and p90 over
   ``--changes`` changes cycling precision, GPU, model and the axes (batch, context, tp);
 * **query**: choosing "the whole dataset at this model" as the query's scope (the best cells
-  and the Pareto frontier over one model's 1.2×10^7 cells) until the query's summary changes,
-  and whether the busy note showed meanwhile;
+  and the Pareto frontier over one model's 1.2×10^7 cells) until the query's summary (the
+  text inside the Markdown pane's shadow root, ``.lab-grid-summary p``) changes, and whether
+  the busy note showed meanwhile;
 * **rss**: the server process's resident memory after all of it (``VmRSS``).
 
 Usage: ``python benchmarks/bench_grid.py DIR [--changes 20] [--json FILE]``.
@@ -37,10 +38,11 @@ SIGNATURE = """() => { let last = null;
     for (const m of doc._all_models.values())
       if (m.type === 'ColumnDataSource' && m.data.step_time_s) last = m;
   if (last === null) return null;
-  const [a, b] = Object.keys(last.data);
-  return JSON.stringify([last.id, a, b, Array.from(last.data.step_time_s).slice(0, 50)]); }"""
-"""What identifies the heatmap drawn last (its model id, axes and first 50 values; the
-document keeps the models of replaced figures, so the newest source is the one on screen)."""
+  const first = (k) => (k in last.data ? Array.from(last.data[k]).slice(0, 50) : null);
+  return JSON.stringify([last.id, first('_x'), first('_y'), first('step_time_s')]); }"""
+"""What identifies the heatmap drawn last (its model id, the first 50 cells' axis labels and
+values: the heatmap is updated in place, and when a layout change makes a new one the
+document keeps the old models, so the newest source is the one on screen)."""
 
 BUSY_WATCH = """() => { window.__busySeen = false; clearInterval(window.__busyTimer);
   window.__busyTimer = setInterval(() => { for (const doc of Bokeh.documents)
@@ -102,7 +104,7 @@ def main() -> None:
             break
         except OSError:
             time.sleep(0.5)
-    results: dict = {}
+    results: dict = {"load_average_before": os.getloadavg()}
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM,
@@ -135,11 +137,12 @@ def main() -> None:
                 "median_ms": round(statistics.median(seconds) * 1e3, 1),
                 "p90_ms": round(seconds[int(0.9 * (len(seconds) - 1))] * 1e3, 1),
                 "each_ms": [(label, round(t * 1e3, 1)) for label, t in times]}
-            summary = page.locator(".lab-grid-summary").first
+            summary = page.locator(".lab-grid-summary p").first
             before = summary.inner_text()
             page.evaluate(BUSY_WATCH)
             start = time.perf_counter()
             choose(page, "scope", "at this model")
+            assert before.strip(), "the query's summary reads empty"
             expect(summary).not_to_have_text(before, timeout=60_000)
             results["query_one_model"] = {
                 "seconds": round(time.perf_counter() - start, 3),
@@ -154,6 +157,7 @@ def main() -> None:
     results["dataset"] = "large preset: 17 models x 16 GPUs x 4 tp x 2 precisions x 1024 " \
                          "batches x 121 contexts (2.06e8 cells), chunks of 1x1x4x2x1x1024x121"
     results["machine"] = f"{os.cpu_count()} cores"
+    results["load_average_after"] = os.getloadavg()
     text = json.dumps(results, indent=2)
     print(text)
     if args.json:

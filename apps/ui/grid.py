@@ -88,6 +88,32 @@ def experiment_link(ds: xr.Dataset, row: dict) -> str | None:
     return "?" + urlencode({"view": found.slug, **{k: str(v) for k, v in values.items()}})
 
 
+class DimensionSlider(pmui.DiscreteSlider):
+    """A slider over a dimension's values whose every move reaches the server.
+
+    The lab serves with ``pn.extension(throttled=True)``, so a slider reports only its released
+    value (``value_throttled``). panel-material-ui's ``DiscreteSlider`` (0.16) sends that as
+    the option's index but reads it back as the option itself (an error on the server), and
+    sends the browser the option, not its index, so a keyboard step landing on an index equal
+    to that stale number sent nothing. Here both directions use the index."""
+
+    def _process_param_change(self, msg):
+        msg = super()._process_param_change(msg)
+        msg.pop("value_throttled", None)
+        if "value" in msg:  # an index by now
+            msg["value_throttled"] = msg["value"]
+        return msg
+
+    def _process_property_change(self, msg):
+        index = msg.get("value_throttled")
+        if isinstance(index, int) and 0 <= index < len(self.labels):
+            msg["value_throttled"] = self.labels[index]
+        msg = super()._process_property_change(msg)
+        if "value" in msg:
+            msg["value_throttled"] = msg["value"]
+        return msg
+
+
 class GridExplorer(Viewer):
     """The grid explorer of one dataset (``GridExplorer(ds)``) or of the lab's datasets by
     name (``GridExplorer()``, served)."""
@@ -263,7 +289,7 @@ class GridExplorer(Viewer):
             values = c.values[d]
             if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values) \
                     and len(values) > 1:
-                w = pmui.DiscreteSlider.from_param(c.param[d], options=values,
+                w = DimensionSlider.from_param(c.param[d], options=values,
                                                    sizing_mode="stretch_width",
                                                    css_classes=[f"lab-grid-{d}"])
             else:

@@ -36,9 +36,6 @@ BLANK_TEXTS = ("", "-", ".", "-.")
 MAX_TYPED_CHARS = 200
 """Longest typed text judged, characters (a longer one is cut before anything reads it)."""
 
-KINDS = ("int", "float", "slider")
-"""Kinds of box: a whole-number box, a decimal box, the box of an editable slider."""
-
 
 def readable(kind: str, text: str) -> bool:
     """Whether a box of ``kind`` reads ``text`` as a number (else it drops it silently)."""
@@ -75,7 +72,9 @@ class TypedText(pn.custom.JSComponent):
     """Invisible: keeps the page's number boxes editable after Enter and reports each text
     committed in the boxes of ``boxes`` (``{input name: kind}``) as ``typed``."""
 
-    boxes = param.Dict(default={}, doc="Input name → kind of its box (:data:`KINDS`).")
+    boxes = param.Dict(default={}, doc="Input name → kind of its box: ``int`` (a whole-number "
+                                       "box), ``float`` (a decimal box), ``slider`` (the box "
+                                       "of an editable slider).")
     typed = param.Dict(default={}, doc="The last text committed in a box, from the browser: "
                                        "``{'name', 'text', 'n'}`` (``n`` counts commits).")
 

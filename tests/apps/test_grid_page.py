@@ -9,6 +9,7 @@ import shutil
 import numpy as np
 import panel as pn
 import pytest
+import xarray as xr
 from panel.io.location import Location
 
 from apps.ui import grid
@@ -243,3 +244,75 @@ def test_variable_dropdown_shows_what_each_variable_is(document, small_store):
     variable.value = "kv_read_bytes"  # what choosing "KV cache reads per GPU (GB) …" sends
     assert view.choices.variable == "kv_read_bytes"
     assert "variable=kv_read_bytes" in pn.state.location.search
+
+
+def heat_source(fig):
+    return next(r for r in fig.renderers if type(r.glyph).__name__ == "Rect").data_source
+
+
+def test_a_change_updates_the_heatmap_in_place(document, small_store):
+    """Issue 24 speed: a selector, axis or variable change puts new data, factors and colour
+    scale into the figure on screen (the browser gets data, not a new figure); a change of
+    layout (small multiples, lines) draws new figures."""
+    view = page(document, small_store, "?tp=1")
+    fig, source = rendered(view), heat_source(rendered(view))
+    before = np.asarray(source.data["step_time_s"]).copy()
+    view.choices.precision = "fp8"
+    assert rendered(view) is fig and heat_source(fig) is source
+    assert not np.allclose(before, source.data["step_time_s"], equal_nan=True)
+    view.choices.x = "tp"
+    assert rendered(view) is fig and list(fig.x_range.factors) == ["1", "2", "8"]
+    assert "ensor" in fig.xaxis[0].axis_label and len(source.data["_x"]) == 3 * len(
+        fig.y_range.factors)
+    view.choices.variable = "reason"
+    assert rendered(view) is fig and fig.right[0].ticker.ticks == sorted(
+        fig.right[0].major_label_overrides)
+    view.choices.variable = "step_time_s"
+    assert type(colour_mapper(fig)).__name__ == "LogColorMapper"
+    assert type(fig.right[0].ticker).__name__ == "BasicTicker"
+    assert not fig.right[0].major_label_overrides
+    view.choices.param.update(x="batch", facet="precision")
+    facets = [p.object for p in view._area.objects[0].objects]
+    assert len(facets) == 2 and fig not in facets
+    view.choices.param.update(facet="gpu" if len(view.choices.values["gpu"]) == 2 else
+                              "precision", variable="memory_remaining_bytes")
+    assert [p.object for p in view._area.objects[0].objects] == facets  # same layout
+    view.choices.mode = "lines"
+    assert any(type(r.glyph).__name__ == "Line" for r in rendered(view).renderers)
+
+
+def test_a_long_categorical_axis_labels_every_kth_value():
+    """Issue 24: 64 values on the y axis no longer overlap: every k-th is labelled, at least
+    14 px apart, the ends of the gaps blank."""
+    from bokeh.document import Document
+
+    ds = xr.Dataset({"t": (("a", "b"), np.arange(64.0 * 3).reshape(64, 3) + 1)},
+                    coords={"a": [f"m{i}" for i in range(64)], "b": [1, 2, 3]})
+    pn.state._locations.pop(doc := Document(), None)
+    view = GridExplorer(ds)
+    view.__panel__().get_root(doc)
+    fig = rendered(view)
+    assert (view.choices.x, view.choices.y) == ("b", "a")
+    factors = list(fig.y_range.factors)
+    blank = fig.yaxis[0].major_label_overrides
+    shown = [f for f in factors if blank.get(f, f)]
+    assert factors[0] in shown and 2 <= len(shown) < 64
+    assert (fig.height - 150) / len(shown) >= 14
+    assert not fig.xaxis[0].major_label_overrides  # three values: every one labelled
+
+
+def test_a_slider_step_reaches_the_selection(document, small_store, monkeypatch):
+    """Issue 24: under ``pn.extension(throttled=True)`` (as served) a slider reports its
+    released value as the option's index; the tp slider maps it to its value and redraws."""
+    monkeypatch.setattr(pn.config, "throttled", True)
+    view = page(document, small_store, "?tp=1")
+    slider = view._dim_widgets["tp"]
+    fig = rendered(view)
+    before = np.asarray(heat_source(fig).data["step_time_s"]).copy()
+    root = slider._models[next(iter(slider._models))][0]
+    assert root.data.value == root.data.value_throttled == 0  # the browser gets the index
+    slider._process_events({"value_throttled": 1})
+    assert view.choices.tp == 2 and "tp=2" in pn.state.location.search
+    assert not np.allclose(before, heat_source(fig).data["step_time_s"], equal_nan=True)
+    view.choices.tp = 8
+    assert root.data.value == root.data.value_throttled == 2
