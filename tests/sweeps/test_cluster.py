@@ -83,7 +83,7 @@ def test_killed_worker_mid_write_is_replaced_and_the_sweep_completes(cluster, tm
         thread.join(timeout=120)
     assert result["code"] == 0
     ds = open_grid(out)
-    assert ds.attrs["grid_name"] == "many" and ds.sizes["gpu"] == 16
+    assert ds.attrs["grid_name"] == "many" and ds.sizes["gpu"] == 18
     assert not np.isnan(ds["step_time_s"].sel(model="qwen3-8b", gpu="h100-sxm", tp=1,
                                                precision="bf16", kv_precision="bf16", batch=8,
                                                context=8192).values)

@@ -34,7 +34,7 @@ def test_first_use_computes_the_default_grid(data):
     ds = lab.open_dataset("decode")
     assert (data / "decode.zarr").is_dir()
     assert ds.attrs[md.ATTR_NAME] == "default"
-    assert ds.sizes["model"] == 17  # 13 dense, 4 MoE
+    assert ds.sizes["model"] == 25  # 13 dense, 12 in MoE records
     cell = ds["step_time_s"].sel(model="llama-3.1-8b", gpu="h100-sxm", tp=1,
                                  precision="bf16", kv_precision="bf16", batch=8, context=8192)
     assert f"{cell.values.item() * 1e3:.2f}" == "7.04"
@@ -65,7 +65,7 @@ def test_corrupt_dataset_is_reported_then_refreshed(data):
     (data / "decode.zarr" / "zarr.json").write_text("garbage", encoding="utf-8")
     with pytest.raises(CorruptDatasetError, match="unreadable"):
         lab.open_dataset("decode")
-    assert lab.open_dataset("decode", refresh=True).sizes["model"] == 17
+    assert lab.open_dataset("decode", refresh=True).sizes["model"] == 25
 
 
 def test_missing_without_compute(data):

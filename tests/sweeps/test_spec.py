@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from lab.catalog import gpu_catalog, model_catalog
 from lab.errors import LabInputError
 from sweeps.axes import choose_chunks, expand_axis, logspace_axis, pow2_axis, range_axis
 from sweeps.grid_files import PRESETS, from_mapping, load_grid, preset
@@ -47,9 +48,10 @@ def test_chunks_fill_trailing_dims_first():
 
 def test_default_preset_covers_catalog():
     spec = preset("default").resolve("decode")
-    assert len(spec.axes["model"]) == 17 and len(spec.axes["gpu"]) == 16  # 13 dense, 4 MoE
-    assert spec.axes["model"][-4:] == ("mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v2-lite",
-                                       "deepseek-v3")
+    assert spec.axes["model"] == tuple(model_catalog())  # 13 dense, 12 in MoE records
+    assert len(spec.axes["model"]) == 25 and spec.axes["gpu"] == tuple(gpu_catalog())
+    assert {"mixtral-8x7b", "deepseek-v3", "gpt-oss-120b", "gemma-3-27b"} <= set(
+        spec.axes["model"])
     assert spec.axes["tp"] == (1, 2, 4, 8) and spec.axes["precision"] == ("bf16", "fp8")
     assert spec.axes["kv_precision"] == ("bf16", "fp8")
     assert tuple(spec.axes) == ("model", "gpu", "tp", "precision", "kv_precision", "batch",

@@ -98,7 +98,7 @@ def test_killed_sweep_leaves_old_dataset_and_rerun_completes(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(out)
     ds = open_grid(out)
-    assert ds.sizes["gpu"] == 16 and ds.attrs[md.ATTR_NAME] == "big"
+    assert ds.sizes["gpu"] == 18 and ds.attrs[md.ATTR_NAME] == "big"
     assert not list(tmp_path.glob("decode.zarr.tmp-*"))
 
 
