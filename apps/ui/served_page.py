@@ -14,7 +14,6 @@ from html import escape
 import holoviews as hv
 import numpy as np
 import panel as pn
-import panel_material_ui as pmui
 import param
 from panel.viewable import Viewer
 
@@ -24,13 +23,10 @@ from apps.ui.cards import CardsView
 from apps.ui.charts import CANVAS
 from apps.ui.experiment_view import limits_markdown
 from apps.ui.inputs import InputMessage, input_panel
-from apps.ui.measured_upload import MeasurementsFileInput
 from apps.ui.prediction import PredictionView
+from apps.ui.table_upload import TableUpload
 from apps.ui.theme import CARD_CSS, PROSE_CSS
-from apps.ui.trace_upload import shown_name
 from apps.ui.url_sync import UrlInputs
-from lab.errors import LabInputError
-from lab.limits import MAX_MEASUREMENT_BYTES
 from lab.served.calc import TERM_NAMES
 from lab.served.experiment import FromFloorToServed
 from lab.served.loader import REQUIRED, parse_served
@@ -106,61 +102,29 @@ def terms_bar(record: dict) -> hv.Bars:
         backend_opts=CANVAS, xlabel="", ylabel="ms")
 
 
-class ServedUpload(Viewer):
+class ServedUpload(TableUpload):
     """Upload a serving CSV, or go back to the shipped public rows."""
 
     experiment = param.ClassSelector(class_=FromFloorToServed,
                                      doc="The experiment whose data the upload replaces.")
+    file_label = "Upload your serving runs (CSV)"
+    reset_label = "Use the shipped public rows"
+    shipped_text = "the shipped public rows"
+    status_class = "lab-served-status"
 
-    def __init__(self, **params):
-        super().__init__(**params)
-        self._file = MeasurementsFileInput(accept=".csv", multiple=False,
-                                           label="Upload your serving runs (CSV)",
-                                           sizing_mode="stretch_width")
-        self._file.on_refused = self._say
-        self._reset = pmui.Button(label="Use the shipped public rows", sizing_mode="stretch_width")
-        self._status = pn.pane.HTML(self._describe(None), sizing_mode="stretch_width",
-                                    css_classes=["lab-served-status"])
-        self._file.param.watch(self._uploaded, "value")
-        self._reset.on_click(self._use_shipped)
+    def parse(self, data: bytes, name: str):
+        return parse_served(data, name)
 
-    @staticmethod
-    def _describe(name: str | None) -> str:
-        shown = escape(shown_name(name)) if name else "the shipped public rows"
-        return f"<p>Data: <em>{shown}</em></p>"
+    def use(self, table) -> None:
+        if table is None:
+            self.experiment.param.update(measurements=None, row="")
+        else:
+            self.experiment.param.update(measurements=table, row="", model="all", gpu="all",
+                                         engine="all", mode="all", workload="all")
 
-    def _say(self, sentence: str) -> None:
-        self._status.object = f'<p class="lab-upload-problem" role="alert">{escape(sentence)}</p>'
-
-    def _uploaded(self, event) -> None:
-        data: bytes | None = event.new
-        if not data:
-            return
-        name = shown_name(self._file.filename)
-        if len(data) > MAX_MEASUREMENT_BYTES:
-            self._say(f"{name} is {len(data) / 1e6:.1f} MB; files up to "
-                      f"{MAX_MEASUREMENT_BYTES / 1e6:.0f} MB are accepted.")
-            return
-        try:
-            table = parse_served(data, name)
-        except LabInputError as exc:
-            self._say(str(exc))
-            return
-        exp = self.experiment
-        exp.param.update(measurements=table, row="", model="all", gpu="all", engine="all",
-                         mode="all", workload="all")
-        self._status.object = self._describe(name)
-
-    def _use_shipped(self, _event) -> None:
-        self.experiment.param.update(measurements=None, row="")
-        self._status.object = self._describe(None)
-
-    def __panel__(self):
-        return pn.Column(
-            pn.pane.Markdown(f"**Your own runs** (CSV with the columns `{','.join(REQUIRED)}`, "
-                             "optional `batch_size`, `precision`, `tp_size`, …: docs/model.md "
-                             "§11)", sizing_mode="stretch_width"),
-            self._file, self._reset, self._status, sizing_mode="stretch_width")
+    def help_markdown(self) -> str:
+        return (f"**Your own runs** (CSV with the columns `{','.join(REQUIRED)}`, optional "
+                "`batch_size`, `precision`, `tp_size`, …: docs/model.md §11)")
 
 
 class ServedPage(Viewer):
