@@ -115,7 +115,8 @@ def test_default_sweep_then_open_dataset(wheel_env):
                   wheel_env, timeout=180)
     grids = wheel_env[3] / "cache" / "inference-lab" / "grids"
     assert sorted(p.name for p in grids.glob("*.zarr")) == [
-        "context.zarr", "decode.zarr", "goodput.zarr", "prefill.zarr", "prefix.zarr"], result.stderr
+        "context.zarr", "decode.zarr", "goodput.zarr", "prefill.zarr", "prefix.zarr",
+        "speculative.zarr"], result.stderr
     out = _run([str(wheel_env[0]), "-c", "import lab; ds = lab.open_dataset('goodput'); "
                 "print(ds.attrs['sweep_complete'], float(ds['goodput_rps'].max()))"],
                wheel_env).stdout.split()
