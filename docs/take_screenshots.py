@@ -21,9 +21,11 @@ VIEWPORTS = {"desktop": (1440, 900), "phone": (390, 844)}
 """Screenshot name → (width, height) in CSS px."""
 
 EXAMPLES = {"decode-moe": "?view=decode&model=mixtral-8x7b",
-            "memory-mla": "?view=memory&model=deepseek-v2-lite"}
+            "memory-mla": "?view=memory&model=deepseek-v2-lite",
+            "memory-hybrid": "?view=memory&model=gemma-3-27b&gpu=b200&context=32768"}
 """Screenshot name → query of pages shown with another model than their default (experiment 1's
-expert-read chart for a mixture-of-experts model, experiment 2's MLA latent card)."""
+expert-read chart for a mixture-of-experts model, experiment 2's MLA latent card and a model of
+sliding-window and full layers)."""
 
 IDLE = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
         "Bokeh.documents.every(d => d.is_idle) && !document.querySelector('.pn-loading')")

@@ -94,6 +94,8 @@ def widget_spec(parameter: param.Parameter) -> dict:
         return {"type": IntInput, "sizing_mode": "stretch_width"}
     if isinstance(parameter, param.Number):
         return {"type": FloatInput, "sizing_mode": "stretch_width"}
+    if isinstance(parameter, param.String):  # Panel's default text box is 300 px wide
+        return {"sizing_mode": "stretch_width"}
     return {}
 
 

@@ -20,6 +20,9 @@ from apps.ui.trace_upload import CappedFileInput, shown_name
 from lab.errors import LabInputError
 from lab.limits import MAX_MEASUREMENT_BYTES
 
+WRAP_CSS = "code, p { overflow-wrap: anywhere; word-break: break-word; }"
+"""Lets a long list of column names break anywhere instead of widening the inputs column."""
+
 
 def limit_sentence() -> str:
     """The measurements' size limit (:data:`lab.limits.MAX_MEASUREMENT_BYTES`) as the end of a
@@ -102,5 +105,7 @@ class TableUpload(Viewer):
         self._status.object = self._describe(None)
 
     def __panel__(self):
-        return pn.Column(pn.pane.Markdown(self.help_markdown(), sizing_mode="stretch_width"),
+        help_text = pn.pane.Markdown(self.help_markdown(), sizing_mode="stretch_width",
+                                     stylesheets=[WRAP_CSS])  # long column lists wrap
+        return pn.Column(help_text,
                          self._file, self._reset, self._status, sizing_mode="stretch_width")

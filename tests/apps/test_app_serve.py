@@ -126,3 +126,20 @@ def test_operations_guide_names_exactly_the_serve_options():
     table = {m for row in re.findall(r"^\| `(--[^|]*)\|", guide, flags=re.M)
              for m in re.findall(r"--[a-z-]+", row)}
     assert table == offered
+
+
+def test_start_up_computes_the_grids_the_explorer_lists(tmp_path, monkeypatch):
+    """The explorer never computes in a page request, so a fresh clone's server prepares the
+    default grids before its first request (and leaves another --datasets folder alone)."""
+    from apps.ui.warmup import prepare_datasets
+    from sweeps.catalog_of_datasets import DATASETS_ENV
+    from sweeps.grid_kinds import GRIDS
+    from sweeps.paths import ENV_VAR
+
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "data"))
+    monkeypatch.setenv(DATASETS_ENV, str(tmp_path / "elsewhere"))
+    assert prepare_datasets() == [] and not (tmp_path / "data").exists()
+    monkeypatch.delenv(DATASETS_ENV)
+    assert prepare_datasets() == []
+    assert sorted(p.name for p in (tmp_path / "data").glob("*.zarr")) == sorted(
+        f"{name}.zarr" for name in GRIDS)

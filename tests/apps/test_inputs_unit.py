@@ -153,3 +153,13 @@ def test_chart_csv_inputs_are_a_header_block_pandas_skips():
     assert not frame.isna().all(axis=1).any()  # no junk rows
     assert list(frame["batch"])[:2] == [1, 2]
 
+
+
+def test_a_text_input_fills_the_inputs_column_instead_of_panels_300_px():
+    """Panel's default text box is 300 px wide plus its margins: wider than the 300 px inputs
+    column, so experiment 11's inputs ran under its cards."""
+    import param as _param
+
+    from apps.ui.inputs import widget_spec
+
+    assert widget_spec(_param.String(default=""))["sizing_mode"] == "stretch_width"
