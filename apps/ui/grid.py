@@ -24,6 +24,7 @@ import param
 import xarray as xr
 from bokeh.models import ColumnDataSource, HoverTool
 from bokeh.plotting import figure
+from panel.io.state import set_curdoc
 from panel.viewable import Viewer
 
 from apps.ui import grid_heatmap as charts
@@ -45,6 +46,10 @@ MAX_FACETS = 12
 WRAP_SX = {"& .MuiSelect-select": {"whiteSpace": "normal !important",
                                    "overflowWrap": "anywhere", "height": "auto !important"}}
 """Material UI style of the explorer's select boxes: the chosen label wraps."""
+
+MAX_BLOCK_BYTES = 256 * 1024**2
+"""Largest block of whole chunks the page keeps in memory to cut selections from, bytes (the
+``large`` preset's block, one model on one GPU, is 26 MB)."""
 
 MAX_WHOLE_DOWNLOAD_BYTES = 512 * 1024**2
 """Largest dataset (in memory) the page offers whole as NetCDF; a larger one is exported with
@@ -74,6 +79,30 @@ def page_sentence(exc: LabInputError, name: str | None = None) -> str:
         text = (text.replace(f"inference-lab sweep --out {path}", making_command(name))
                 .replace(path, f"dataset '{name}'"))
     return text.replace(folder + "/", "").replace(folder, "the datasets folder")
+
+
+QUERY_ONLY = ("objective", "best", "latency", "throughput", "scope")
+"""Inputs of the query alone (a change of them redraws nothing)."""
+
+QUERY_DELAY_MS = 100
+"""How long after a change the query starts on a server, ms: long enough for the redraw's
+messages to leave first (Panel writes them frame by frame as the server's event loop is free,
+and a query holds the loop until it is done)."""
+
+
+def later(callback) -> None:
+    """Run ``callback`` :data:`QUERY_DELAY_MS` from now in the page's session (document
+    locked), or at once without a server (a notebook, a test)."""
+    doc = pn.state.curdoc
+    if doc is None or doc.session_context is None:
+        callback()
+        return
+
+    def run() -> None:
+        with set_curdoc(doc):
+            callback()
+
+    doc.add_timeout_callback(run, QUERY_DELAY_MS)
 
 
 def experiment_link(ds: xr.Dataset, row: dict) -> str | None:
@@ -132,8 +161,12 @@ class GridExplorer(Viewer):
         self._url: UrlInputs | None = None
         self._query_key = None
         self._slice: tuple | None = None
+        self._block: tuple | None = None
+        self._drawn: tuple | None = None
         self._layout: tuple | None = None
         self._heatmaps: list[charts.Heatmap] = []
+        self._frontier_key: tuple | None = None
+        self._frontier_parts: tuple | None = None
         self.result: QueryResult | None = None
         self._controls = pn.Column(sizing_mode="stretch_width", margin=0)
         self._area = pn.Column(sizing_mode="stretch_width", min_height=480,
@@ -181,7 +214,9 @@ class GridExplorer(Viewer):
         self._controls.objects, self._area.objects, self._query.objects = [], [], []
         self._downloads.objects = []
         self._note.object = ""
-        self._layout, self._heatmaps = None, []
+        self._layout, self._heatmaps, self._block, self._slice = None, [], None, None
+        self._drawn = None
+        self._frontier_key, self._frontier_parts = None, None
 
     def _use(self, data: xr.Dataset) -> None:
         """Explore ``data``: its own inputs (from the URL when served), charts and query."""
@@ -201,8 +236,7 @@ class GridExplorer(Viewer):
         c.param.watch(self._compare_changed, "compare")
         c.param.watch(self._axes_changed, ["x", "y"])
         c.param.watch(self._where_changed, "where")
-        c.param.watch(self._redraw, [n for n in c.url_names() if n not in (
-            "objective", "best", "latency", "throughput", "scope")])
+        c.param.watch(self._redraw, [n for n in c.url_names() if n not in QUERY_ONLY])
         c.param.watch(self._requery, c.url_names())
         self._controls.objects = self._widgets()
         self._downloads.objects = self._download_buttons()
@@ -327,11 +361,32 @@ class GridExplorer(Viewer):
         key = (id(self._ds), tuple(sorted(at.items())), tuple(sorted(c.in_use | (free or set()))))
         if self._slice is not None and self._slice[0] == key:
             return self._slice[1]
-        ds = self._ds.sel(at)
+        ds = self._from_block(at)
         extra = {d: 0 for d in ds.dims if d not in c.dims and d not in c.in_use}
         ds = (ds.isel(extra) if extra else ds).load()
         self._slice = (key, ds)
         return ds
+
+    def _from_block(self, at: dict) -> xr.Dataset:
+        """``self._ds.sel(at)``, cut from the block of whole chunks around it, read once and
+        kept: a store's chunk holds every value of some dimensions (the ``large`` preset's:
+        tp, precision, batch and context), so a change of those, or of the axes, reads
+        nothing. A block larger than :data:`MAX_BLOCK_BYTES` is not kept."""
+        try:
+            chunks = self._ds.chunks
+        except ValueError:  # variables chunked differently
+            chunks = {}
+        whole = {d for d, sizes in chunks.items() if len(sizes) == 1}
+        if not chunks or not whole & set(at):
+            return self._ds.sel(at)
+        outer = {d: v for d, v in at.items() if d not in whole}
+        key = (id(self._ds), tuple(sorted(outer.items())))
+        if self._block is None or self._block[0] != key:
+            block = self._ds.sel(outer)
+            if block.nbytes > MAX_BLOCK_BYTES:
+                return self._ds.sel(at)
+            self._block = (key, block.load())
+        return self._block[1].sel({d: v for d, v in at.items() if d in whole})
 
     def current(self) -> xr.Dataset:
         """What is on screen: the cells drawn (thinned as drawn), every variable."""
@@ -364,19 +419,30 @@ class GridExplorer(Viewer):
 
     # -- drawing ------------------------------------------------------------------------
     def _redraw(self, *_events) -> None:
-        """Draw the current choices; the busy note shows until the redraw has gone out."""
+        """Draw the current choices (unless they are drawn already: an axis swap changes x
+        and y in one go); the busy note shows until the redraw has gone out."""
+        if self._draw_key() == self._drawn:
+            return
         self.busy.begin()
         try:
             self._draw()
         finally:
             pn.state.execute(self.busy.end, schedule=True)
 
+    def _draw_key(self) -> tuple:
+        """What a drawing shows: the dataset and every input but the query's."""
+        c = self.choices
+        return (id(self._ds), tuple(self.constraints()),
+                tuple(getattr(c, n) for n in c.url_names() if n not in QUERY_ONLY))
+
     def _draw(self) -> None:
         """Draw the choices: into the figures on screen when the layout stays (the same
         number of heatmaps), else into new ones."""
+        self._drawn = self._draw_key()
         try:
             layout, views = self._views()
         except LabInputError as exc:  # the dataset was deleted or damaged under the server
+            self._drawn = None
             self.message.say(page_sentence(exc, self.dataset))
             layout, views = None, [figure(title="No data: see the message on the left",
                                           height=460, sizing_mode="stretch_width")]
@@ -461,18 +527,35 @@ class GridExplorer(Viewer):
         return self._ds.sel({c.scope: getattr(c, c.scope)})
 
     def _requery(self, *_events) -> None:
-        """Re-run the query on the next tick (after the redraw went out) if what it covers
-        changed."""
-        pn.state.execute(self._run_query, schedule=True)
+        """Re-run the query if what it covers changed, once the redraw has gone out (a
+        moment later, not on the next tick: the redraw's messages are written to the browser
+        only when the server is free). The busy note is switched on now, so the browser has
+        it before the query starts, and off when the query is done."""
+        if self.choices is None or self._query_wanted() == self._query_key:
+            return
+        self.busy.begin()
+
+        def run() -> None:
+            try:
+                self._run_query()
+            finally:
+                pn.state.execute(self.busy.end, schedule=True)
+
+        later(run)
+
+    def _query_wanted(self) -> tuple:
+        """What the query covers with the choices in force."""
+        c = self.choices
+        return (id(self._ds), c.scope, c.where, c.objective, c.best, c.latency, c.throughput,
+                tuple(sorted(c.at().items())) if c.scope == "view" else
+                (getattr(c, c.scope) if c.scope in c.dims else None),
+                tuple(sorted(c.in_use)) if c.scope == "view" else None)
 
     def _run_query(self) -> None:
         if self.choices is None:
             return
         c = self.choices
-        key = (id(self._ds), c.scope, c.where, c.objective, c.best, c.latency, c.throughput,
-               tuple(sorted(c.at().items())) if c.scope == "view" else
-               (getattr(c, c.scope) if c.scope in c.dims else None),
-               tuple(sorted(c.in_use)) if c.scope == "view" else None)
+        key = self._query_wanted()
         if key == self._query_key or c.objective is None:
             return
         self._query_key = key
@@ -487,9 +570,19 @@ class GridExplorer(Viewer):
             pn.state.execute(self.busy.end, schedule=True)
 
     def _query_views(self, result: QueryResult) -> list:
+        """The summary, best cells and frontier of ``result``: the panes on screen with new
+        contents (the frontier's data replaced in place) when they are there."""
         c = self.choices
         summary = (f"**{result.met:,}** of {result.cells:,} cells are valid and meet the "
                    f"constraints" + (f" ({escape(c.where)})" if c.where else "") + ".")
+        panes = self._query.objects
+        if len(panes) == 3:
+            panes[0].object = summary
+            panes[1].object = self._table_html(result)
+            frontier = self._frontier(result)
+            if panes[2].object is not frontier:
+                panes[2].object = frontier
+            return panes
         return [pn.pane.Markdown(summary, sizing_mode="stretch_width",
                                  css_classes=["lab-grid-summary"]),
                 pn.pane.HTML(self._table_html(result), sizing_mode="stretch_width",
@@ -522,7 +615,8 @@ class GridExplorer(Viewer):
                 f"<th></th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
     def _frontier(self, result: QueryResult):
-        """Throughput against latency of the frontier's cells, hover with their coordinates."""
+        """Throughput against latency of the frontier's cells, hover with their coordinates:
+        the figure on screen with new data while its axes stay (same variables and scale)."""
         c = self.choices
         frame = result.frontier
         lx, ly = display_label(self._ds[c.latency]), display_label(self._ds[c.throughput])
@@ -532,7 +626,14 @@ class GridExplorer(Viewer):
         data["thr"] = frame[c.throughput].to_numpy(dtype=float) * ly[2]
         positive = bool(len(frame) and (data["lat"] > 0).all()
                         and data["lat"].max() / data["lat"].min() > 30)
-        fig = figure(title=f"Frontier: {len(frame):,} cells no other beats on both",
+        title = f"Frontier: {len(frame):,} cells no other beats on both"
+        key = (positive, c.latency, c.throughput, tuple(dims))
+        if self._frontier_parts is not None and key == self._frontier_key:
+            fig, source = self._frontier_parts
+            source.data = data
+            fig.title.text = title
+            return fig
+        fig = figure(title=title,
                      height=340, sizing_mode="stretch_width", tools=TOOLS,
                      output_backend="canvas", x_axis_type="log" if positive else "linear",
                      x_axis_label=axis_label(self._ds[c.latency]),
@@ -544,6 +645,7 @@ class GridExplorer(Viewer):
             *[(d, f"@{{{d}}}") for d in dims],
             (axis_label(self._ds[c.latency]), "@lat{0,0.[0000]}"),
             (axis_label(self._ds[c.throughput]), "@thr{0,0.[00]}")]))
+        self._frontier_key, self._frontier_parts = key, (fig, source)
         return themed(fig)
 
     # -- downloads and layout -----------------------------------------------------------

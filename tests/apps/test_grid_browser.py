@@ -4,6 +4,7 @@ page, hostile URL values as one sentence, and no horizontal overflow at 1440×90
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 
@@ -22,6 +23,14 @@ SOURCE_COLUMNS = """(name) => {
   return null;
 }"""
 """The first data column named ``name`` of the page's Bokeh documents."""
+
+HEATMAP_X = """() => {
+  for (const doc of Bokeh.documents)
+    for (const m of doc._all_models.values())
+      if (m.type === 'ColumnDataSource' && m.data._value) return Array.from(m.data._x);
+  return null;
+}"""
+"""The x label of every cell of the page's heatmap."""
 
 LINES = """() => { let n = 0;
   for (const doc of Bokeh.documents)
@@ -51,7 +60,7 @@ def message(page) -> str:
 
 def test_dataset_switch_axes_and_url(grid_url, lab_page, console_errors):
     open_page(lab_page, grid_url + "&x=tp&y=context&tp=2")
-    xs = lab_page.evaluate(SOURCE_COLUMNS, "tp")
+    xs = lab_page.evaluate(HEATMAP_X)
     assert sorted(set(xs)) == ["1", "2", "8"]
     lab_page.locator(".lab-grid-dataset [role=combobox]").first.click()
     lab_page.locator("li").filter(has_text=re.compile(r"^my-sweep$")).click()
@@ -123,3 +132,30 @@ def test_no_horizontal_overflow_and_the_variable_box_reads_whole(grid_url, lab_p
     box = lab_page.locator(".lab-grid-variable .MuiSelect-select").first
     clipped = box.evaluate("e => e.scrollWidth > e.clientWidth + 1")
     assert not clipped
+
+
+HEATMAP = """() => { const out = [];
+  for (const doc of Bokeh.documents)
+    for (const m of doc._all_models.values())
+      if (m.type === 'ColumnDataSource' && m.data._value)
+        out.push([m.id, Array.from(m.data._value).slice(0, 20)]);
+  return JSON.stringify(out); }"""
+"""Every heatmap source of the page: its id and first values."""
+
+
+def test_a_keyboard_step_on_a_slider_redraws_in_place(grid_url, lab_page, console_errors):
+    """Issue 24: an arrow key on the tp slider reaches the server (the page is served
+    throttled: the released value, as an index) and the heatmap on screen gets the new slice's
+    data, in the same figure."""
+    open_page(lab_page, grid_url + "&tp=1")
+    before = json.loads(lab_page.evaluate(HEATMAP))
+    assert len(before) == 1
+    lab_page.locator(".lab-grid-tp input[type=range]").first.focus()
+    lab_page.keyboard.press("ArrowRight")
+    expect(lab_page).to_have_url(re.compile(r"tp=2\b"))
+    lab_page.wait_for_function(f"(b) => ({HEATMAP})() !== b", arg=json.dumps(before))
+    after = json.loads(lab_page.evaluate(HEATMAP))
+    assert [a[0] for a in after] == [before[0][0]]  # the same source, new data
+    assert after[0][1] != before[0][1]
+    assert message(lab_page) == ""
+    assert console_errors == []

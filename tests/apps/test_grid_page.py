@@ -72,7 +72,7 @@ def test_dataset_deleted_under_the_page_is_one_sentence(document, small_store, t
     store = shutil.copytree(small_store, tmp_path / "small.zarr")
     view = page(document, store)
     shutil.rmtree(store)
-    view.choices.tp = 2
+    view.choices.model = "qwen3-8b"  # a read (tp alone is cut from the block already read)
     assert "is corrupt (its file " in message(view) and "is missing" in message(view)
     fig = rendered(view)
     assert "No data" in fig.title.text and not fig.renderers  # no heatmap of blanks
@@ -316,3 +316,21 @@ def test_a_slider_step_reaches_the_selection(document, small_store, monkeypatch)
     assert not np.allclose(before, heat_source(fig).data["step_time_s"], equal_nan=True)
     view.choices.tp = 8
     assert root.data.value == root.data.value_throttled == 2
+
+
+def test_selections_are_cut_from_one_block_of_whole_chunks(document, small_store):
+    """Issue 24 speed: the chunk block around the selection (here one model: every other
+    dimension is whole in a chunk) is read once; a change of tp, precision or the axes reads
+    nothing more and shows the same cells a direct read of the store does."""
+    view = page(document, small_store, "?tp=1")
+    block = view._block
+    assert block is not None and dict(block[0][1]) == {"model": "llama-3.1-8b"}
+    store = open_grid(small_store)
+    for change in ({"precision": "fp8"}, {"tp": 8}, {"x": "tp"}, {"gpu": "l4"}):
+        view.choices.param.update(**change)
+        assert view._block is block  # nothing read again
+        shown = view.selection()
+        direct = store.sel(view.choices.at()).load()
+        xr.testing.assert_identical(shown, direct.transpose(*shown.dims))
+    view.choices.model = "qwen3-8b"
+    assert view._block is not block
