@@ -26,11 +26,14 @@ from lab_browser import (
 from playwright.sync_api import expect
 
 IDLE_AT = """
-(() => { const check = () => {
-    if (window.Bokeh && Bokeh.documents.length && Bokeh.documents.every((d) => d.is_idle)) {
-      window.labIdleAt = Date.now(); return; }
-    setTimeout(check, 10); };
-  check(); })();
+(() => { const hook = () => {
+    if (window.Bokeh && Bokeh.documents.length) {
+      const docs = [...Bokeh.documents];
+      const mark = () => { if (window.labIdleAt === undefined && docs.every((d) => d.is_idle)) {
+        window.labIdleAt = Date.now(); } };
+      docs.forEach((d) => d.idle.connect(mark)); mark(); return; }
+    setTimeout(hook, 10); };
+  hook(); })();
 """
 """Init script: when the page's Bokeh documents are all idle (the moment the browser tells
 the server the page is drawn), as ``window.labIdleAt`` (ms since the epoch)."""
@@ -75,4 +78,7 @@ def test_readers_arriving_together_load_their_pages_in_turn(browser, one_at_a_ti
     loads.sort()
     assert [n for _, _, n in loads] == [1, 2, 2]  # two readers waited, then reloaded once
     for (_, drawn, _), (started, _, _) in itertools.pairwise(loads):
-        assert started >= drawn - 50  # the next page was requested once this one was drawn
+        # The next page was requested once this one was drawn. The idle moment is taken from
+        # the documents' own idle signal; under load a background tab's timers are clamped,
+        # so allow the browser a quarter second between telling the server and recording it.
+        assert started >= drawn - 250
