@@ -318,7 +318,7 @@ class GridExplorer(Viewer):
                                  select("how", {"Ratio A / B": "ratio",
                                                 "Difference A − B": "difference"})]
         widgets += self._compare_widgets
-        self._dim_widgets = {}
+        self._dim_widgets, self._dim_labels = {}, {}
         for d in c.dims:
             values = c.values[d]
             if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values) \
@@ -329,6 +329,7 @@ class GridExplorer(Viewer):
             else:
                 w = select(d, catalog_options(d, values))
             self._dim_widgets[d] = w
+            self._dim_labels[d] = w.label
             widgets.append(w)
         where = pmui.TextInput.from_param(c.param.where, sizing_mode="stretch_width",
                                           placeholder="step_time_s<=0.05,fits==1",
@@ -343,11 +344,16 @@ class GridExplorer(Viewer):
         return widgets
 
     def _shown_inputs(self) -> None:
-        """Show the selectors of dimensions off the axes, and the compare inputs in that mode."""
+        """Grey out the selectors of dimensions on an axis (their label says which), and show
+        the compare inputs in that mode. Greyed rather than hidden: hiding a selector
+        re-lays out the whole page in the browser, which cost 150–250 ms of every axis change
+        on the ``large`` preset (benchmarks/bench_grid.py)."""
         c = self.choices
-        used = c.in_use
+        roles = c.roles()
         for d, w in getattr(self, "_dim_widgets", {}).items():
-            w.visible = d not in used
+            base = self._dim_labels[d]
+            w.param.update(disabled=d in roles,
+                           label=f"{base} — on the {roles[d]}" if d in roles else base)
         for w in getattr(self, "_compare_widgets", []):
             w.visible = c.mode == "compare"
 

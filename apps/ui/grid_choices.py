@@ -145,6 +145,15 @@ class GridChoices(param.Parameterized):
             used.add(self.compare)
         return used
 
+    def roles(self) -> dict[str, str]:
+        """What each dimension in use is, as the end of "on the …": ``{dim: "x axis"}``."""
+        roles = {self.y: "y axis", self.x: "x axis"}
+        if self.mode == "heatmap" and self.facet != NONE:
+            roles[self.facet] = "small multiples"
+        if self.mode == "compare":
+            roles[self.compare] = "compared dimension"
+        return roles
+
     def at(self, exclude: set[str] | None = None) -> dict[str, object]:
         """``{dim: value}`` of the selectors of dimensions not in use (nor in ``exclude``)."""
         skip = self.in_use | (exclude or set())

@@ -334,3 +334,17 @@ def test_selections_are_cut_from_one_block_of_whole_chunks(document, small_store
         xr.testing.assert_identical(shown, direct.transpose(*shown.dims))
     view.choices.model = "qwen3-8b"
     assert view._block is not block
+
+
+def test_selectors_of_dimensions_on_an_axis_are_greyed_and_say_where(document, small_store):
+    """An axis change greys the selector of the dimension it takes (its label says which
+    axis) and frees the one it leaves; none is hidden, so the page keeps its layout."""
+    view = page(document, small_store)
+    widgets = view._dim_widgets
+    assert widgets["batch"].disabled and widgets["batch"].label.endswith("— on the x axis")
+    assert widgets["context"].disabled and widgets["context"].label.endswith("— on the y axis")
+    assert not widgets["tp"].disabled and "—" not in widgets["tp"].label
+    view.choices.x = "tp"
+    assert widgets["tp"].disabled and widgets["tp"].label.endswith("— on the x axis")
+    assert not widgets["batch"].disabled and "—" not in widgets["batch"].label
+    assert all(w.visible for w in widgets.values())
