@@ -1,0 +1,1 @@
+"""The test suite (a package, so tests/sweeps is tests.sweeps, never a second ``sweeps``)."""
