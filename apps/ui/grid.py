@@ -8,7 +8,7 @@ naming the command that writes it. Every input lives in the URL through
 :class:`apps.ui.url_sync.UrlInputs` (dataset first, then that dataset's own inputs,
 :mod:`apps.ui.grid_choices`). A change reads only the slice on screen (an axis longer than the
 screen can show is thinned, and the chart says so); a query reads the cells it covers chunk by
-chunk (:mod:`apps.ui.grid_query`). A redraw or query that takes more than 0.3 s shows the busy
+chunk (:mod:`sweeps.query`). A redraw or query that takes more than 0.3 s shows the busy
 note. In a notebook, ``GridExplorer(ds)`` explores any ``xarray.Dataset`` the same way.
 """
 
@@ -32,13 +32,14 @@ from apps.ui.busy import BusyNote
 from apps.ui.charts import TOOLS, axis_label, display_label, themed
 from apps.ui.downloads import WholeDatasetDownload, dataset_csv
 from apps.ui.grid_choices import NONE, GridChoices, choices_for, plain, plottable
-from apps.ui.grid_query import QueryResult, meets, parse_where, run_query
 from apps.ui.held_size import BUTTON_WIDTH
 from apps.ui.input_extras import catalog_options
 from apps.ui.inputs import InputMessage
+from apps.ui.panel_compat import DimensionSlider
 from apps.ui.url_sync import UrlInputs
 from lab.errors import LabInputError
 from lab.experiments.registry import record
+from sweeps.query import QueryResult, meets, parse_where, run_query
 
 MAX_FACETS = 12
 """Most small multiples drawn (a longer facet dimension shows its first ones, and says so)."""
@@ -115,32 +116,6 @@ def experiment_link(ds: xr.Dataset, row: dict) -> str | None:
     inputs = set(found.experiment_class().param)
     values = {d: row[d] for d in ds.dims if d in inputs and d in row}
     return "?" + urlencode({"view": found.slug, **{k: str(v) for k, v in values.items()}})
-
-
-class DimensionSlider(pmui.DiscreteSlider):
-    """A slider over a dimension's values whose every move reaches the server.
-
-    The lab serves with ``pn.extension(throttled=True)``, so a slider reports only its released
-    value (``value_throttled``). panel-material-ui's ``DiscreteSlider`` (0.16) sends that as
-    the option's index but reads it back as the option itself (an error on the server), and
-    sends the browser the option, not its index, so a keyboard step landing on an index equal
-    to that stale number sent nothing. Here both directions use the index."""
-
-    def _process_param_change(self, msg):
-        msg = super()._process_param_change(msg)
-        msg.pop("value_throttled", None)
-        if "value" in msg:  # an index by now
-            msg["value_throttled"] = msg["value"]
-        return msg
-
-    def _process_property_change(self, msg):
-        index = msg.get("value_throttled")
-        if isinstance(index, int) and 0 <= index < len(self.labels):
-            msg["value_throttled"] = self.labels[index]
-        msg = super()._process_property_change(msg)
-        if "value" in msg:
-            msg["value_throttled"] = msg["value"]
-        return msg
 
 
 class GridExplorer(Viewer):

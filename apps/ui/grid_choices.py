@@ -4,7 +4,7 @@ inputs the page keeps in its URL.
 Each dataset gets its own class (:func:`choices_for`): one selector per dimension (the value of
 that dimension when it is on no axis), beside the shared inputs of :class:`GridChoices`. Every
 selector lists only the dataset's own names and values, and the constraint text is judged by
-the grammar of :mod:`apps.ui.grid_query`, so a link can set nothing else. Nothing here knows
+the grammar of :mod:`sweeps.query`, so a link can set nothing else. Nothing here knows
 about Panel.
 """
 
@@ -14,9 +14,9 @@ import numpy as np
 import param
 import xarray as xr
 
-from apps.ui.grid_query import GRAMMAR, higher_is_better, queryable, where_problem
 from apps.ui.url_values import CheckedText
 from lab.points.decode_family import DecodeConfig
+from sweeps.query import GRAMMAR, higher_is_better, queryable, where_problem
 
 DEFAULTS = DecodeConfig()
 """The lab's default configuration (Llama 3.1 8B on H100 SXM, tp 1, BF16), shown first."""

@@ -305,3 +305,29 @@ def hide_server_paths() -> int:
                 prop._default = ""
                 hidden += 1
     return hidden
+
+
+class DimensionSlider(pmui.DiscreteSlider):
+    """A slider over a dimension's values whose every move reaches the server.
+
+    The lab serves with ``pn.extension(throttled=True)``, so a slider reports only its released
+    value (``value_throttled``). panel-material-ui's ``DiscreteSlider`` (0.16) sends that as
+    the option's index but reads it back as the option itself (an error on the server), and
+    sends the browser the option, not its index, so a keyboard step landing on an index equal
+    to that stale number sent nothing. Here both directions use the index."""
+
+    def _process_param_change(self, msg):
+        msg = super()._process_param_change(msg)
+        msg.pop("value_throttled", None)
+        if "value" in msg:  # an index by now
+            msg["value_throttled"] = msg["value"]
+        return msg
+
+    def _process_property_change(self, msg):
+        index = msg.get("value_throttled")
+        if isinstance(index, int) and 0 <= index < len(self.labels):
+            msg["value_throttled"] = self.labels[index]
+        msg = super()._process_property_change(msg)
+        if "value" in msg:
+            msg["value_throttled"] = msg["value"]
+        return msg

@@ -15,9 +15,9 @@ from panel.io.location import Location
 
 from apps.ui.grid import GridExplorer, experiment_link
 from apps.ui.grid_heatmap import signed_span
-from apps.ui.grid_query import Constraint, pareto, parse_where, run_query
 from lab.errors import LabInputError
 from sweeps import catalog_of_datasets as catalog
+from sweeps.query import Constraint, pareto, parse_where, run_query
 from sweeps.store import open_grid
 from tests.sweeps.conftest import write_small
 

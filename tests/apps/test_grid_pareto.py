@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from apps.ui import grid_query
-from apps.ui.grid_query import _pareto_sorted, pareto
+from sweeps import query as grid_query
+from sweeps.query import _pareto_sorted, pareto
 
 
 def brute_force(x: np.ndarray, y: np.ndarray) -> list[int]:

@@ -1,4 +1,4 @@
-"""The grid explorer's queries: constraints from a small grammar, best cells, Pareto frontier.
+"""Queries over a written grid: constraints from a small grammar, best cells, Pareto frontier.
 
 Constraints are written ``VAR OP NUMBER`` separated by commas, e.g.
 ``step_time_s<=0.05,fits==1`` (values in the dataset's stored units: seconds, bytes; ``1``/``0``
