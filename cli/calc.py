@@ -1,16 +1,25 @@
 """``inference-lab calc <experiment>``: one calculation, shown step by step or as JSON.
 
-The subcommands are the experiments of :mod:`lab.experiments.registry`, in order: a record
-naming a hand-written command module is registered by that module (once for all the records
-naming it); any other gets the flags of its param class (:mod:`cli.calc_generic`).
+The subcommands are the experiments of :mod:`lab.experiments.registry`, in order. Each is
+generated from its experiment's ``param`` class (:mod:`cli.calc_generic`), except those
+:data:`HAND_WRITTEN` names: experiment 9's ``calc measured`` and experiment 11's ``calc
+served``, whose inputs are files of measurements rather than the parameters of their pages.
 """
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 
+from cli import calc_measured, calc_served
 from cli.calc_generic import register_record
 from lab.experiments.registry import experiments
+
+HAND_WRITTEN: dict[str, Callable] = {
+    "measured": calc_measured.register,
+    "served": calc_served.register,
+}
+"""The experiments with a hand-written ``calc`` subcommand: by slug, the function adding it
+to the ``calc`` subparsers."""
 
 
 def register(subparsers) -> None:
@@ -22,11 +31,10 @@ def register(subparsers) -> None:
     )
     calc_subparsers = parser.add_subparsers(dest="experiment", metavar="EXPERIMENT",
                                             parser_class=type(parser))
-    registered: set[str] = set()
     for record in experiments():
-        if record.command is None:
+        add = HAND_WRITTEN.get(record.slug)
+        if add is None:
             register_record(calc_subparsers, record)
-        elif record.command not in registered:
-            registered.add(record.command)
-            importlib.import_module(record.command).register(calc_subparsers)
+        else:
+            add(calc_subparsers)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)

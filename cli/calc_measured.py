@@ -16,6 +16,8 @@ DESCRIPTION = ("Experiment 9, floors against measurements: how far real kernels 
 
 SELECTION_FLAGS = ("kind", "shape", "tp", "batch", "context", "m")
 """Flags that pick the point shown in full (any one given selects by all of them)."""
+INPUTS_USED = (False, True, ("measurements", *SELECTION_FLAGS))
+"""What the ``Inputs:`` line names: the GPU, the measurements and the selection."""
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -33,7 +35,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result)
         return 0
-    lines = [inputs_line("measured", args), *summary_lines(result)]
+    lines = [inputs_line(args, INPUTS_USED), *summary_lines(result)]
     lines.append("")
     lines.append("The selected point:")
     lines.append(render_text(point_steps(result["selected"], gpu)))

@@ -6,24 +6,39 @@ import argparse
 
 from cli.flags import add_json_flag, print_json
 from lab.derivations.decode_family import render_text
+from lab.errors import LabInputError
 from lab.served.calc import calc_served, summary_lines
 from lab.served.explain import row_steps
 from lab.served.loader import read_served
+from lab.served.refit_note import unfitted_sentence
+from lab.served.vllm_bench import RunSetup
 
 DESCRIPTION = ("Experiment 11, from floor to served: real engines' TPOT and TTFT against the "
                "lab's floor plus named terms, predicted out of sample.")
 
 
 def _run(args: argparse.Namespace) -> int:
-    data = read_served(args.measurements) if args.measurements else None
+    setup = RunSetup(gpu=args.gpu or "", tp=args.tp, precision=args.precision or "",
+                     model=args.model or "")
+    if setup.stated() and not args.measurements:
+        raise LabInputError("--gpu, --tp, --precision and --model describe the runs of "
+                            "--measurements (vllm bench serve JSON results); give the files "
+                            "too.")
+    data = read_served(args.measurements, setup) if args.measurements else None
     result = calc_served(data, args.row, rows=args.json and args.all_rows)
+    note = unfitted_sentence(result["counts"]["modelled"], result["counts"]["predicted"]) \
+        if args.measurements else ""
+    if note:
+        result["note"] = note
     if args.json:
         print_json(result)
         return 0
-    named = [f"--measurements {args.measurements}" if args.measurements else
+    named = [f"--measurements {' '.join(args.measurements)}" if args.measurements else
              "the shipped public rows", f"--row {args.row}" if args.row else "default row"]
-    lines = [f"Inputs: {'; '.join(named)}", *summary_lines(result), "", "The selected row:",
-             render_text(row_steps(result["selected"]))]
+    named += [f"--{k} {getattr(setup, k)}" for k in ("gpu", "tp", "precision", "model")
+              if getattr(setup, k) not in ("", None)]
+    lines = [f"Inputs: {'; '.join(named)}", *summary_lines(result), *([note] if note else []),
+             "", "The selected row:", render_text(row_steps(result["selected"]))]
     print("\n".join(lines))
     return 0
 
@@ -32,10 +47,23 @@ def register(subparsers) -> None:
     """Add ``served``."""
     parser = subparsers.add_parser("served", help=DESCRIPTION.split(":")[0],
                                    description=DESCRIPTION)
-    parser.add_argument("--measurements", metavar="FILE", default=None,
-                        help="your own serving CSV (the columns of docs/model.md, Experiment "
-                        "11) instead of the shipped public rows; the coefficients are refitted "
-                        "on your rows")
+    parser.add_argument("--measurements", metavar="FILE", nargs="+", default=None,
+                        help="your own serving runs instead of the shipped public rows: a CSV "
+                        "with the columns of docs/model.md, Experiment 11, or the JSON that "
+                        "vllm bench serve --save-result writes (one run per file or per line); "
+                        "the coefficients are refitted on your rows")
+    runs = parser.add_argument_group(
+        "vllm bench serve runs", "What a vllm bench serve result does not save, for every run "
+        "of --measurements (a run saved with --metadata gpu=… tp=… precision=… model=… may say "
+        "it instead).")
+    runs.add_argument("--gpu", default=None, help="catalog GPU id the runs used, e.g. h100-sxm")
+    runs.add_argument("--tp", type=int, default=None, help="tensor-parallel GPUs of the server")
+    runs.add_argument("--precision", default=None,
+                      help="weight precision: bf16, fp8, nvfp4, mxfp4, … (default: the "
+                      "checkpoint's own, FP8 when its name says so, else BF16)")
+    runs.add_argument("--model", default=None,
+                      help="catalog model id, when the runs' model_id is not a checkpoint the "
+                      "lab knows (a local path)")
     parser.add_argument("--row", default=None, help="id of the row shown in full")
     parser.add_argument("--all-rows", action="store_true",
                         help="with --json, also print every row (large)")

@@ -7,22 +7,16 @@ parser and sets ``func`` (called with the parsed arguments, returning an exit st
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from collections.abc import Sequence
 
+from cli import calc, catalog_cmd, export_cmd, serve_cmd, sweep_cmd
 from lab import __version__
 from lab.errors import LabInputError
 from lab.experiments.registry import count_words
 
-COMMAND_MODULES = (
-    "cli.calc",
-    "cli.catalog_cmd",
-    "cli.sweep_cmd",
-    "cli.export_cmd",
-    "cli.serve_cmd",
-)
+COMMAND_MODULES = (calc, catalog_cmd, sweep_cmd, export_cmd, serve_cmd)
 """Modules that register a top-level subcommand, in ``--help`` order."""
 
 EXIT_BAD_INPUT = 2
@@ -48,8 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"inference-lab {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND",
                                        parser_class=LabArgumentParser)
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(subparsers)
+    for module in COMMAND_MODULES:
+        module.register(subparsers)
     return parser
 
 

@@ -19,11 +19,12 @@ import sys
 from pathlib import Path
 
 from lab.catalog import GPUSpec, ModelSpec, gpu_catalog, model_catalog
-from lab.catalog.moe_params import active_params, active_params_without_input_embedding
 from lab.catalog.moe_spec import MoESpec
 from lab.measured.sources import measured_section
-from lab.models.decode_step import kv_bytes_per_token, linear_params
-from lab.models.kv_shapes import kv_bytes_per_token as moe_kv_bytes_per_token
+from lab.models.decode_step import linear_params
+from lab.models.kv_shapes import kv_bytes_per_token
+from lab.models.moe_params import active_params, active_params_without_input_embedding
+from lab.served.vllm_bench import sources_section as vllm_bench_section
 from lab.units import GB, GB_PER_S, TB_PER_S, TFLOPS
 
 OUTPUT = Path(__file__).resolve().parent / "sources.md"
@@ -190,7 +191,7 @@ def moe_model_section(models: dict[str, MoESpec]) -> str:
             f"{m.expert_intermediate:,} | {m.shared_intermediate:,} | {per_layer:,} | "
             f"{m.vocab:,} | {m.max_context:,} | {m.total_params:,} | {active_params(m):,} | "
             f"{active_params_without_input_embedding(m):,} | "
-            f"{int(moe_kv_bytes_per_token(m)):,} | {_levels(m.source)}, D | {m.checked} |")
+            f"{int(kv_bytes_per_token(m)):,} | {_levels(m.source)}, D | {m.checked} |")
     lines += ["", "### Mixture-of-experts sources and notes", ""]
     for m in models.values():
         lines.append(f"- **`{m.id}`** — {_escape(m.source)}")
@@ -256,7 +257,7 @@ def render() -> str:
     moe = {key: m for key, m in models.items() if isinstance(m, MoESpec)}
     return "\n".join([HEADER, gpu_section(gpu_catalog()), model_section(dense),
                       moe_model_section(moe), layer_kinds_section(moe), measured_section(),
-                      speculative_section()])
+                      speculative_section(), vllm_bench_section()])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from lab.catalog import gpu_catalog, model_catalog
-from lab.models.decode_step import KV_PRECISIONS, PRECISIONS
+from lab.models.decode_step import PRECISIONS
+from lab.models.kv_shapes import KV_PRECISIONS
 from lab.points.decode_family import BUDGET_RANGE, MAX_PAGE, MAX_RESERVE_GB, MAX_TP
 from sweeps.grid_schema import Rule
 
@@ -40,7 +41,7 @@ def precision_rule(default: Any) -> Rule:
 
 def kv_precision_rule(default: Any) -> Rule:
     """The KV-cache precision ``kv_precision`` (one of
-    :data:`lab.models.decode_step.KV_PRECISIONS`, as ``calc --kv-precision``)."""
+    :data:`lab.models.kv_shapes.KV_PRECISIONS`, as ``calc --kv-precision``)."""
     return Rule("kv_precision", "str", "KV-cache precision", "1",
                 choices=lambda: KV_PRECISIONS, default=default)
 

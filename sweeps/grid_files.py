@@ -29,7 +29,7 @@ from pathlib import Path
 
 from lab.errors import LabInputError, shown
 from lab.limits import MAX_SPEC_BYTES
-from lab.models.decode_step import KV_PRECISIONS
+from lab.models.kv_shapes import KV_PRECISIONS
 from sweeps.grid_kinds import GRIDS, grid_kind
 from sweeps.grid_schema import ExperimentSpec, expand_section
 

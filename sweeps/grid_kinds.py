@@ -2,8 +2,7 @@
 
 :data:`GRIDS` maps an experiment name to its :class:`GridKind`: the schema of its spec
 section, the block function calling its ``lab`` function, its variables' labels and extra
-variable attributes, built from the ``grid`` of each record in
-:mod:`lab.experiments.registry`.
+variable attributes, built from each block :mod:`sweeps.grids` registers.
 """
 
 from __future__ import annotations
@@ -14,9 +13,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
-from lab.experiments.registry import experiments, resolve
 from sweeps.build import BlockFunction, build_dataset
 from sweeps.grid_schema import ExperimentSpec, Schema
+from sweeps.grids import grid_blocks
 from sweeps.metadata import dataset_attrs
 from sweeps.paths import DATASET_NAMES
 
@@ -41,8 +40,7 @@ class GridKind:
                              self.var_attrs(), dtypes)
 
 
-GRIDS: dict[str, GridKind] = {record.slug: GridKind(*resolve(record.grid))
-                               for record in experiments() if record.grid}
+GRIDS: dict[str, GridKind] = {name: GridKind(*block) for name, block in grid_blocks().items()}
 """Experiments with a grid, by name."""
 
 

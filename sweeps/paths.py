@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from lab.experiments.registry import dataset_names
+from sweeps.grids import GRID_NAMES
 
-DATASET_NAMES = dataset_names()
-"""Every dataset name :func:`lab.open_dataset` knows: the experiments whose record has a grid."""
+DATASET_NAMES = GRID_NAMES
+"""Every dataset name :func:`lab.open_dataset` knows: the experiments with a grid
+(:mod:`sweeps.grids`)."""
 ENV_VAR = "INFERENCE_LAB_DATA"
 """Environment variable naming the directory of the grids (overrides the default)."""
 REPO_ROOT = Path(__file__).resolve().parents[1]

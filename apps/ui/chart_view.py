@@ -16,11 +16,11 @@ from apps.ui.charts import NOTE
 from apps.ui.downloads import chart_csv_button
 from apps.ui.expert_chart import ExpertChart, expert_chart
 from apps.ui.lessons import MarkLayer, chart_inputs, lesson_data, lesson_marks
+from apps.ui.page_descriptions import description
 from apps.ui.plain_text import shown_error
 from apps.ui.series_chart import SeriesChart, experiment_charts, update_charts
 from apps.ui.theme import CARD_CSS
 from lab.experiments.base import Experiment
-from lab.experiments.registry import record
 from lab.models.moe import ROUTING_ASSUMPTION
 
 CHART_HEIGHT = 340
@@ -63,7 +63,7 @@ class ChartView(Viewer):
         self._busy.follow(exp, "computing")  # shown on a server before the calculation runs
         exp.param.watch(self._refresh, "result")
         ds, inputs, result = self.data
-        if record(exp.slug).chart == "batch":
+        if description(exp.slug).chart == "batch":
             self._lines = (power_of_two_rows(ds), result["ridge_batch"])
             self._batch: list[BatchChart] = batch_charts(ds, inputs["batch"],
                                                          result["ridge_batch"])
@@ -83,7 +83,7 @@ class ChartView(Viewer):
                                      css_classes=["lab-routing-note"])
         """The expert-read figure's caption: the routing assumption (shown with that figure)."""
         visible = pn.bind(lambda _r: exp.error is None, exp.param.result)
-        wide = True if record(exp.slug).chart == "batch" else None
+        wide = True if description(exp.slug).chart == "batch" else None
         self._grid = pn.FlexBox(*self._panes(figures, wide), flex_wrap="wrap",
                                 sizing_mode="stretch_width", visible=visible)
         self._download = chart_csv_button(lambda: self.data[:2], f"{exp.slug}-chart.csv",
@@ -97,7 +97,7 @@ class ChartView(Viewer):
 
     def _has_experts(self) -> bool:
         """True when experiment 1 draws the expert-read figure (a mixture-of-experts model)."""
-        return record(self.experiment.slug).chart == "batch" and self._experts is not None
+        return description(self.experiment.slug).chart == "batch" and self._experts is not None
 
     def _expert_figure(self, exp: Experiment) -> list:
         """Experiment 1: draw (or update) the weight-read figure when the data hold the experts
@@ -157,7 +157,7 @@ class ChartView(Viewer):
         if self.experiment.error is None:
             self.data = (self.experiment.chart_data(), self.experiment.inputs(),
                          self.experiment.result)
-            if record(self.experiment.slug).chart == "batch":
+            if description(self.experiment.slug).chart == "batch":
                 self._show_batch()
             else:
                 self._show_series()
@@ -186,7 +186,7 @@ class ChartView(Viewer):
         """Experiment 1: show experiment 9's measured attention markers on the step-time chart
         (``series`` from :func:`lab.measured.overlay.measured_attention_series`), or hide them
         (None). Other experiments draw nothing."""
-        if record(self.experiment.slug).chart == "batch":
+        if description(self.experiment.slug).chart == "batch":
             self._batch[0].show_measured(series)
 
     def _show_series(self) -> None:
@@ -207,7 +207,7 @@ class ChartView(Viewer):
 
     def _drawn(self, ds):
         """What the series charts draw: the lesson's variables, over-budget points flagged."""
-        return lesson_data(with_fits(self.experiment, ds), self.experiment.inputs())
+        return lesson_data(self.experiment, with_fits(self.experiment, ds))
 
     def _mark(self) -> None:
         """Draw the lesson's limit lines, bands and crossovers on the current figures."""

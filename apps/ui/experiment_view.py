@@ -13,13 +13,13 @@ from apps.ui.held_size import hold_sizes
 from apps.ui.inputs import InputMessage, input_panel
 from apps.ui.live_inputs import follow_switches, shown_inputs
 from apps.ui.measured_overlay import MeasuredOverlay
+from apps.ui.page_descriptions import description
 from apps.ui.prediction import PredictionView
 from apps.ui.theme import PROSE_CSS
 from apps.ui.trace_upload import TraceUpload
 from apps.ui.url_sync import UrlInputs, url_inputs
 from apps.ui.url_values import strict_selectors
 from lab.experiments.base import Experiment
-from lab.experiments.registry import record
 
 
 def limits_markdown(experiment: Experiment) -> str:
@@ -60,11 +60,11 @@ class ExperimentView(Viewer):
         # costs the browser a full re-layout of the page each time its size changes while
         # the page renders (Bokeh re-lays out from the top for every resized view).
         overlay = (MeasuredOverlay(experiment=exp, chart=self.chart).parts()  # experiment 9
-                   if record(exp.slug).chart == "batch" else [])
+                   if description(exp.slug).chart == "batch" else [])
         results = pn.Column(self.cards, *overlay, *self.chart.parts(), self.calculation, limits,
                             sizing_mode="stretch_width",
                             styles={"flex": "1 1 340px", "min-width": "min(340px, 100%)"})
-        extra = [TraceUpload(experiment=exp)] if record(exp.slug).uploads_trace else []
+        extra = [TraceUpload(experiment=exp)] if description(exp.slug).uploads_trace else []
         inputs = pn.Column(pn.pane.Markdown("### Inputs"), self.message,
                            *self.inputs.layout.objects, *extra,
                            width=300, css_classes=["lab-inputs-column"],

@@ -1,38 +1,22 @@
-"""The lesson of each experiment drawn on its charts: which curves, and the lines that matter.
+"""The lesson drawn on an experiment's series charts, read from its page description.
 
-Chart data come from ``lab`` unchanged; :func:`lesson_data` only chooses and groups what is
-drawn (the download stays the experiment's ``chart_data``), recognising each experiment by
-the variables its chart data hold:
-
-- prefill chunking (5): the TTFT deadline and the ITL limit as horizontal lines, the chunk
-  sizes that meet both shaded, the current chunk marked;
-- sequences that fit (2): log y axes, so halving reads the same at every context;
-- prefix caching (6): KV bytes and blocks with and without caching on one chart each (one
-  scale), and the private blocks per request as a step line over a few blocks either side of
-  the current prefix (:data:`SAWTOOTH_BLOCKS`): the block-boundary sawtooth;
-- goodput (7): attainment and good requests are goodput scaled (one curve), so neither is
-  drawn; the TTFT and TPOT medians against their limits say which promise breaks;
-- context growth (8): the doubling ratio between its 2× and 4× bounds, the crossover marked;
-- speculative decoding (10): the speed-up against its 1× line, the break-even batch marked.
-
-:func:`lesson_marks` gives the lines and bands for the current inputs in screen units (ms).
-Nothing here knows about Panel or sessions.
+Which variables are drawn, on which axis an input's current value sits, and the lines and
+bands that matter are each experiment's own (:mod:`apps.ui.page_descriptions`); this module
+applies them and draws the marks: :func:`lesson_data`, :func:`chart_inputs`,
+:func:`lesson_marks` (the marks for the current inputs in screen units, ms) and
+:class:`MarkLayer`. It knows no experiment, and nothing about Panel or sessions.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
 from bokeh.models import BoxAnnotation, Label, Span
 from bokeh.plotting import figure
 
+from apps.ui.page_descriptions import Mark, description
 from apps.ui.theme import OKABE_ITO
 from lab.experiments.base import Experiment
-
-AXIS_ALIASES = {"chunk_size": "chunk", "prefix_window": "prefix"}
-"""Chart axis → the input that holds the current value on that axis."""
 
 MARK_COLOR = OKABE_ITO[7]
 """Colour of limit lines and their labels."""
@@ -41,116 +25,25 @@ BAND_COLOR = OKABE_ITO[2]
 """Fill of a shaded feasible range."""
 
 
-@dataclass(frozen=True)
-class Mark:
-    """A line or band on the charts: ``hline`` on the chart of ``variable`` and ``yrange``
-    (its y axis from ``start`` to ``end``); ``vline`` and ``band`` (x from ``start`` to
-    ``end``) on every chart whose x axis is ``axis``."""
-
-    kind: str
-    label: str
-    start: float | None
-    end: float | None = None
-    variable: str | None = None
-    axis: str | None = None
-
-
-def paired(ds: xr.Dataset, with_name: str, without_name: str, name: str) -> xr.DataArray:
-    """Two variables as one with a ``prefix caching`` dimension (``on``/``off``): one chart,
-    one scale."""
-    both = xr.concat([ds[with_name], ds[without_name]], dim="prefix caching")
-    both = both.assign_coords({"prefix caching": ["on", "off"]})
-    long_name = str(ds[without_name].attrs.get("long_name", name)).replace("without", "")
-    return both.rename(name).assign_attrs(ds[without_name].attrs, long_name=long_name.strip()
-                                          .replace("  ", " "))
-
-
-SAWTOOTH_BLOCKS = 3
-"""Blocks either side of the current prefix over which experiment 6's private blocks are
-drawn (every token: each block boundary is a visible step)."""
-
-
-def sawtooth(ds: xr.Dataset, inputs: dict | None) -> xr.DataArray:
-    """Experiment 6's private blocks per request over the prefixes within
-    :data:`SAWTOOTH_BLOCKS` blocks of the current prefix (every prefix without ``inputs``),
-    on an axis of their own (``prefix_window``), drawn as a step line."""
-    da = ds["private_blocks_per_request_by_prefix"]
-    if inputs is not None:
-        p, reach = ds["prefix"].values, SAWTOOTH_BLOCKS * inputs["block"]
-        da = da.isel(prefix=(p >= inputs["prefix"] - reach) & (p <= inputs["prefix"] + reach))
-    window = da.rename(prefix="prefix_window")
-    return window.assign_attrs(chart_step=True)
-
-
-def lesson_data(ds: xr.Dataset, inputs: dict | None = None) -> xr.Dataset:
-    """The variables drawn, in order (at most four charts); ``ds`` itself when no lesson
-    applies."""
-    if "blocks_with_cache" in ds and "private_blocks_per_request_by_prefix" in ds:
-        return xr.Dataset({
-            "kv_bytes": paired(ds, "bytes_with_cache", "bytes_without_cache", "kv_bytes")
-            .assign_attrs(long_name="KV memory per GPU"),
-            "kv_blocks": paired(ds, "blocks_with_cache", "blocks_without_cache", "kv_blocks")
-            .assign_attrs(long_name="KV blocks"),
-            "private_blocks_per_request_by_prefix": sawtooth(ds, inputs),
-            "saved_fraction_by_prefix": ds["saved_fraction_by_prefix"],
-        })
-    if "goodput_rps" in ds and "attainment" in ds:
-        names = ["goodput_rps", "throughput_tokens_per_s", "ttft_p50_s", "tpot_p50_s"]
-        return ds[[n for n in names if n in ds]]
-    if "doubling_ratio" in ds:
-        return ds[["time_s", "doubling_ratio", "attention_time_s", "attention_share"]]
-    if "max_sequences" in ds and "free_for_kv_bytes" in ds:  # sequences that fit (2)
-        return ds.assign({name: ds[name].assign_attrs(chart_log_y=True)
-                          for name in ("max_sequences", "kv_bytes_per_sequence")})
-    return ds
+def lesson_data(exp: Experiment, ds: xr.Dataset) -> xr.Dataset:
+    """The variables of ``ds`` (``exp``'s chart data) drawn, in order, for ``exp``'s current
+    inputs; ``ds`` itself when its page description has no lesson data."""
+    lesson = description(exp.slug).lesson_data
+    return ds if lesson is None else lesson(ds, exp.inputs())
 
 
 def chart_inputs(exp: Experiment) -> dict:
     """The current inputs, also under the name of the chart axis they sit on."""
     inputs = exp.inputs()
-    return {**inputs, **{axis: inputs[name] for axis, name in AXIS_ALIASES.items()
+    return {**inputs, **{axis: inputs[name]
+                         for axis, name in description(exp.slug).axis_inputs.items()
                          if name in inputs}}
 
 
 def lesson_marks(exp: Experiment) -> list[Mark]:
     """The limit lines, feasible bands and crossovers for the current inputs (screen units)."""
-    r, inputs = exp.result or {}, exp.inputs()
-    marks: list[Mark] = []
-    if "deadline_ms" in inputs and "itl_ms" in inputs and "smallest_chunk_meeting_deadline" in r:
-        marks += [Mark("hline", f"TTFT deadline {inputs['deadline_ms']:g} ms",
-                       inputs["deadline_ms"], variable="ttft_s"),
-                  Mark("hline", f"ITL limit {inputs['itl_ms']:g} ms", inputs["itl_ms"],
-                       variable="itl_during_prefill_s")]
-        lo, hi = r.get("smallest_chunk_meeting_deadline"), r.get("largest_chunk_meeting_itl")
-        feasible = lo is not None and hi is not None and lo <= hi
-        ms = 1e3
-        marks += [Mark("yrange", "", 0.0, max(3 * inputs["deadline_ms"], 1.2 * r["ttft_s"] * ms),
-                       variable="ttft_s"),
-                  Mark("yrange", "", 0.0, max(3 * inputs["itl_ms"],
-                                              1.2 * r["itl_during_prefill_s"] * ms),
-                       variable="itl_during_prefill_s")]
-        marks.append(Mark("band", "feasible: chunks meeting both" if feasible
-                          else "feasible: no chunk meets both",
-                          lo if feasible else None, hi if feasible else None,
-                          axis="chunk_size"))
-    if "doubling_ratio" in r and "crossover_tokens" in r:
-        marks += [Mark("yrange", "", 1.9, 4.3, variable="doubling_ratio"),
-                  Mark("hline", "2× (all linear)", 2.0, variable="doubling_ratio"),
-                  Mark("hline", "4× (all attention)", 4.0, variable="doubling_ratio"),
-                  Mark("vline", f"crossover n* = {r['crossover_tokens']:,.0f}",
-                       float(r["crossover_tokens"]), axis="tokens")]
-    if "break_even_batch" in r and "speedup" in r:  # speculative decoding (10)
-        below = r["break_even_batch"]
-        marks += [Mark("hline", "1× (plain decoding)", 1.0, variable="speedup"),
-                  Mark("vline", f"break-even batch {below:,}" if below else "break-even none",
-                       below, axis="batch")]  # one first word: one line, moved or hidden
-    if "goodput_rps" in r and "ttft_ms" in inputs:
-        marks.append(Mark("hline", f"TTFT limit {inputs['ttft_ms']:g} ms", inputs["ttft_ms"],
-                          variable="ttft_p50_s"))
-        if "tpot_ms" in inputs:
-            marks.append(Mark("hline", f"TPOT limit {inputs['tpot_ms']:g} ms", inputs["tpot_ms"],
-                              variable="tpot_p50_s"))
-    return marks
+    marks = description(exp.slug).lesson_marks
+    return [] if marks is None else marks(exp.inputs(), exp.result or {})
 
 
 def band_label_place(mark: Mark, xs=None) -> dict:

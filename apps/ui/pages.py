@@ -1,7 +1,7 @@
 """Which pages the lab has: the experiments from ``lab``'s registry plus the fixed pages.
 
-An experiment's page is the generic :class:`~apps.ui.experiment_view.ExperimentView` unless its
-record names a builder of its own (``page``, e.g. experiment 9's
+An experiment's page is the generic :class:`~apps.ui.experiment_view.ExperimentView` unless
+:func:`own_pages` registers a builder of its own for its slug (e.g. experiment 9's
 :class:`~apps.ui.measured_page.MeasuredPage`); either is called with
 ``experiment=<an instance of its param class>``.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from lab.experiments import all_experiments
 from lab.experiments.base import Experiment
-from lab.experiments.registry import count_words, record, resolve
+from lab.experiments.registry import count_words, record
 
 
 @dataclass(frozen=True)
@@ -33,8 +33,6 @@ SOURCES = PageInfo("sources", "Model boundaries and primary sources",
                    "What each model leaves out; every catalog figure with its source.")
 GRID = PageInfo("grid", "Grid explorer",
                 "Heatmaps of any decode variable over batch × context from the precomputed grid.")
-GENERIC_PAGE = "apps.ui.experiment_view:ExperimentView"
-"""The page of an experiment whose record names no builder of its own."""
 
 
 FIXED_PAGES = (DERIVATION, SOURCES, GRID)
@@ -63,14 +61,30 @@ def experiment_class(slug: str) -> type[Experiment] | None:
     return found.experiment_class() if found else None
 
 
+def own_pages() -> dict[str, Callable]:
+    """The experiments with a page of their own: its builder by experiment slug (imported on
+    first use, like the generic view)."""
+    from apps.ui.measured_page import MeasuredPage
+    from apps.ui.served_page import ServedPage
+
+    return {"measured": MeasuredPage, "served": ServedPage}
+
+
+def generic_page() -> Callable:
+    """The page of an experiment with no page of its own."""
+    from apps.ui.experiment_view import ExperimentView
+
+    return ExperimentView
+
+
 def page_builder(slug: str) -> Callable | None:
     """What builds the page of the experiment ``slug`` (or a former slug), called with
-    ``experiment=<an instance of its class>``: its record's ``page``, else the generic view;
-    None when ``slug`` names no experiment."""
+    ``experiment=<an instance of its class>``: its own page (:func:`own_pages`), else the
+    generic view; None when ``slug`` names no experiment."""
     found = record(slug)
     if found is None:
         return None
-    return resolve(found.page or GENERIC_PAGE)
+    return own_pages().get(found.slug) or generic_page()
 
 
 def page_slug(slug: str) -> str:

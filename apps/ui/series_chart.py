@@ -43,12 +43,13 @@ LOG_SPREAD = 32
 """A positive swept axis spanning at least this ratio is drawn on a log2 axis."""
 
 LOG_Y = "chart_log_y"
-"""A variable's attribute asking for a log y axis (set by :mod:`apps.ui.lessons`): values
-spanning orders of magnitude, where halving must be seen at every size."""
+"""A variable's attribute asking for a log y axis (set by a lesson of
+:mod:`apps.ui.page_descriptions`): values spanning orders of magnitude, where halving must be
+seen at every size."""
 
 STEP = "chart_step"
-"""A variable's attribute asking for a step line without markers (set by
-:mod:`apps.ui.lessons`): an integer count that jumps at block boundaries."""
+"""A variable's attribute asking for a step line without markers (set by a lesson of
+:mod:`apps.ui.page_descriptions`): an integer count that jumps at block boundaries."""
 
 
 def power_of_two_axis(xs: np.ndarray) -> bool:

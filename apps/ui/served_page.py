@@ -14,6 +14,7 @@ from html import escape
 import holoviews as hv
 import numpy as np
 import panel as pn
+import panel_material_ui as pmui
 import param
 from panel.viewable import Viewer
 
@@ -27,9 +28,13 @@ from apps.ui.prediction import PredictionView
 from apps.ui.table_upload import TableUpload
 from apps.ui.theme import CARD_CSS, PROSE_CSS
 from apps.ui.url_sync import UrlInputs
-from lab.served.calc import TERM_NAMES
+from lab.catalog.loader import gpu_catalog
+from lab.catalog.lookup import model_catalog
+from lab.served.calc import TERM_NAMES, TERMS
 from lab.served.experiment import FromFloorToServed
 from lab.served.loader import REQUIRED, parse_served
+from lab.served.refit_note import unfitted_sentence
+from lab.served.vllm_bench import PRECISIONS, RunSetup, looks_like_json
 
 INPUTS = ("model", "gpu", "engine", "mode", "workload", "min_concurrency", "row",
           "below_floor_only")
@@ -85,8 +90,7 @@ def scatter(ds) -> hv.Overlay:
 def terms_bar(record: dict) -> hv.Bars:
     """The selected row's TPOT and TTFT: floor and each term stacked, and the measurement."""
     rows = []
-    for metric, terms in (("TPOT", ("allreduce", "prefill", "fixed")),
-                          ("TTFT", ("queue", "fixed"))):
+    for metric, terms in (("TPOT", TERMS["tpot"]), ("TTFT", TERMS["ttft"])):
         key = metric.lower()
         predicted = f"{metric} predicted"
         rows.append((predicted, "floor", record.get(f"{key}_floor_ms") or 0.0))
@@ -102,18 +106,60 @@ def terms_bar(record: dict) -> hv.Bars:
         backend_opts=CANVAS, xlabel="", ylabel="ms")
 
 
+NOT_STATED = "not in the file"
+"""The choice of a run-setup input that states nothing."""
+TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+"""Tensor-parallel degrees offered beside the upload (others: the CLI or --metadata tp=…)."""
+
+
 class ServedUpload(TableUpload):
-    """Upload a serving CSV, or go back to the shipped public rows."""
+    """Upload a serving CSV or ``vllm bench serve`` results, or go back to the shipped public
+    rows. A JSON upload is read with the GPU, tp, precision and model chosen beside it (what
+    vLLM does not save); changing one reads the last JSON upload again."""
 
     experiment = param.ClassSelector(class_=FromFloorToServed,
                                      doc="The experiment whose data the upload replaces.")
-    file_label = "Upload your serving runs (CSV)"
+    file_label = "Upload your serving runs (CSV or vllm bench serve JSON)"
     reset_label = "Use the shipped public rows"
     shipped_text = "the shipped public rows"
     status_class = "lab-served-status"
+    accept = ".csv,.json,.jsonl"
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._json: tuple[bytes, str] | None = None
+        choose = lambda label, values: pmui.Select(  # noqa: E731
+            label=label, options={NOT_STATED: "", **{str(v): v for v in values}}, value="",
+            sizing_mode="stretch_width")
+        self._gpu = choose("GPU of your vllm runs", gpu_catalog())
+        self._tp = choose("tp of your vllm runs", TP_CHOICES)
+        self._precision = choose("Precision (default: the checkpoint's)", PRECISIONS)
+        self._model = choose("Model (when model_id is a local path)", model_catalog())
+        for widget in self.setup_inputs():
+            widget.param.watch(self._setup_changed, "value")
+
+    def setup(self) -> RunSetup:
+        """The GPU, tp, precision and model chosen beside the upload."""
+        return RunSetup(gpu=self._gpu.value or "", tp=self._tp.value or None,
+                        precision=self._precision.value or "", model=self._model.value or "")
+
+    def setup_inputs(self) -> list:
+        return [self._gpu, self._tp, self._precision, self._model]
 
     def parse(self, data: bytes, name: str):
+        if looks_like_json(data[:4096].decode("utf-8-sig", errors="replace")):
+            self._json = (data, name)
+            return parse_served(data, name, self.setup())
+        self._json = None
         return parse_served(data, name)
+
+    def _setup_changed(self, _event) -> None:
+        if self._json is not None:
+            self._load(*self._json)
+
+    def _use_shipped(self, event) -> None:
+        self._json = None
+        super()._use_shipped(event)
 
     def use(self, table) -> None:
         if table is None:
@@ -123,8 +169,10 @@ class ServedUpload(TableUpload):
                                          engine="all", mode="all", workload="all")
 
     def help_markdown(self) -> str:
-        return (f"**Your own runs** (CSV with the columns `{','.join(REQUIRED)}`, optional "
-                "`batch_size`, `precision`, `tp_size`, …: docs/model.md §11)")
+        return (f"**Your own runs**: a CSV with the columns `{','.join(REQUIRED)}`, optional "
+                "`batch_size`, `precision`, `tp_size`, …, or the JSON of `vllm bench serve "
+                "--save-result` (one run per file or per line, `--request-rate inf` with "
+                "`--max-concurrency`), whose GPU and tp you choose below (docs/model.md §11)")
 
 
 class ServedPage(Viewer):
@@ -151,6 +199,8 @@ class ServedPage(Viewer):
                                      sizing_mode="stretch_width", min_height=340)
         self.flag = pn.pane.HTML(pn.bind(self._flag_html, exp.param.result),
                                  sizing_mode="stretch_width", css_classes=["lab-served-flag"])
+        self.refit = pn.pane.HTML(pn.bind(self._refit_html, exp.param.result),
+                                  sizing_mode="stretch_width", css_classes=["lab-served-refit"])
         self.busy = BusyNote()
         self.busy.follow(exp, "computing")
 
@@ -182,6 +232,17 @@ class ServedPage(Viewer):
             return f'<p role="note">{escape(p["below_floor_sentence"])}</p>'
         return ""
 
+    def _refit_html(self, _result) -> str:
+        """One sentence when some of the reader's modelled rows cannot be refitted."""
+        exp = self.experiment
+        if exp.result is None or exp.measurements is None:
+            return ""
+        table = exp.table()
+        modelled = np.asarray(table["modelled"].values, dtype=bool)
+        predicted = modelled & np.isfinite(np.asarray(table["tpot_predicted_ms"].values))
+        sentence = unfitted_sentence(int(modelled.sum()), int(predicted.sum()))
+        return f'<p role="note">{escape(sentence)}</p>' if sentence else ""
+
     def __panel__(self):
         exp = self.experiment
         header = pn.pane.Markdown(
@@ -192,7 +253,7 @@ class ServedPage(Viewer):
             sizing_mode="stretch_width")
         limits = pn.pane.Markdown(limits_markdown(exp), stylesheets=[PROSE_CSS],
                                   sizing_mode="stretch_width")
-        charts = pn.Column(self.busy, self.scatter,
+        charts = pn.Column(self.busy, self.refit, self.scatter,
                            pn.pane.Markdown(f"*{CHART_NOTE}*", sizing_mode="stretch_width"),
                            self.flag, self.bar, sizing_mode="stretch_width")
         definitions = pn.pane.Markdown(DEFINITIONS, stylesheets=[PROSE_CSS],

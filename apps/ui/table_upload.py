@@ -53,11 +53,12 @@ class TableUpload(Viewer):
     reset_label: ClassVar[str] = "Use the shipped data"
     shipped_text: ClassVar[str] = "the shipped data"
     status_class: ClassVar[str] = "lab-upload-status"
+    accept: ClassVar[str] = ".csv"
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._file = MeasurementsFileInput(accept=".csv", multiple=False, label=self.file_label,
-                                           sizing_mode="stretch_width")
+        self._file = MeasurementsFileInput(accept=self.accept, multiple=False,
+                                           label=self.file_label, sizing_mode="stretch_width")
         self._file.on_refused = self._say
         self._reset = pmui.Button(label=self.reset_label, sizing_mode="stretch_width")
         self._status = pn.pane.HTML(self._describe(None), sizing_mode="stretch_width",
@@ -77,6 +78,10 @@ class TableUpload(Viewer):
         """What the file must hold, as Markdown."""
         raise NotImplementedError
 
+    def setup_inputs(self) -> list:
+        """Inputs shown between the help and the file input (none here)."""
+        return []
+
     def _describe(self, name: str | None) -> str:
         shown = escape(shown_name(name)) if name else self.shipped_text
         return f"<p>Data: <em>{shown}</em></p>"
@@ -88,7 +93,10 @@ class TableUpload(Viewer):
         data: bytes | None = event.new
         if not data:
             return
-        name = shown_name(self._file.filename)
+        self._load(data, shown_name(self._file.filename))
+
+    def _load(self, data: bytes, name: str) -> None:
+        """Parse ``data`` (file ``name``) and put it in force, or say in one sentence why not."""
         if len(data) > MAX_MEASUREMENT_BYTES:
             self._say(f"{name} is {len(data) / 1e6:.1f} MB; {limit_sentence()}.")
             return
@@ -107,5 +115,5 @@ class TableUpload(Viewer):
     def __panel__(self):
         help_text = pn.pane.Markdown(self.help_markdown(), sizing_mode="stretch_width",
                                      stylesheets=[WRAP_CSS])  # long column lists wrap
-        return pn.Column(help_text,
+        return pn.Column(help_text, *self.setup_inputs(),
                          self._file, self._reset, self._status, sizing_mode="stretch_width")

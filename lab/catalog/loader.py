@@ -148,18 +148,10 @@ def model_from_config(entry: dict, where: str, *, model_id: str, name: str) -> M
     if not isinstance(tied, bool):
         raise CatalogError(f"{where} has 'tie_word_embeddings' = {shown(tied)}, which is not "
                            "true/false.")
-    total = total_parameters(
-        architecture=architecture,
-        hidden=hidden,
-        layers=layers,
-        heads=heads,
-        kv_heads=kv_heads,
-        head_dim=head_dim,
-        intermediate=intermediate,
-        vocab=vocab,
-        tied=tied,
-        attention_bias=bool(entry.get("attention_bias", False)),
-    )
+    shape = {"hidden": hidden, "layers": layers, "heads": heads, "kv_heads": kv_heads,
+             "head_dim": head_dim, "intermediate": intermediate, "vocab": vocab, "tied": tied}
+    total = total_parameters(architecture=architecture, **shape,
+                             attention_bias=bool(entry.get("attention_bias", False)))
     if total > MAX_TOTAL_PARAMS:
         raise CatalogError(f"{where} describes {total:,} parameters, beyond the "
                            f"{MAX_TOTAL_PARAMS:,} the lab accepts.")
@@ -174,14 +166,7 @@ def model_from_config(entry: dict, where: str, *, model_id: str, name: str) -> M
     return ModelSpec(
         id=model_id,
         name=name,
-        hidden=hidden,
-        layers=layers,
-        heads=heads,
-        kv_heads=kv_heads,
-        head_dim=head_dim,
-        intermediate=intermediate,
-        vocab=vocab,
-        tied=tied,
+        **shape,
         total_params=total,
         max_context=max_context,
         architecture=architecture,

@@ -22,7 +22,6 @@ from lab.catalog.loader import (
     _text,
     read_config_json,
 )
-from lab.catalog.moe_params import total_params
 from lab.catalog.moe_spec import (
     LAYER_KIND_ARCHITECTURES,
     MLA_ARCHITECTURES,
@@ -31,6 +30,7 @@ from lab.catalog.moe_spec import (
 )
 from lab.errors import CatalogError, shown, shown_number
 from lab.limits import MAX_TOTAL_PARAMS, MODEL_FIELD_LIMITS, MOE_FIELD_LIMITS
+from lab.models.moe_params import total_params
 
 _LIMIT_OF = {
     "num_local_experts": "experts", "num_experts": "experts", "n_routed_experts": "experts",

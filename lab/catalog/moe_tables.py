@@ -3,7 +3,7 @@
 ``moe_model_table(["mixtral-8x7b", "deepseek-v3"])`` is :func:`lab.catalog.tables.model_table`
 of mixture-of-experts models only (ids of the catalog's MoE entries or ``config.json`` paths):
 an ``xarray.Dataset`` along a ``model`` dimension whose variables carry
-:class:`~lab.catalog.moe_spec.MoESpec`'s attribute names, so :mod:`lab.catalog.moe_params`,
+:class:`~lab.catalog.moe_spec.MoESpec`'s attribute names, so :mod:`lab.models.moe_params`,
 :mod:`lab.models.moe` and :mod:`lab.models.kv_shapes` read a table exactly as they read one
 record (flags become 0/1 integers).
 """

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 
+def gqa_attention_weights(hidden, heads, kv_heads, head_dim):
+    """Linear weights of one layer's grouped-query attention: q, k, v, o
+    ``d·H·h + 2·d·K·h + H·h·d`` (count; integers or arrays of them)."""
+    d, H, K, h = hidden, heads, kv_heads, head_dim
+    return d * H * h + 2 * d * K * h + H * h * d
+
+
 def linear_params_per_layer(hidden, heads, kv_heads, head_dim, intermediate):
-    """Linear-layer weights of one decoder layer: q, k, v, o ``d·H·h + 2·d·K·h + H·h·d`` and the
-    gated MLP ``3·d·F`` (count; integers or arrays of them)."""
-    d, H, K, h, F = hidden, heads, kv_heads, head_dim, intermediate
-    return d * H * h + 2 * d * K * h + H * h * d + 3 * d * F
+    """Linear-layer weights of one decoder layer: q, k, v, o
+    (:func:`gqa_attention_weights`) and the gated MLP ``3·d·F`` (count; integers or arrays of
+    them)."""
+    return gqa_attention_weights(hidden, heads, kv_heads, head_dim) + 3 * hidden * intermediate
 
 
 def total_parameters(

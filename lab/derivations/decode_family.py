@@ -10,20 +10,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lab.catalog import GPUSpec, ModelSpec
-from lab.catalog.moe_params import active_linear_params, shared_linear_params
 from lab.catalog.moe_spec import MoESpec
 from lab.models import kv_shapes, layer_kinds
-from lab.models.decode_step import bytes_per_weight, kv_bytes_per_token, linear_params, peak_flops
+from lab.models.decode_step import linear_params, peak_flops
+from lab.models.kv_shapes import kv_bytes_per_element, kv_bytes_per_token
 from lab.models.memory import pages
 from lab.models.moe import (
     all_experts_params,
     all_experts_weight_bytes,
-    bytes_per_element,
     experts_touched,
     routed_expert_weights,
     step_weight_params,
 )
-from lab.models.weight_formats import expert_format, is_expert_only, is_fp4, rest_format
+from lab.models.moe_params import active_linear_params, shared_linear_params
+from lab.models.weight_formats import expert_format, is_expert_only, is_fp4, rest_format, weight_bytes
 from lab.units import (
     MIB,
     MS_PER_S,
@@ -55,7 +55,7 @@ class Step:
 
 def weight_bytes_text(precision: str) -> str:
     """Bytes per weight as a derivation writes it: ``2``, ``1``, or ``0.53125`` (MXFP4)."""
-    value = bytes_per_weight(precision)
+    value = weight_bytes(precision)
     return f"{int(value)}" if float(value).is_integer() else f"{float(value):g}"
 
 
@@ -205,7 +205,7 @@ def _mla_kv_steps(model: MoESpec, kv_precision: str) -> list[Step]:
     keys and values of the same heads would take instead (none for GQA)."""
     if model.kv_lora_rank <= 0:
         return []
-    b_kv = int(bytes_per_element(kv_precision))
+    b_kv = int(kv_bytes_per_element(kv_precision))
     latent = int(kv_shapes.kv_bytes_per_token(model, kv_precision))
     heads = int(kv_shapes.head_kv_bytes_per_token(model, kv_precision))
     return [

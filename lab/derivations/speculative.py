@@ -11,6 +11,7 @@ from lab.catalog import GPUSpec, ModelSpec
 from lab.derivations.decode_family import Step, _tbps, _tflops
 from lab.limits import MAX_BATCH
 from lab.models.decode_step import linear_params, peak_flops
+from lab.models.speculative import verify_pairs
 from lab.units import fmt_gb, fmt_gflop, fmt_int, fmt_ms, fmt_number, fmt_rate
 
 
@@ -27,7 +28,7 @@ def speculative_steps(record: dict, model: ModelSpec, draft: ModelSpec | None,
     peak = peak_flops(gpu, i["precision"])
     peak_name = "FP8" if i["precision"] == "fp8" else "BF16"
     bound = "compute" if record["verify_compute_bound"] else "HBM"
-    pairs = (k + 1) * context + k * (k + 1) // 2
+    pairs = int(verify_pairs(k, context))
     if "layer_mix" in record:  # sliding-window or chunked layers: each kind's own keys
         kv_expr = (f"{batch:,} × {fmt_number(record['verify_context_read'])} tokens of cache "
                    f"(S_eff = read({context:,}) / {model.layers}: {record['layer_mix']})")

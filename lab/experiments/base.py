@@ -6,6 +6,12 @@ record from :mod:`lab.points.decode_family`) or, for bad input, ``error`` (one s
 ``computing`` is True while it runs.
 Subclasses add the text of the seven elements: headline, prediction, cards, chart data, the
 substituted derivation, and the limits with their sources.
+
+The same parameters are the experiment's ``calc`` command (``cli/calc_generic.py`` makes a flag
+of each, reading :mod:`lab.experiments.command_line` metadata where a flag needs more); the
+class methods :meth:`Experiment.calculate`, :meth:`~Experiment.derivation` and
+:meth:`~Experiment.text_lines` and :meth:`~Experiment.inputs_used` give the command its
+record and its text from the parsed values.
 """
 
 from __future__ import annotations
@@ -59,6 +65,10 @@ class Experiment(param.Parameterized):
 
     OUTPUTS: ClassVar[tuple[str, ...]] = ("result", "error", "computing", "name")
 
+    command_line_extras: ClassVar[dict[str, param.Parameter]] = {}
+    """Inputs only the ``calc`` command offers, by name: parameters not bound to the class
+    (default, ``doc``, ``metadata``), e.g. experiment 1's ``--measured-attention``."""
+
     def __init__(self, **params):
         super().__init__(**params)
         self.param.watch(self._refresh, self.input_names())
@@ -68,6 +78,46 @@ class Experiment(param.Parameterized):
     def input_names(cls) -> list[str]:
         """Names of the input parameters, in declaration order."""
         return [p for p in cls.param if p not in cls.OUTPUTS]
+
+    @classmethod
+    def command_line_inputs(cls) -> dict[str, param.Parameter]:
+        """Every input of the ``calc`` command, by name: the class's, then its extras."""
+        return {**{name: cls.param[name] for name in cls.input_names()},
+                **cls.command_line_extras}
+
+    @classmethod
+    def calculate(cls, values: dict) -> dict:
+        """The record for the command line's ``values`` (every :meth:`command_line_inputs`
+        name); raise ``LabInputError`` with one sentence for bad input. By default an instance
+        computes it, ``param`` checking the bounds first."""
+        return cls._instance(values).result
+
+    @classmethod
+    def derivation(cls, result: dict, values: dict) -> list[Step]:
+        """The substituted derivation of ``result``, computed from ``values``."""
+        return cls._instance(values).steps()
+
+    @classmethod
+    def text_lines(cls, result: dict, values: dict) -> tuple[list[str], list[str]]:
+        """Lines the ``calc`` text prints before its ``Inputs:`` line and after the
+        derivation (none by default)."""
+        return [], []
+
+    @classmethod
+    def inputs_used(cls, values: dict) -> tuple[bool, bool, tuple[str, ...]] | None:
+        """What the ``calc`` text's ``Inputs:`` line names for ``values``: ``(model used, GPU
+        used, the other inputs in order)``, or None for no such line (the default)."""
+        return None
+
+    @classmethod
+    def _instance(cls, values: dict) -> Experiment:
+        try:
+            experiment = cls(**{name: values[name] for name in cls.input_names()})
+        except ValueError as exc:  # param's own bounds check, before any calculation
+            raise LabInputError(str(exc).split("\n")[0]) from None
+        if experiment.error is not None:
+            raise LabInputError(experiment.error)
+        return experiment
 
     def inputs(self) -> dict:
         """Current input values by name."""

@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+import param
 import xarray as xr
 
-from lab.catalog.moe_params import active_params
 from lab.catalog.moe_spec import moe_field
 from lab.derivations.decode_family import decode_steps
 from lab.experiments.base import Card, Prediction
 from lab.experiments.decode_inputs import (
     DecodeExperiment,
     all_to_all_card,
+    allreduce_parameters,
     batch_axis,
+    decode_config,
     ep_parameter,
     labelled,
     layer_mix_cards,
     with_units,
 )
+from lab.limits import MAX_BATCH
 from lab.models.moe import all_experts_weight_bytes, experts_touched
+from lab.models.moe_params import active_params
 from lab.points.decode_family import calc_decode
 from lab.units import fmt_gb, fmt_int, fmt_ms, fmt_params, fmt_rate
 
@@ -54,13 +60,41 @@ class BatchBottleneck(DecodeExperiment):
     )
 
     ep = ep_parameter()
+    command_line_extras: ClassVar[dict[str, param.Parameter]] = {
+        **allreduce_parameters(),
+        "measured_attention": param.Boolean(
+            default=False, label="Measured attention (experiment 9)",
+            doc="also show the measured decode attention kernel (real H100 SXM data, "
+            "experiment 9) beside the ideal attention phase, where the model's head shape, tp, "
+            "batch and context were measured"),
+    }
     sources = (
         "GPU peaks and model shapes: the catalog (inference-lab catalog), each with its source.",
         "vLLM CacheConfig: block size 16 (vllm/config/cache.py).",
     )
 
-    def compute(self) -> dict:
-        return calc_decode(self.config())
+    @classmethod
+    def calculate(cls, values: dict) -> dict:
+        """The decode record; with ``measured_attention`` also experiment 9's measured
+        attention kernel for this configuration (:mod:`lab.measured.overlay`)."""
+        result = super().calculate(values)
+        if not values.get("measured_attention"):
+            return result
+        from lab.measured.loader import SHIPPED_SOURCE
+        from lab.measured.overlay import measured_attention
+
+        config = decode_config(values)
+        model, gpu = config.resolved()
+        found = measured_attention(model, gpu, config.tp, config.batch, config.context,
+                                   result["attention_time_s"])
+        measured = {**{k: v for k, v in found.items() if k != "point"}, "source": SHIPPED_SOURCE}
+        return {**result, "measured_attention": measured}
+
+    @classmethod
+    def text_lines(cls, result: dict, values: dict) -> tuple[list[str], list[str]]:
+        """The measured attention's sentence after the derivation, when asked for."""
+        measured = result.get("measured_attention")
+        return [], [measured["sentence"]] if measured else []
 
     def cards(self) -> list[Card]:
         r = self.result
@@ -120,7 +154,7 @@ class BatchBottleneck(DecodeExperiment):
 
     def explanation(self) -> str:
         r = self.result
-        doubled = calc_decode(self.config(batch=min(2 * self.batch, 1024)))
+        doubled = calc_decode(self.config(batch=min(2 * self.batch, MAX_BATCH)))
         return (
             f"Each person's next token comes a little later, not sooner. At batch {self.batch} "
             f"a step takes {fmt_ms(r['step_time_s'])}; at batch {doubled['inputs']['batch']} it "

@@ -5,19 +5,21 @@ from __future__ import annotations
 import numpy as np
 import param
 
-from lab.catalog import get_model, gpu_catalog, model_catalog
+from lab.catalog import get_model
 from lab.derivations.serving import context_steps
 from lab.experiments.base import Card, Experiment, Prediction
+from lab.experiments.command_line import cli
+from lab.experiments.decode_inputs import configuration_parameter, decode_config
 from lab.experiments.serving_common import dataset
-from lab.limits import MAX_MS, MIN_PAIR_COST_MS
+from lab.limits import MAX_MS, MAX_TOKENS_CONTEXT, MIN_PAIR_COST_MS
 from lab.models.context_growth import UNITS, context_metrics
-from lab.models.decode_step import PRECISIONS
 from lab.models.layer_kinds import has_local_layers
-from lab.points.decode_family import DecodeConfig
-from lab.points.serving import CONTEXT_DEFAULTS, MAX_TOKENS_CONTEXT, calc_context
+from lab.points.serving import CONTEXT_DEFAULTS, calc_context
 from lab.units import fmt_int, fmt_ms, fmt_number
 
 D = CONTEXT_DEFAULTS
+MODEL = "model configuration"
+"""The ``--help`` group of the model, GPU and precision flags."""
 
 
 class ContextGrowth(Experiment):
@@ -49,34 +51,61 @@ class ContextGrowth(Experiment):
     tokens = param.Integer(default=D["tokens"], bounds=(1, MAX_TOKENS_CONTEXT),
                            label="Prompt (tokens)", doc="Prompt tokens n.")
     a_ms = param.Number(default=D["a_ms"], bounds=(0, MAX_MS), label="a (ms per token)",
-                        doc="Linear time per token over all layers, ms (synthetic).")
+                        doc="Linear time per token over all layers, ms (synthetic).",
+                        metadata=cli(unset=True, default_shown=f"{D['a_ms']:g}"))
     c_ms = param.Number(default=D["c_ms"], bounds=(MIN_PAIR_COST_MS, MAX_MS), label="c (ms per pair)",
-                        doc="Attention time per (query, key) pair over all layers and heads, ms.")
+                        doc="Attention time per (query, key) pair over all layers and heads, ms.",
+                        metadata=cli(unset=True, default_shown=f"{D['c_ms']:g}, synthetic"))
     window = param.Integer(default=0, bounds=(0, MAX_TOKENS_CONTEXT),
                            label="Sliding window (tokens)",
                            doc="Width W of sliding-window attention (an extension); 0 for "
-                               "dense causal.")
+                               "dense causal.",
+                           metadata=cli(unset=True, default_shown="dense; on the command line "
+                                        "the width is at least 1"))
     from_model = param.Boolean(default=False, label="Derive a and c from a model",
                                doc="a = 2·N_lin/peak(p), c = 4·L·H·h/peak(bf16).")
-    model = param.Selector(default="llama-3.1-8b", objects=list(model_catalog()),
-                           check_on_set=False, label="Model",
-                           doc="Model for a and c, and its layer kinds for the pairs.")
-    gpu = param.Selector(default="h100-sxm", objects=list(gpu_catalog()), check_on_set=False,
-                         label="GPU", doc="GPU for a and c.")
-    precision = param.Selector(default="bf16", objects=list(PRECISIONS), label="Precision",
-                               doc="Linear-layer precision for a.")
+    model = configuration_parameter(
+        "model", group=MODEL, doc="Model for a and c, and its layer kinds for the pairs.")
+    gpu = configuration_parameter("gpu", group=MODEL, doc="GPU for a and c.")
+    precision = configuration_parameter("precision", group=MODEL,
+                                        doc="Linear-layer precision for a.")
 
     def _kwargs(self, **changes) -> dict:
+        """:func:`calc_context`'s arguments for the page's inputs (a window of 0 is dense;
+        with ``from_model`` a and c are derived)."""
         values = {**self.inputs(), **changes}
-        model_cfg = (DecodeConfig(model=values["model"], gpu=values["gpu"],
-                                  precision=values["precision"]) if values["from_model"] else None)
-        return {"tokens": values["tokens"],
-                "a_ms": None if model_cfg else values["a_ms"],
-                "c_ms": None if model_cfg else values["c_ms"],
-                "window": values["window"] or None, "from_model": model_cfg}
+        derived = values["from_model"]
+        return self._arguments({**values, "a_ms": None if derived else values["a_ms"],
+                                "c_ms": None if derived else values["c_ms"],
+                                "window": values["window"] or None})
+
+    @staticmethod
+    def _arguments(values: dict) -> dict:
+        """:func:`calc_context`'s arguments for ``values`` as they are (the command line's:
+        a and c None unless given, a window of 0 refused)."""
+        model_cfg = (decode_config({n: values[n] for n in ("model", "gpu", "precision")})
+                     if values["from_model"] else None)
+        return {"tokens": values["tokens"], "a_ms": values["a_ms"], "c_ms": values["c_ms"],
+                "window": values["window"], "from_model": model_cfg}
 
     def compute(self) -> dict:
         return calc_context(**self._kwargs())
+
+    @classmethod
+    def calculate(cls, values: dict) -> dict:
+        """Pairs, prefill time, the doubling ratio and the crossover for ``values``."""
+        return calc_context(**cls._arguments(values))
+
+    @classmethod
+    def derivation(cls, result: dict, values: dict):
+        return context_steps(result)
+
+    @classmethod
+    def inputs_used(cls, values: dict) -> tuple[bool, bool, tuple[str, ...]]:
+        """The coefficients as given, or the model, GPU and precision they came from."""
+        if values["from_model"]:
+            return True, True, ("from_model", "precision", "tokens", "window")
+        return False, False, ("tokens", "a_ms", "c_ms", "window")
 
     def layer_model(self):
         """The model whose layer kinds set the pairs (None: dense or the window extension)."""

@@ -2,26 +2,35 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import param
 import xarray as xr
 
-from lab.catalog import gpu_catalog, model_catalog
 from lab.derivations.serving import goodput_steps
 from lab.experiments.base import Card, Experiment, Prediction
+from lab.experiments.command_line import cli
+from lab.experiments.decode_inputs import configuration_parameter, decode_config
 from lab.experiments.serving_common import dataset
-from lab.limits import MAX_MS, MAX_RESERVE_GB, MIN_LIMIT_MS, TP_DEGREES
-from lab.models.decode_step import KV_PRECISIONS, PRECISIONS
+from lab.limits import (
+    MAX_BATCH,
+    MAX_MS,
+    MIN_LIMIT_MS,
+)
 from lab.models.goodput import UNITS, load_trace, simulate
 from lab.models.goodput.metrics import good_mask
 from lab.models.goodput.sweep import DEFAULT_CAPS, cap_sweep
 from lab.models.inputs import DecodeInputs
-from lab.models.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
-from lab.points.decode_family import BUDGET_RANGE, MAX_BATCH, MAX_PAGE, DecodeConfig, prepare
+from lab.points.decode_family import DecodeConfig, prepare
 from lab.points.serving import DEFAULT_TRACE, GOODPUT_DEFAULTS, calc_goodput, simulation_inputs
-from lab.units import GB, MS, fmt_ms, fmt_number, fmt_rate
+from lab.units import MS, fmt_ms, fmt_number, fmt_rate
 
 D = GOODPUT_DEFAULTS
+DEFAULTS = DecodeConfig()
+MODEL = "model configuration"
+MEMORY = "memory (with --memory-check)"
+"""The ``--help`` groups of the decode configuration's and the memory check's flags."""
 
 
 class GoodputContract(Experiment):
@@ -50,7 +59,9 @@ class GoodputContract(Experiment):
     )
 
     trace = param.String(default=str(DEFAULT_TRACE), label="Trace CSV",
-                         doc="Path to a CSV with request_id,arrival_s,prompt_tokens,output_tokens.")
+                         doc="Path to a CSV with request_id,arrival_s,prompt_tokens,output_tokens.",
+                         metadata=cli(stdin=True, default_shown="the shipped "
+                                      "datasets/traces/default.csv"))
     batch_cap = param.Integer(default=D["batch_cap"], bounds=(1, MAX_BATCH),
                               label="Batch cap M (requests)", doc="Most requests running at once.")
     ttft_ms = param.Number(default=D["ttft_ms"], bounds=(MIN_LIMIT_MS, MAX_MS), label="TTFT limit (ms)",
@@ -63,37 +74,69 @@ class GoodputContract(Experiment):
                          label="c1 (ms per token)", doc="Prefill cost per admitted prompt token.")
     memory_check = param.Boolean(default=False, label="Memory check",
                                  doc="Admit only while every running request's final KV fits.")
-    model = param.Selector(default="llama-3.1-8b", objects=list(model_catalog()),
-                           check_on_set=False, label="Model", doc="Catalog model.")
-    gpu = param.Selector(default="h100-sxm", objects=list(gpu_catalog()), check_on_set=False,
-                         label="GPU", doc="Catalog GPU.")
-    tp = param.Selector(default=1, objects=list(TP_DEGREES), label="Tensor parallel",
-                        doc="GPUs the model is sharded over.")
-    precision = param.Selector(default="bf16", objects=list(PRECISIONS), label="Precision",
-                               doc="Linear-layer precision.")
-    budget = param.Number(default=DEFAULT_BUDGET_FRACTION, bounds=BUDGET_RANGE, step=0.01,
-                          label="Memory budget (share of capacity)", doc="For the memory check.")
-    reserve_gb = param.Number(default=DEFAULT_RESERVE_BYTES / GB, bounds=(0, MAX_RESERVE_GB),
-                              label="Reserve (GB)", doc="GB held back, for the memory check.")
-    page = param.Integer(default=DEFAULT_PAGE_TOKENS, bounds=(1, MAX_PAGE), label="KV page (tokens)",
-                         doc="Tokens per KV page, for the memory check.")
-    kv_precision = param.Selector(default="bf16", objects=list(KV_PRECISIONS),
-                                  label="KV cache precision",
-                                  doc="KV cache elements: BF16 (2 B) or FP8 (1 B): KV reads and "
-                                  "the memory check's KV bytes.")
+    model = configuration_parameter("model", group=MODEL, doc="Catalog model.")
+    gpu = configuration_parameter("gpu", group=MODEL, doc="Catalog GPU.")
+    tp = configuration_parameter("tp", group=MODEL, doc="GPUs the model is sharded over.")
+    precision = configuration_parameter("precision", group=MODEL, doc="Linear-layer precision.")
+    budget = configuration_parameter("budget", group=MEMORY, doc="For the memory check.")
+    reserve_gb = configuration_parameter("reserve_gb", group=MEMORY, step=None,
+                                         doc="GB held back, for the memory check.")
+    page = configuration_parameter("page", group=MEMORY,
+                                   doc="Tokens per KV page, for the memory check.")
+    kv_precision = configuration_parameter(
+        "kv_precision", group=MODEL,
+        doc="KV cache elements: BF16 (2 B) or FP8 (1 B): KV reads and the memory check's KV "
+        "bytes.")
+    command_line_extras: ClassVar[dict[str, param.Parameter]] = {
+        "per_request": param.Boolean(
+            default=False, label="Per request",
+            doc="also list every request's TTFT, TPOT and whether it is good"),
+    }
 
     def decode_config(self) -> DecodeConfig:
         """Model, GPU, tp, precision and memory inputs as a
         :class:`~lab.points.decode_family.DecodeConfig`."""
-        return DecodeConfig(model=self.model, gpu=self.gpu, tp=self.tp,
-                            precision=self.precision, budget=self.budget,
-                            reserve_gb=self.reserve_gb, page=self.page,
-                            kv_precision=self.kv_precision)
+        return decode_config(self.inputs())
 
     def compute(self) -> dict:
-        return calc_goodput(trace=self.trace, batch_cap=self.batch_cap, ttft_ms=self.ttft_ms,
-                            tpot_ms=self.tpot_ms, c0_ms=self.c0_ms, c1_ms=self.c1_ms,
-                            memory_check=self.memory_check, decode=self.decode_config())
+        return self.calculate(self.inputs())
+
+    @classmethod
+    def calculate(cls, values: dict) -> dict:
+        """The trace served under the contract; every request's figures with ``per_request``."""
+        return calc_goodput(trace=values["trace"], batch_cap=values["batch_cap"],
+                            ttft_ms=values["ttft_ms"], tpot_ms=values["tpot_ms"],
+                            c0_ms=values["c0_ms"], c1_ms=values["c1_ms"],
+                            memory_check=values["memory_check"], decode=decode_config(values),
+                            with_requests=values.get("per_request", False))
+
+    @classmethod
+    def derivation(cls, result: dict, values: dict):
+        return goodput_steps(result)
+
+    @classmethod
+    def inputs_used(cls, values: dict) -> tuple[bool, bool, tuple[str, ...]]:
+        """The trace, the contract, the prefill curve and the decode configuration; the memory
+        inputs only with the memory check."""
+        memory = (("memory_check", "budget", "reserve_gb", "page") if values["memory_check"]
+                  else ())
+        return True, True, ("trace", "batch_cap", "ttft_ms", "tpot_ms", "c0_ms", "c1_ms", "tp",
+                            "precision", "kv_precision", *memory)
+
+    @classmethod
+    def text_lines(cls, result: dict, values: dict) -> tuple[list[str], list[str]]:
+        """The trace's note before the inputs; with ``per_request`` every request after."""
+        before = [f"Note: {result['trace_note']}"] if result["trace_note"] else []
+        if not values.get("per_request"):
+            return before, []
+        after = ["\nrequest_id  arrival_s  prompt  output  TTFT        TPOT      good"]
+        for r in result["per_request"]:
+            head = (f"{r['request_id']:<11} {r['arrival_s']:>9.3f} {r['prompt_tokens']:>7} "
+                    f"{r['output_tokens']:>7}  ")
+            after.append(head + ("rejected: never fits in memory" if r["rejected"] else
+                                 f"{fmt_ms(r['ttft_s']):>11} {fmt_ms(r['tpot_s']):>9}"
+                                 f"  {'yes' if r['good'] else 'no'}"))
+        return before, after
 
     def _inputs(self) -> DecodeInputs:
         """The simulation's decode and memory inputs, converted as the CLI and the grid do."""

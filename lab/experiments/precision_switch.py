@@ -14,7 +14,6 @@ from lab.experiments.decode_inputs import (
     labelled,
     layer_mix_cards,
 )
-from lab.points.decode_family import calc_precision
 from lab.units import fmt_gb, fmt_ms
 
 CHART_BATCHES = (1, 8, 64, 256)
@@ -43,9 +42,6 @@ class PrecisionSwitch(DecodeExperiment):
     sources = ("Dense FP8 peaks: the catalog (inference-lab catalog), each with its source.",)
 
     ep = ep_parameter()
-
-    def compute(self) -> dict:
-        return calc_precision(self.config())
 
     def cards(self) -> list[Card]:
         r = self.result

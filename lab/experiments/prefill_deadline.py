@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import param
 
 from lab.derivations.serving import prefill_steps
 from lab.experiments.base import Card, Experiment, Prediction
+from lab.experiments.command_line import cli
+from lab.experiments.decode_inputs import (
+    DECODE_CONFIGURATION,
+    LINE,
+    DecodeExperiment,
+    decode_config,
+)
 from lab.experiments.serving_common import dataset
-from lab.limits import MAX_MS, MIN_LIMIT_MS
+from lab.limits import MAX_CONTEXT, MAX_MS, MIN_LIMIT_MS
 from lab.models.prefill import UNITS, prefill_metrics
-from lab.points.decode_family import MAX_CONTEXT
 from lab.points.serving import PREFILL_DEFAULTS, calc_prefill
 from lab.units import fmt_ms
 
@@ -48,7 +56,9 @@ class PrefillDeadline(Experiment):
     chunk = param.Integer(default=D["chunk"], bounds=(1, MAX_CONTEXT), label="Chunk (tokens)",
                           doc="Chunk size C: prompt tokens carried per step.")
     decode_ms = param.Number(default=D["decode_ms"], bounds=(0, MAX_MS), label="Decode step d (ms)",
-                             doc="Cost of the running decode batch per step, ms.")
+                             doc="Cost of the running decode batch per step, ms.",
+                             metadata=cli(unset=True, default_shown=f"{D['decode_ms']:g}; or "
+                                          "use --decode-from"))
     c0_ms = param.Number(default=D["c0_ms"], bounds=(0, MAX_MS), label="c0 (ms per step)",
                          doc="Fixed prefill cost per step, ms.")
     c1_ms = param.Number(default=D["c1_ms"], bounds=(0, MAX_MS), step=0.01,
@@ -58,8 +68,38 @@ class PrefillDeadline(Experiment):
     itl_ms = param.Number(default=D["itl_ms"], bounds=(MIN_LIMIT_MS, MAX_MS), label="ITL limit (ms)",
                           doc="Inter-token latency limit for the users decoding meanwhile.")
 
+    command_line_extras: ClassVar[dict[str, param.Parameter]] = {
+        "decode_from": param.Boolean(
+            default=False, label="Decode step from experiment 1",
+            doc="take d from experiment 1's model for the decode configuration flags below "
+            "instead of --decode-ms"),
+        **{name: DecodeExperiment.param[name] for name in DECODE_CONFIGURATION},
+    }
+    """On the command line d may come from experiment 1's model (``--decode-from``) for a
+    decode configuration: experiment 1's own inputs."""
+
     def compute(self) -> dict:
-        return calc_prefill(**self.inputs())
+        return self.calculate(self.inputs())
+
+    @classmethod
+    def calculate(cls, values: dict) -> dict:
+        """TTFT, ITL and the feasible chunks; ``d`` from experiment 1's model for the decode
+        configuration of ``values`` with ``decode_from``."""
+        decode_from = decode_config(values) if values.get("decode_from") else None
+        return calc_prefill(**{name: values[name] for name in cls.input_names()},
+                            decode_from=decode_from)
+
+    @classmethod
+    def derivation(cls, result: dict, values: dict):
+        return prefill_steps(result)
+
+    @classmethod
+    def inputs_used(cls, values: dict) -> tuple[bool, bool, tuple[str, ...]]:
+        """``d`` as given, or ``--decode-from`` and the decode configuration it came from."""
+        own = ("prompt", "chunk", "c0_ms", "c1_ms", "deadline_ms", "itl_ms")
+        if values.get("decode_from"):
+            return True, True, ("decode_from", *own, *LINE)
+        return False, False, ("decode_ms", *own)
 
     def cards(self) -> list[Card]:
         r = self.result

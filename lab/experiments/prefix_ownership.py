@@ -8,14 +8,18 @@ import param
 from lab.catalog.lookup import dense_model_catalog
 from lab.derivations.serving import prefix_steps
 from lab.experiments.base import Card, Experiment, Prediction
+from lab.experiments.command_line import cli
+from lab.experiments.decode_inputs import configuration_parameter
 from lab.experiments.serving_common import dataset
-from lab.limits import MAX_PREFIX_BLOCK, MAX_PREFIX_REQUESTS, TP_DEGREES
+from lab.limits import MAX_CONTEXT, MAX_PREFIX_BLOCK, MAX_PREFIX_REQUESTS
 from lab.models.prefix import UNITS, prefix_metrics
-from lab.points.decode_family import MAX_CONTEXT, DecodeConfig, prepare
+from lab.points.decode_family import DecodeConfig, prepare
 from lab.points.serving import PREFIX_DEFAULTS, calc_prefix
 from lab.units import fmt_gb, fmt_int, fmt_number
 
 D = PREFIX_DEFAULTS
+MODEL = "model configuration"
+"""The ``--help`` group of the model and tp flags."""
 
 
 class PrefixOwnership(Experiment):
@@ -42,11 +46,8 @@ class PrefixOwnership(Experiment):
         "Kwon et al., Efficient memory management for LLM serving with PagedAttention (SOSP 2023).",
     )
 
-    model = param.Selector(default="llama-3.1-8b", objects=list(dense_model_catalog()),
-                           check_on_set=False, label="Model",
-                           doc="Catalog model (or a path to a Hugging Face config.json).")
-    tp = param.Selector(default=1, objects=list(TP_DEGREES), label="Tensor parallel",
-                        doc="GPUs the KV heads are sharded over.")
+    model = configuration_parameter("model", group=MODEL, objects=list(dense_model_catalog()))
+    tp = configuration_parameter("tp", group=MODEL, doc="GPUs the KV heads are sharded over.")
     prefix = param.Integer(default=D["prefix"], bounds=(0, MAX_CONTEXT),
                            label="Shared prefix (tokens)", doc="Tokens every request shares, P.")
     own = param.Integer(default=D["own"], bounds=(0, MAX_CONTEXT), label="Own tokens",
@@ -54,10 +55,25 @@ class PrefixOwnership(Experiment):
     requests = param.Integer(default=D["requests"], bounds=(1, MAX_PREFIX_REQUESTS), label="Requests N",
                              doc="Requests sharing the prefix.")
     block = param.Integer(default=D["block"], bounds=(1, MAX_PREFIX_BLOCK), label="Block (tokens)",
-                          doc="KV block (page) size b.")
+                          doc="KV block (page) size b, tokens; --block is the old name",
+                          metadata=cli(name="page", aliases=("block",)))
 
     def compute(self) -> dict:
-        return calc_prefix(**self.inputs())
+        return self.calculate(self.inputs())
+
+    @classmethod
+    def calculate(cls, values: dict) -> dict:
+        """KV blocks and bytes with and without prefix caching."""
+        return calc_prefix(**{name: values[name] for name in cls.input_names()})
+
+    @classmethod
+    def derivation(cls, result: dict, values: dict):
+        return prefix_steps(result)
+
+    @classmethod
+    def inputs_used(cls, values: dict) -> tuple[bool, bool, tuple[str, ...]]:
+        """The model (no GPU: bytes and blocks only) and every input."""
+        return True, False, ("tp", "prefix", "own", "requests", "block")
 
     def _model(self):
         return prepare(DecodeConfig(model=self.model, tp=self.tp, context=1))[0]

@@ -9,11 +9,10 @@ from lab.catalog.moe_spec import moe_field
 from lab.derivations.decode_family import memory_steps
 from lab.experiments.base import Card, Prediction
 from lab.experiments.decode_inputs import DecodeExperiment, context_axis, labelled, with_units
-from lab.limits import TP_DEGREES
+from lab.limits import MAX_CONTEXT, TP_DEGREES
 from lab.models import layer_kinds
-from lab.models.kv_shapes import head_kv_bytes_per_token, kv_bytes_per_token
+from lab.models.kv_shapes import head_kv_bytes_per_token, kv_bytes_per_element, kv_bytes_per_token
 from lab.models.memory import full_length_kv_bytes_per_sequence
-from lab.models.moe import bytes_per_element
 from lab.points.decode_family import calc_memory
 from lab.units import MIB, fmt_gb, fmt_int, fmt_number
 
@@ -44,9 +43,6 @@ class SequencesFit(DecodeExperiment):
         "vLLM CacheConfig: block size 16, gpu_memory_utilization (vllm/config/cache.py).",
         "Model shapes from each config.json (inference-lab catalog).",
     )
-
-    def compute(self) -> dict:
-        return calc_memory(self.config())
 
     def cards(self) -> list[Card]:
         r = self.result
@@ -95,7 +91,7 @@ class SequencesFit(DecodeExperiment):
         return Card(
             "KV per token (MLA latent)", f"{fmt_int(latent)} B",
             f"({model.kv_lora_rank} + {model.qk_rope_head_dim}) × {model.layers} layers × "
-            f"{int(bytes_per_element(self.kv_precision))} B on every GPU: the latent is "
+            f"{int(kv_bytes_per_element(self.kv_precision))} B on every GPU: the latent is "
             f"replicated across the tp group, not split by tp. Per-head K and V of the same "
             f"{model.heads} heads: {fmt_int(heads)} B ({heads / latent:.1f}×)")
 
@@ -105,7 +101,7 @@ class SequencesFit(DecodeExperiment):
 
     def explanation(self) -> str:
         r = self.result
-        doubled = calc_memory(self.config(context=min(2 * self.context, 1_048_576)))
+        doubled = calc_memory(self.config(context=min(2 * self.context, MAX_CONTEXT)))
         if not r["weights_fit"]:
             return (f"None fit either way: the weights alone ({fmt_gb(r['memory_params_bytes'])} "
                     f"per GPU) leave {fmt_gb(r['free_for_kv_bytes'])} for the KV cache.")

@@ -13,7 +13,8 @@ from lab.derivations.speculative import speculative_steps
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.experiments.decode_inputs import batch_axis, labelled
 from lab.limits import MAX_BATCH, MAX_CONTEXT, MAX_DRAFT_TOKENS, TP_DEGREES
-from lab.models.decode_step import KV_PRECISIONS, PRECISIONS
+from lab.models.decode_step import PRECISIONS
+from lab.models.kv_shapes import KV_PRECISIONS
 from lab.models.speculative import MTP, UNITS, speculative_metrics
 from lab.points.speculative import SpeculativeConfig, calc_speculative, prepare_speculative
 from lab.units import fmt_gb, fmt_int, fmt_ms, fmt_number, fmt_rate

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import param
 import xarray as xr
 
 from lab.derivations.decode_family import tp_steps
@@ -11,14 +10,13 @@ from lab.experiments.base import Card, Prediction
 from lab.experiments.decode_inputs import (
     DecodeExperiment,
     all_to_all_card,
+    allreduce_parameters,
     ep_parameter,
     labelled,
     with_units,
 )
-from lab.limits import MAX_ALLREDUCE_LATENCY_US, MAX_LAYOUT_GPUS, TP_DEGREES
-from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S
-from lab.points.decode_family import calc_tp
-from lab.units import US_PER_S, fmt_gb, fmt_ms, fmt_rate
+from lab.limits import MAX_LAYOUT_GPUS, TP_DEGREES
+from lab.units import fmt_gb, fmt_ms, fmt_rate
 
 
 class TensorParallel(DecodeExperiment):
@@ -50,16 +48,8 @@ class TensorParallel(DecodeExperiment):
         "Ring all-reduce cost 2·(tp−1)/tp of the payload per GPU (Patarasuk & Yuan, 2009).",
     )
 
-    allreduce = param.Boolean(default=False, label="All-reduce estimate (extension)",
-                              doc="Add two ring all-reduces per layer to each step.")
-    allreduce_latency_us = param.Number(default=DEFAULT_ALLREDUCE_LATENCY_S * US_PER_S,
-                                        bounds=(0, MAX_ALLREDUCE_LATENCY_US),
-                                        label="Latency per collective (µs)",
-                                        doc="Fixed cost of each all-reduce, microseconds.")
+    allreduce, allreduce_latency_us = allreduce_parameters().values()
     ep = ep_parameter()
-
-    def compute(self) -> dict:
-        return calc_tp(self.config())
 
     def current(self) -> dict:
         """The record for the selected tp."""

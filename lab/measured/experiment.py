@@ -1,8 +1,8 @@
 """Experiment 9: floors against measurements — how far real kernels sit above the lab's ideal.
 
-Its record in :mod:`lab.experiments.registry` names, beside this class, a page of its own
-(:mod:`apps.ui.measured_page`) and a dataset that is not a grid (:func:`lab.measured.calc.
-measured_table`, ``open_dataset("measured")``) (docs/model.md §9).
+Its record in :mod:`lab.experiments.registry` names, beside this class, a dataset that is not a
+grid (:func:`lab.measured.calc.measured_table`, ``open_dataset("measured")``); the apps
+register a page of its own (:mod:`apps.ui.measured_page`) (docs/model.md §9).
 """
 
 from __future__ import annotations

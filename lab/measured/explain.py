@@ -10,7 +10,9 @@ from __future__ import annotations
 from lab.catalog import GPUSpec
 from lab.derivations.decode_family import Step
 from lab.measured.calc import below_floor_sentence
-from lab.models.decode_step import bytes_per_weight, peak_flops
+from lab.models.decode_step import peak_flops
+from lab.models.layer_kinds import causal_pairs
+from lab.models.weight_formats import weight_bytes
 from lab.units import fmt_int, fmt_number
 
 
@@ -49,7 +51,7 @@ def work_steps(p: dict) -> list[Step]:
         ]
     if p["kind"] == "prefill":
         n, k, h, q = p["context"], p["kv_heads"], p["head_dim"], p["heads"]
-        pairs = n * (n + 1) // 2
+        pairs = causal_pairs(n)
         return [
             Step("Causal pairs", f"n(n+1)/2 = {n:,} · {n + 1:,} / 2", fmt_int(pairs)),
             Step("Q, K, V read and O written once", f"n·(2·H·h + 2·K·h)·2 = {n:,} · (2 · {q} · {h} "
@@ -58,7 +60,7 @@ def work_steps(p: dict) -> list[Step]:
                  fmt_mflop(p["flops"])),
         ]
     m, k, n = p["m"], p["k"], p["n"]
-    nbytes = int(bytes_per_weight(p["dtype"]))
+    nbytes = int(weight_bytes(p["dtype"]))
     return [
         Step("Weight, input and output once", f"(k·n + m·k + m·n)·{nbytes} = ({k:,} · {n:,} + "
              f"{m:,} · {k:,} + {m:,} · {n:,}) · {nbytes}", fmt_mb(p["bytes"])),

@@ -3,8 +3,8 @@
 Nothing is re-derived here: decode attention is
 :func:`lab.models.decode_step.attention_phase` on one layer, prefill attention counts pairs
 with :func:`lab.models.context_growth.dense_pairs` at
-:func:`lab.models.decode_step.attention_flops_per_token` FLOP each, and a GEMM reads its
-operands at :func:`lab.models.decode_step.bytes_per_weight` bytes and runs at
+:func:`lab.models.kv_shapes.attention_flops_per_pair` FLOP each, and a GEMM reads its
+operands at :func:`lab.models.weight_formats.weight_bytes` bytes and runs at
 :func:`lab.models.decode_step.peak_flops` (docs/model.md §9). Every function
 broadcasts over numpy arrays; results are SI (bytes, FLOP, seconds)::
 
@@ -24,13 +24,9 @@ import xarray as xr
 from lab.arrays import ArrayLike
 from lab.catalog import GPUSpec
 from lab.models.context_growth import dense_pairs
-from lab.models.decode_step import (
-    KV_BYTES_PER_ELEMENT,
-    attention_flops_per_token,
-    attention_phase,
-    bytes_per_weight,
-    peak_flops,
-)
+from lab.models.decode_step import attention_phase, bf16_peak_flops, peak_flops
+from lab.models.kv_shapes import KV_BYTES_PER_ELEMENT, attention_flops_per_pair
+from lab.models.weight_formats import weight_bytes
 
 UNITS = {
     "bytes": ("bytes the kernel must move at least", "B"),
@@ -75,15 +71,15 @@ def prefill_attention(heads: ArrayLike, kv_heads: ArrayLike, head_dim: ArrayLike
     The memory floor reads Q, K and V and writes O once in BF16: ``n·(2·H·h + 2·K·h)·2`` B.
     """
     layer = OneLayer(heads, kv_heads, head_dim)
-    flops = 1.0 * dense_pairs(tokens) * attention_flops_per_token(layer)
+    flops = 1.0 * dense_pairs(tokens) * attention_flops_per_pair(layer)
     nbytes = 1.0 * tokens * (2 * heads * head_dim + 2 * kv_heads * head_dim) * KV_BYTES_PER_ELEMENT
     return {"bytes": nbytes, "flops": flops, "memory_time_s": nbytes / gpu.hbm_bw,
-            "compute_time_s": flops / gpu.peak_bf16}
+            "compute_time_s": flops / bf16_peak_flops(gpu)}
 
 
 def gemm(m: ArrayLike, k: ArrayLike, n: ArrayLike, precision: ArrayLike, gpu: GPUSpec) -> dict:
     """One GEMM: the weight, the input and the output once at ``bytes(p)``; ``2·m·k·n`` FLOP."""
-    nbytes = 1.0 * (k * n + m * k + m * n) * bytes_per_weight(precision)
+    nbytes = 1.0 * (k * n + m * k + m * n) * weight_bytes(precision)
     flops = 2.0 * m * k * n
     return {"bytes": nbytes, "flops": flops, "memory_time_s": nbytes / gpu.hbm_bw,
             "compute_time_s": flops / peak_flops(gpu, precision)}

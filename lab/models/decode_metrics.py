@@ -3,19 +3,19 @@
 :func:`decode_metrics` is the single implementation behind the CLI's ``calc decode|memory|
 tp|precision``, the param classes the apps use, and the sweep grids: it broadcasts over any mix
 of numbers, numpy arrays and xarray objects and returns every variable under the name the CLI's
-JSON uses. Invalid cells are NaN with ``valid`` False and a :class:`~lab.points.validity.Reason` code.
+JSON uses. Invalid cells are NaN with ``valid`` False and a :class:`~lab.models.decode_validity.Reason` code.
 """
 
 from __future__ import annotations
 
 from lab.arrays import ArrayLike, nan_mask
 from lab.models.decode_step import decode_step
+from lab.models.decode_validity import decode_reason
 from lab.models.expert_parallel import all_to_all_bytes_per_gpu, all_to_all_time
 from lab.models.inputs import DecodeInputs
 from lab.models.memory import memory_fit, sequence_capacity
 from lab.models.moe import no_expert_parallelism
 from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S, allreduce_time
-from lab.points.validity import decode_reason
 
 UNITS = {
     "linear_weight_bytes": ("linear weight reads per GPU", "B"),

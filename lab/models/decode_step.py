@@ -10,7 +10,8 @@ Formulas (per GPU, tensor parallel degree ``tp``, linear precision ``p``)::
     W        = N_lin · bytes(p) / tp            t_hbm = W / BW
     FLOP_lin = 2 · N_lin · B / tp               t_lin_comp = FLOP_lin / peak(p)
     t_lin    = max(t_hbm, t_lin_comp)
-    kv_tok   = 2 · L · K · h · b_kv                (b_kv: 2 B for a BF16 KV cache, 1 B for FP8)
+    kv_tok   = 2 · L · K · h · b_kv                (b_kv: 2 B for a BF16 KV cache, 1 B for FP8;
+                                                 lab.models.kv_shapes)
     KV_read  = B · S · kv_tok / tp              FLOP_att = 4 · B · S · L · H · h / tp
     t_att    = max(KV_read / BW, FLOP_att / peak(bf16))   (attention arithmetic stays BF16)
     t_step   = t_lin + t_att                    aggregate = B / t_step
@@ -30,12 +31,10 @@ sequences, its weight reads :func:`lab.models.moe.step_weight_bytes` with ``ep``
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from lab.arrays import ArrayLike, apply_mask, where
-from lab.catalog.moe_spec import by_kind, moe_rows
+from lab.catalog.moe_spec import by_kind
 from lab.catalog.params_count import linear_params_per_layer
 from lab.limits import TP_DEGREES  # noqa: F401  (re-exported: the degrees are a stated limit)
 from lab.models import kv_shapes, moe
@@ -45,8 +44,8 @@ from lab.models.weight_formats import (
     EXPERT_ONLY_FORMATS,
     FP4_FORMATS,
     any_fp4,
-    fp4_bytes,
     is_fp4,
+    weight_bytes,
 )
 
 PRECISIONS = ("bf16", "fp8")
@@ -56,32 +55,18 @@ WEIGHT_PRECISIONS = (*PRECISIONS, *FP4_FORMATS, *EXPERT_ONLY_FORMATS)
 (block scales counted: :mod:`lab.models.weight_formats`), which need an FP4 peak, and
 ``"mxfp4-experts"`` (a mixture of experts' routed experts MXFP4, the rest BF16, as gpt-oss
 ships; BF16 arithmetic), which reads as BF16 wherever no routed expert is concerned."""
-KV_BYTES_PER_ELEMENT = 2
-"""The default (BF16) KV cache: 2 bytes per element."""
-KV_PRECISIONS = ("bf16", "fp8")
-"""KV-cache precisions: BF16 (2 bytes per element, the default) and FP8 (1 byte)."""
 
 
-def kv_bytes_per_element(kv_precision: ArrayLike = "bf16") -> ArrayLike:
-    """Bytes per cached K or V element: 2 for ``"bf16"``, 1 for ``"fp8"`` (B).
-
-    A plain Python int for a string, so a scalar configuration keeps plain arithmetic."""
-    if isinstance(kv_precision, str):
-        return 1 if kv_precision == "fp8" else KV_BYTES_PER_ELEMENT
-    return where(kv_precision == "fp8", 1, KV_BYTES_PER_ELEMENT)
-
-
-def bytes_per_weight(precision: ArrayLike) -> ArrayLike:
-    """Bytes per linear weight: 2 for ``"bf16"``, 1 for ``"fp8"``, 0.53125 for ``"mxfp4"`` and
-    0.5625 for ``"nvfp4"`` (their block scales counted)."""
-    base = where(precision == "fp8", 1, 2)
-    return fp4_bytes(precision, base) if any_fp4(precision) else base
+def bf16_peak_flops(gpu) -> ArrayLike:
+    """The GPU's dense BF16 peak, FLOP/s: the linear layers' at BF16, and attention's
+    arithmetic whatever the weights' or the cache's precision (it stays BF16)."""
+    return gpu.peak_bf16
 
 
 def peak_flops(gpu, precision: ArrayLike) -> ArrayLike:
     """Dense peak for the linear layers at ``precision``, FLOP/s (NaN: no FP8, or no FP4, on
     this GPU). MXFP4 and NVFP4 run at the GPU's FP4 peak."""
-    base = where(precision == "fp8", gpu.peak_fp8, gpu.peak_bf16)
+    base = where(precision == "fp8", gpu.peak_fp8, bf16_peak_flops(gpu))
     if not any_fp4(precision):
         return base
     return where(is_fp4(precision), getattr(gpu, "peak_fp4", np.nan), base)
@@ -103,17 +88,6 @@ def linear_flops_per_token(model) -> ArrayLike:
     return 2.0 * linear_params(model)
 
 
-def kv_bytes_per_token(model, kv_precision: ArrayLike = "bf16") -> ArrayLike:
-    """KV cache bytes per token over all layers, K and V: ``2·L·K·h·b_kv`` (bytes), ``b_kv``
-    2 for a BF16 cache (the default), 1 for FP8."""
-    return 2 * model.layers * model.kv_heads * model.head_dim * kv_bytes_per_element(kv_precision)
-
-
-def attention_flops_per_token(model) -> ArrayLike:
-    """Attention FLOP per (query, cached key) pair over all layers and heads: ``4·L·H·h``."""
-    return 4 * model.layers * model.heads * model.head_dim
-
-
 def linear_phase(model, gpu, *, tp: ArrayLike, precision: ArrayLike, batch: ArrayLike,
                  ep: ArrayLike = 1) -> dict:
     """Weight reads, FLOPs and the phase floor of the linear layers for one decode step of
@@ -125,7 +99,7 @@ def linear_phase(model, gpu, *, tp: ArrayLike, precision: ArrayLike, batch: Arra
     """
     def dense_terms() -> tuple:
         n_lin = linear_params(model)
-        return (1.0 * n_lin * bytes_per_weight(precision) / tp,
+        return (1.0 * n_lin * weight_bytes(precision) / tp,
                 linear_flops_per_token(model) * batch / tp)
 
     def moe_terms() -> tuple:
@@ -135,11 +109,11 @@ def linear_phase(model, gpu, *, tp: ArrayLike, precision: ArrayLike, batch: Arra
         return (1.0 * moe.step_weight_bytes(model, tp, precision, batch, ep),
                 moe.linear_flops(model, tp, batch / ep))
 
-    weight_bytes, flops = by_kind(model, dense_terms, moe_terms)
-    hbm_time = weight_bytes / gpu.hbm_bw
+    weight_read, flops = by_kind(model, dense_terms, moe_terms)
+    hbm_time = weight_read / gpu.hbm_bw
     compute_time = flops / peak_flops(gpu, precision)
     return {
-        "linear_weight_bytes": weight_bytes,
+        "linear_weight_bytes": weight_read,
         "linear_flops": flops,
         "hbm_time_s": hbm_time,
         "linear_compute_time_s": compute_time,
@@ -153,44 +127,20 @@ def attention_terms(model, gpu, tp: ArrayLike, kv_precision: ArrayLike = "bf16")
 
     Returns ``terms(kv_tokens) -> (kv_read_bytes, attention_flops, memory_time_s,
     compute_time_s)`` (B, FLOP, s, s) for ``kv_tokens`` cached tokens in all; the phase floor is
-    the larger time. The per-model constants are computed once, so the goodput simulation
-    (experiment 7) calls the returned function for every step at the cost of plain float
-    arithmetic, and :func:`attention_phase` calls it on whole grids: one copy of the formula.
+    the larger time. The goodput simulation (experiment 7) calls the returned function for a
+    step's cached tokens, and :func:`attention_phase` calls it on whole grids: one copy of the
+    formula (:func:`lab.models.kv_shapes.kv_tokens_bytes` and
+    :func:`~lab.models.kv_shapes.attention_flops`).
     The KV cache is read at ``kv_precision``; the attention arithmetic stays BF16.
     """
-    hbm_bw, peak = gpu.hbm_bw, gpu.peak_bf16
+    hbm_bw, peak = gpu.hbm_bw, bf16_peak_flops(gpu)
 
-    def moe_terms() -> Callable:  # GQA or MLA (the latent replicated, not split by tp)
-        kv_per_token_gpu = kv_shapes.kv_bytes_per_token_per_gpu(model, tp, kv_precision)
-        flops_per_pair = kv_shapes.attention_flops_per_pair(model)
+    def terms(kv_tokens: ArrayLike) -> tuple:  # GQA or MLA (the latent replicated, not split)
+        kv_bytes = kv_shapes.kv_tokens_bytes(model, tp, kv_tokens, kv_precision)
+        flops = kv_shapes.attention_flops(model, tp, kv_tokens)
+        return kv_bytes, flops, kv_bytes / hbm_bw, flops / peak
 
-        def terms(kv_tokens: ArrayLike) -> tuple:
-            kv_bytes = 1.0 * kv_tokens * kv_per_token_gpu
-            flops = 1.0 * kv_tokens * flops_per_pair / tp
-            return kv_bytes, flops, kv_bytes / hbm_bw, flops / peak
-
-        return terms
-
-    def dense_terms() -> Callable:
-        kv_per_token = kv_bytes_per_token(model, kv_precision)
-        flops_per_token = attention_flops_per_token(model)
-
-        def terms(kv_tokens: ArrayLike) -> tuple:
-            kv_bytes = 1.0 * kv_tokens * kv_per_token / tp
-            flops = 1.0 * kv_tokens * flops_per_token / tp
-            return kv_bytes, flops, kv_bytes / hbm_bw, flops / peak
-
-        return terms
-
-    rows = moe_rows(model)
-    if rows is True:
-        return moe_terms()
-    if rows is False or not np.any(rows):
-        return dense_terms()
-    # a table of dense and MoE models: each model's own terms
-    moe_of, dense_of = moe_terms(), dense_terms()
-    return lambda kv_tokens: by_kind(model, lambda: dense_of(kv_tokens),
-                                     lambda: moe_of(kv_tokens))
+    return terms
 
 
 def attention_phase(model, gpu, *, tp: ArrayLike, kv_tokens: ArrayLike,
@@ -214,7 +164,7 @@ def attention_phase(model, gpu, *, tp: ArrayLike, kv_tokens: ArrayLike,
 
 def ridge_batch(gpu, precision: ArrayLike) -> ArrayLike:
     """Batch at which the linear phase turns compute-bound: ``peak(p)·bytes(p)/(2·BW)``."""
-    return peak_flops(gpu, precision) * bytes_per_weight(precision) / (2.0 * gpu.hbm_bw)
+    return peak_flops(gpu, precision) * weight_bytes(precision) / (2.0 * gpu.hbm_bw)
 
 
 def decode_step(

@@ -26,6 +26,12 @@ DEFAULT_PAGE_TOKENS = 16
 class DecodeInputs:
     """One decode configuration (or a grid of them), in SI units.
 
+    The defaults of ``tp``, ``precision``, ``batch`` (1) and ``context`` (0) are the formulas'
+    neutral values, for a caller that sets them itself (the goodput simulation sets the batch
+    and the cached tokens step by step); an experiment's defaults (batch 8, context 8,192) are
+    :class:`lab.points.decode_family.DecodeConfig`'s, which every experiment's inputs, flags
+    and grids read.
+
     Attributes
     ----------
     model, gpu

@@ -149,13 +149,13 @@ def window_pairs(n: ArrayLike, window: ArrayLike) -> ArrayLike:
     """Pairs of sliding-window attention of ``w`` over ``n`` tokens:
     ``n(n+1)/2`` up to ``n = w``, then ``w`` more per token."""
     m = np.minimum(n, window)
-    return m * (m + 1) // 2 + (n - m) * window
+    return causal_pairs(m) + (n - m) * window
 
 
 def chunk_pairs(n: ArrayLike, chunk: ArrayLike) -> ArrayLike:
     """Pairs of chunked attention of ``C`` over ``n`` tokens: ``q·C(C+1)/2 + r(r+1)/2``."""
     q, r = n // chunk, n % chunk
-    return q * (chunk * (chunk + 1) // 2) + r * (r + 1) // 2
+    return q * causal_pairs(chunk) + causal_pairs(r)
 
 
 def layer_pairs(model, n: ArrayLike) -> ArrayLike:

@@ -27,13 +27,13 @@ import numpy as np
 from lab.arrays import ArrayLike, apply_mask, ceil_div, where
 from lab.catalog.moe_spec import by_kind
 from lab.models import kv_shapes, layer_kinds, moe
-from lab.models.decode_step import bytes_per_weight, kv_bytes_per_token
 from lab.models.inputs import (  # noqa: F401  (the defaults, re-exported where they are used)
     DEFAULT_BUDGET_FRACTION,
     DEFAULT_PAGE_TOKENS,
     DEFAULT_RESERVE_BYTES,
     DecodeInputs,
 )
+from lab.models.weight_formats import weight_bytes
 
 
 def pages(context: ArrayLike, page: ArrayLike) -> ArrayLike:
@@ -45,7 +45,7 @@ def params_bytes(model, tp: ArrayLike, precision: ArrayLike, ep: ArrayLike = 1) 
     """Resident parameter bytes per GPU, every parameter (every expert) at the uniform
     precision (B); a mixture of experts over ``ep`` groups holds ``E/ep`` experts a group."""
     return by_kind(model,
-                   lambda: 1.0 * model.total_params * bytes_per_weight(precision) / tp,
+                   lambda: 1.0 * model.total_params * weight_bytes(precision) / tp,
                    lambda: 1.0 * moe.resident_weight_bytes(model, tp, precision, ep))
 
 
@@ -54,16 +54,9 @@ def kv_bytes_per_sequence(model, tp: ArrayLike, context: ArrayLike, page: ArrayL
     """Paged KV cache bytes per GPU for one sequence at ``context`` tokens, the cache at
     ``kv_precision`` (B). A model with sliding-window or chunked layers holds each layer kind's
     own pages (:func:`lab.models.layer_kinds.paged_layer_tokens`)."""
-    def moe_bytes():
-        every = 1.0 * pages(context, page) * page * kv_token_bytes_per_gpu(model, tp,
-                                                                           kv_precision)
-        return _local_or(model, lambda: layer_kinds.paged_layer_tokens(model, context, page),
-                         every, tp, kv_precision)
-
-    return by_kind(
-        model,
-        lambda: 1.0 * pages(context, page) * page * kv_bytes_per_token(model, kv_precision) / tp,
-        moe_bytes)
+    every = kv_shapes.kv_tokens_bytes(model, tp, pages(context, page) * page, kv_precision)
+    return _local_or(model, lambda: layer_kinds.paged_layer_tokens(model, context, page),
+                     every, tp, kv_precision)
 
 
 def _local_or(model, layer_tokens, every: ArrayLike, tp: ArrayLike,
@@ -85,12 +78,6 @@ def full_length_kv_bytes_per_sequence(model, tp: ArrayLike, context: ArrayLike,
     allocator without layer kinds does (vLLM with its hybrid KV cache manager disabled) (B)."""
     return (1.0 * layer_kinds.full_length_layer_tokens(model, context, page)
             * kv_shapes.kv_bytes_per_layer_token_per_gpu(model, tp, kv_precision))
-
-
-def kv_token_bytes_per_gpu(model, tp: ArrayLike, kv_precision: ArrayLike = "bf16") -> ArrayLike:
-    """KV bytes per cached token one GPU holds (B): ``kv_tok / tp``, MLA's latent whole."""
-    return by_kind(model, lambda: kv_bytes_per_token(model, kv_precision) / tp,
-                   lambda: kv_shapes.kv_bytes_per_token_per_gpu(model, tp, kv_precision))
 
 
 def memory_budget(gpu, fraction: ArrayLike) -> ArrayLike:
@@ -137,17 +124,12 @@ def memory_fit(inputs: DecodeInputs, mask: ArrayLike | None = None) -> dict:
     return out
 
 
-def _waste_bytes(model, tp: ArrayLike, tokens: ArrayLike, kv_precision: ArrayLike) -> ArrayLike:
-    """Bytes of ``tokens`` padding slots of the last page, one GPU (B)."""
-    return by_kind(model, lambda: 1.0 * tokens * kv_bytes_per_token(model, kv_precision) / tp,
-                   lambda: 1.0 * tokens * kv_token_bytes_per_gpu(model, tp, kv_precision))
-
-
-def _moe_waste_bytes(model, tp: ArrayLike, context: ArrayLike, page: ArrayLike,
+def _waste_bytes(model, tp: ArrayLike, context: ArrayLike, page: ArrayLike,
                      kv_precision: ArrayLike) -> ArrayLike:
     """Padding bytes of one sequence's pages, one GPU (B): every layer's last page, or for a
     model with local layers each kind's pages less the tokens it holds."""
-    every = _waste_bytes(model, tp, pages(context, page) * page - (context + 1), kv_precision)
+    every = kv_shapes.kv_tokens_bytes(model, tp, pages(context, page) * page - (context + 1),
+                                      kv_precision)
     return _local_or(model, lambda: (layer_kinds.paged_layer_tokens(model, context, page)
                                      - layer_kinds.held_layer_tokens(model, context)),
                      every, tp, kv_precision)
@@ -164,17 +146,14 @@ def sequence_capacity(inputs: DecodeInputs, mask: ArrayLike | None = None) -> di
     (bool).
     """
     model, tp, context, page = inputs.model, inputs.tp, inputs.context, inputs.page
-    held_tokens = pages(context, page) * page
     out = apply_mask({
         "kv_bytes_per_sequence": kv_bytes_per_sequence(model, tp, context, page,
                                                        inputs.kv_precision),
         "free_for_kv_bytes": kv_free_bytes(model, inputs.gpu, tp=tp, precision=inputs.precision,
                                            budget_fraction=inputs.budget_fraction,
                                            reserve_bytes=inputs.reserve_bytes, ep=inputs.ep),
-        "page_waste_bytes_per_sequence": by_kind(
-            model, lambda: _waste_bytes(model, tp, held_tokens - (context + 1),
-                                        inputs.kv_precision),
-            lambda: _moe_waste_bytes(model, tp, context, page, inputs.kv_precision)),
+        "page_waste_bytes_per_sequence": _waste_bytes(model, tp, context, page,
+                                                      inputs.kv_precision),
     }, mask)
     free = out["free_for_kv_bytes"]
     max_seqs = where(free > 0, np.floor(free / out["kv_bytes_per_sequence"]), 0.0)

@@ -15,8 +15,8 @@ Formulas (per GPU, tensor-parallel degree ``tp``, weight precision ``p``, batch 
 
 ``N_shared`` (attention, dense MLPs, shared experts, routers, LM head) and ``N_rep`` (MLA
 down-projections, routers and shared-expert gates, whole on every GPU) are
-:func:`~lab.catalog.moe_params.shared_linear_params` and
-:func:`~lab.catalog.moe_params.replicated_linear_params`.
+:func:`~lab.models.moe_params.shared_linear_params` and
+:func:`~lab.models.moe_params.replicated_linear_params`.
 
 **Routing assumption.** Each token picks its ``k`` experts as a uniformly random set of ``k``
 of the ``E``, independently of the other tokens, so an expert is missed by one token with
@@ -41,8 +41,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.arrays import ArrayLike, where
-from lab.catalog.moe_params import (
+from lab.arrays import ArrayLike
+from lab.catalog.moe_spec import moe_field
+from lab.models.moe_params import (
     active_linear_params,
     expert_bias_params,
     expert_weights,
@@ -50,16 +51,14 @@ from lab.catalog.moe_params import (
     routed_linear_params,
     shared_linear_params,
 )
-from lab.catalog.moe_spec import moe_field
+from lab.models.weight_formats import bytes_per_weight as weight_format_bytes
 from lab.models.weight_formats import (
-    any_fp4,
     expert_format,
-    fp4_bytes,
     is_expert_only,
     is_integer_format,
     rest_format,
+    weight_bytes,
 )
-from lab.models.weight_formats import bytes_per_weight as weight_format_bytes
 
 ROUTING_ASSUMPTION = (
     "Uniform routing assumed: each token picks its k of the E experts uniformly at random, "
@@ -70,13 +69,12 @@ ROUTING_ASSUMPTION = (
 
 
 def bytes_per_element(precision: ArrayLike) -> ArrayLike:
-    """Bytes per weight or cached KV element: 2 for ``"bf16"``, 1 for ``"fp8"``; weights only,
-    0.53125 for ``"mxfp4"``, 0.5625 for ``"nvfp4"``, and an INT4 format's bits / 8 (B, block
-    scales counted)."""
+    """Bytes per weight of a mixture of experts' layout: an INT4 format's bits / 8, else
+    :func:`~lab.models.weight_formats.weight_bytes` (2 for ``"bf16"``, 1 for ``"fp8"``,
+    0.53125 for ``"mxfp4"``, 0.5625 for ``"nvfp4"``; B, block scales counted)."""
     if is_integer_format(precision):
         return weight_format_bytes(precision)
-    base = where(precision == "fp8", 1, 2)
-    return fp4_bytes(precision, base) if any_fp4(precision) else base
+    return weight_bytes(precision)
 
 
 def experts_touched(experts: ArrayLike, top_k: ArrayLike, batch: ArrayLike) -> ArrayLike:
@@ -187,6 +185,6 @@ def routed_expert_weights(model) -> ArrayLike:
 
 def linear_flops(model, tp: ArrayLike, batch: ArrayLike) -> ArrayLike:
     """Linear-layer FLOPs one GPU does in a decode step of ``batch`` tokens (FLOP):
-    ``2 · B`` times the active linear weights per GPU (:func:`~lab.catalog.moe_params.
+    ``2 · B`` times the active linear weights per GPU (:func:`~lab.models.moe_params.
     active_linear_params`): each token multiplies ``k`` experts whatever the others do."""
     return 2.0 * batch * _per_gpu(model, active_linear_params(model), tp)

@@ -30,9 +30,12 @@ UNITS = {
 """``(long_name, units)`` of every output of :func:`prefill_metrics`."""
 
 
-def prefill_step_cost(c0_s: ArrayLike, c1_s: ArrayLike, tokens: ArrayLike) -> ArrayLike:
-    """The prefill cost curve ``c(n) = c0 + c1·n``: seconds for a step that prefills ``tokens``."""
-    return c0_s + c1_s * tokens
+def prefill_step_cost(c0_s: ArrayLike, c1_s: ArrayLike, tokens: ArrayLike,
+                      steps: ArrayLike = 1) -> ArrayLike:
+    """The prefill cost curve ``c(n) = c0 + c1·n``: seconds for a step that prefills ``tokens``;
+    over ``steps`` steps prefilling ``tokens`` in all, ``k·c0 + c1·n`` (s). The one copy of the
+    curve: a chunked prefill's TTFT and ITL take it with ``d + c0`` as the per-step cost."""
+    return steps * c0_s + c1_s * tokens
 
 
 def prefill_metrics(
@@ -70,9 +73,9 @@ def prefill_metrics(
     first = np.minimum(chunk, prompt)
     last = prompt - (chunks - 1) * chunk
     decode_total = chunks * decode_s
-    prefill_compute = chunks * c0_s + c1_s * prompt
-    ttft = chunks * (decode_s + c0_s) + c1_s * prompt
-    itl = decode_s + c0_s + c1_s * first
+    prefill_compute = prefill_step_cost(c0_s, c1_s, prompt, chunks)
+    ttft = prefill_step_cost(decode_s + c0_s, c1_s, prompt, chunks)
+    itl = prefill_step_cost(decode_s + c0_s, c1_s, first)
     meets_deadline = ttft <= deadline_s
     meets_itl = itl <= itl_limit_s
     return {

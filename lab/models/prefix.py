@@ -6,6 +6,7 @@ after it belong to each request. Broadcasts over numbers, numpy arrays and xarra
     s_blocks = floor(P / b)              tail = (P mod b) + U        priv = ceil(tail / b)
     with     = s_blocks + N · priv       without = N · ceil((P + U) / b)
     bytes    = blocks · b · kv_tok / tp  owned(req) = priv + s_blocks / N
+    (kv_tok: :func:`lab.models.kv_shapes.kv_bytes_per_token`, BF16 unless ``kv_precision``)
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.arrays import ArrayLike, ceil_div, where
-from lab.models.decode_step import kv_bytes_per_token
+from lab.models.kv_shapes import kv_tokens_bytes
 
 UNITS = {
     "shared_blocks": ("shared prefix blocks (stored once)", "blocks"),
@@ -38,6 +39,7 @@ def prefix_metrics(
     own: ArrayLike,
     requests: ArrayLike,
     block: ArrayLike,
+    kv_precision: ArrayLike = "bf16",
 ) -> dict:
     """Blocks and bytes of ``requests`` sequences sharing a ``prefix``-token prompt.
 
@@ -55,6 +57,9 @@ def prefix_metrics(
         Requests sharing the prefix, ``N`` (≥ 1).
     block : int
         KV block (page) size ``b``, tokens (≥ 1).
+    kv_precision : str
+        The KV cache's precision (``kv_tok``'s ``b_kv``): experiment 6 has no input for it and
+        costs a BF16 cache, the default.
 
     Returns
     -------
@@ -66,7 +71,7 @@ def prefix_metrics(
     private = ceil_div(tail, block)
     with_cache = shared + requests * private
     without_cache = requests * ceil_div(prefix + own, block)
-    block_bytes = 1.0 * block * kv_bytes_per_token(model) / tp
+    block_bytes = kv_tokens_bytes(model, tp, block, kv_precision)
     bytes_with = with_cache * block_bytes
     bytes_without = without_cache * block_bytes
     saved = where(without_cache > 0,

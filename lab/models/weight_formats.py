@@ -79,6 +79,15 @@ def bytes_per_weight(fmt: str) -> float:
     return BITS_PER_WEIGHT[fmt] / 8
 
 
+def weight_bytes(precision: ArrayLike) -> ArrayLike:
+    """Bytes per linear weight at a precision of the decode family, broadcasting: 2 for
+    ``"bf16"``, 1 for ``"fp8"``, 0.53125 for ``"mxfp4"`` and 0.5625 for ``"nvfp4"`` (their block
+    scales counted); any other name (an expert-only precision where no routed expert is
+    concerned) reads as BF16's 2."""
+    base = where(precision == "fp8", 1, 2)
+    return fp4_bytes(precision, base) if any_fp4(precision) else base
+
+
 def is_integer_format(precision: ArrayLike) -> bool:
     """True when ``precision`` is one weight-only integer format name (a single string)."""
     return isinstance(precision, str) and precision.startswith("int4")

@@ -14,7 +14,7 @@ import numpy as np
 
 from lab.catalog import GPUSpec, ModelSpec, get_gpu, get_model
 from lab.errors import LabInputError
-from lab.limits import (  # the decode family's limits, re-exported for the flags and the grids
+from lab.limits import (  # the decode family's limits, re-exported for the grids
     BUDGET_RANGE,
     EP_DEGREES,
     MAX_ALLREDUCE_LATENCY_US,
@@ -27,9 +27,10 @@ from lab.limits import (  # the decode family's limits, re-exported for the flag
 )
 from lab.models import layer_kinds
 from lab.models.decode_metrics import decode_metrics
-from lab.models.decode_step import KV_PRECISIONS, WEIGHT_PRECISIONS
+from lab.models.decode_step import WEIGHT_PRECISIONS
 from lab.models.expert_parallel import UNIFORM_ROUTING
 from lab.models.inputs import DecodeInputs
+from lab.models.kv_shapes import KV_PRECISIONS
 from lab.models.memory import (
     DEFAULT_BUDGET_FRACTION,
     DEFAULT_PAGE_TOKENS,
@@ -60,7 +61,13 @@ def allreduce_options(allreduce: bool, allreduce_latency_us: float) -> dict:
 
 @dataclass(frozen=True)
 class DecodeConfig:
-    """Inputs of the decode family, in the CLI's units (GB for the reserve)."""
+    """Inputs of the decode family, in the CLI's units (GB for the reserve).
+
+    Its defaults are the decode family's one copy (batch 8, context 8,192, …): experiments
+    1–4's ``param`` inputs (:class:`lab.experiments.decode_inputs.DecodeExperiment`), and so
+    their ``calc`` flags, the goodput and context experiments' model inputs and the grids'
+    defaults read them from here. :class:`~lab.models.inputs.DecodeInputs`' own defaults
+    (batch 1, an empty cache) are the formulas' neutral values, not an experiment's."""
 
     model: str | ModelSpec = "llama-3.1-8b"
     gpu: str | GPUSpec = "h100-sxm"

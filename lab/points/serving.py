@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 
-from lab.catalog.moe_params import active_linear_params
 from lab.catalog.moe_spec import MoESpec, by_kind, routes_experts
 from lab.errors import LabInputError
 from lab.limits import (  # re-exported for the experiments and the grids
@@ -27,7 +26,7 @@ from lab.limits import (  # re-exported for the experiments and the grids
 )
 from lab.models.context_growth import context_metrics
 from lab.models.decode_step import (
-    attention_flops_per_token,
+    bf16_peak_flops,
     linear_flops_per_token,
     linear_params,
     peak_flops,
@@ -37,6 +36,7 @@ from lab.models.inputs import DecodeInputs
 from lab.models.kv_shapes import attention_flops_per_pair
 from lab.models.layer_kinds import has_local_layers, layer_mix, layer_pairs
 from lab.models.memory import kv_free_bytes
+from lab.models.moe_params import active_linear_params
 from lab.models.prefill import chunk_sweep, prefill_metrics
 from lab.models.prefix import prefix_metrics
 from lab.points.decode_family import MAX_BATCH, MAX_CONTEXT, DecodeConfig, calc_decode, prepare, to_python
@@ -159,12 +159,11 @@ def model_coefficients(config: DecodeConfig) -> dict:
     model, gpu = prepare(config.with_(context=1, tp=1))
     n_lin = int(by_kind(model, lambda: linear_params(model), lambda: active_linear_params(model)))
     flops_token = by_kind(model, lambda: linear_flops_per_token(model), lambda: 2.0 * n_lin)
-    flops_pair = by_kind(model, lambda: attention_flops_per_token(model),
-                         lambda: attention_flops_per_pair(model))
+    flops_pair = attention_flops_per_pair(model)
     return {"model": model.id, "gpu": gpu.id, "precision": config.precision,
             "linear_params": n_lin,
             "a_s": float(flops_token / peak_flops(gpu, config.precision)),
-            "c_s": float(flops_pair / gpu.peak_bf16), "spec": model}
+            "c_s": float(flops_pair / bf16_peak_flops(gpu)), "spec": model}
 
 
 def calc_context(tokens: int = CONTEXT_DEFAULTS["tokens"], a_ms: float | None = None,

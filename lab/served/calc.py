@@ -25,11 +25,12 @@ TARGETS = {"tpot": {"median": 0.10, "p90": 0.30}, "ttft": {"median": 0.30, "p90"
 """The issue's targets for |predicted − measured| / measured over all modelled rows."""
 METRICS = ("tpot", "ttft")
 """The two measured latencies."""
-TERMS = {"tpot": ("allreduce", "prefill", "fixed"), "ttft": ("queue", "fixed")}
+TERMS = {"tpot": ("allreduce", "prefill", "step", "fixed"), "ttft": ("queue", "fixed")}
 """The named terms of each metric, in the order they stack on the floor."""
 TERM_NAMES = {
     ("tpot", "allreduce"): "all-reduces and expert all-to-all",
     ("tpot", "prefill"): "prefill interleaved into the step",
+    ("tpot", "step"): "decode step beyond its roofline, (k_step − 1) × floor",
     ("tpot", "fixed"): "fixed time per layer × layers",
     ("tpot", "residual"): "residual (unexplained)",
     ("ttft", "queue"): "queue behind (c − 1)/2 prefills",
@@ -41,9 +42,23 @@ DEFAULT_ROW = "llama_3_1_70b_h200_sxm_vllm_fp8_agg_1024x1024_c64_tp4"
 """Substring of the id selected by default when present (else the first modelled row)."""
 
 
+INFERRED = " (batch inferred)"
+"""Suffix of the group of disaggregated rows whose decode batch per worker is inferred."""
+
+
 def _group_keys(table: xr.Dataset) -> np.ndarray:
+    """engine × GPU × mode of every row (TTFT's coefficients' group, and the error tables')."""
     parts = [np.asarray(table[k].values).astype(str) for k in ("engine", "gpu", "mode")]
     return np.array([" × ".join(p) for p in zip(*parts, strict=True)])
+
+
+def _tpot_group_keys(table: xr.Dataset, groups: np.ndarray) -> np.ndarray:
+    """TPOT's coefficients' group: engine × GPU × mode, and disaggregated rows that leave
+    their decode batch to be inferred (``batch_stated`` false) apart (docs/model.md §11)."""
+    inferred = ((np.asarray(table["mode"].values).astype(str) == "disagg")
+                & ~np.asarray(table["batch_stated"].values, dtype=bool)
+                & np.asarray(table["modelled"].values, dtype=bool))
+    return np.array([g + (INFERRED if i else "") for g, i in zip(groups, inferred, strict=True)])
 
 
 def _workloads(table: xr.Dataset) -> np.ndarray:
@@ -55,8 +70,9 @@ def _designs(table: xr.Dataset) -> dict[str, gap.Design]:
     v = {k: np.nan_to_num(np.asarray(table[k].values, dtype=float)) for k in (
         "tpot_floor_ms", "tpot_term_allreduce_ms", "prefill_step_basis_ms", "ttft_floor_ms",
         "concurrency", "prefill_workers", "tpot_measured_ms", "ttft_measured_ms", "layers")}
+    agg = np.asarray(table["mode"].values).astype(str) == "agg"
     return {"tpot": gap.tpot_design(v["tpot_floor_ms"], v["tpot_term_allreduce_ms"],
-                                    v["prefill_step_basis_ms"], v["layers"],
+                                    v["prefill_step_basis_ms"], v["layers"], agg,
                                     v["tpot_measured_ms"]),
             "ttft": gap.ttft_design(v["ttft_floor_ms"], v["concurrency"],
                                     v["prefill_workers"], v["ttft_measured_ms"])}
@@ -72,24 +88,34 @@ def served_table(data: xr.Dataset | None = None) -> xr.Dataset:
     table = add_floors(shipped_rows() if data is None else data)
     modelled = np.asarray(table["modelled"].values, dtype=bool)
     groups, workloads = _group_keys(table), _workloads(table)
+    fit_groups = {"tpot": _tpot_group_keys(table, groups), "ttft": groups}
     out = table.copy()
     for metric, design in _designs(table).items():
-        theta, fitted_on = gap.leave_one_workload_out(design, groups, workloads, modelled)
+        theta, fitted_on = gap.leave_one_workload_out(design, fit_groups[metric], workloads,
+                                                      modelled)
         ok = modelled & np.isfinite(theta[:, 0])
         nan = lambda a, ok=ok: np.where(ok, a, np.nan)  # noqa: E731
         first, second = (nan(design.columns[:, j] * theta[:, j]) for j in range(2))
         predicted = nan(design.base + np.nan_to_num(first) + np.nan_to_num(second))
         measured = design.measured
         if metric == "tpot":
-            names = gap.TPOT_COEFFICIENTS
-            out["tpot_term_prefill_ms"] = _var(first, TERM_NAMES["tpot", "prefill"], "ms")
+            agg = np.asarray(table["mode"].values).astype(str) == "agg"
+            floor = np.asarray(table["tpot_floor_ms"].values)
+            # agg: the first column is P_step; disagg: the floor, k_step · floor = floor + term
+            out["tpot_term_prefill_ms"] = _var(np.where(agg, first, nan(0.0)),
+                                               TERM_NAMES["tpot", "prefill"], "ms")
+            out["tpot_term_step_ms"] = _var(np.where(agg, nan(0.0), first - floor),
+                                            TERM_NAMES["tpot", "step"], "ms")
             out["tpot_term_fixed_ms"] = _var(second, TERM_NAMES["tpot", "fixed"], "ms")
             out["tpot_term_allreduce_ms"] = out["tpot_term_allreduce_ms"].where(
                 xr.DataArray(modelled, dims="row"))
+            coefficient = {"k_prefill": np.where(agg, theta[:, 0], np.nan),
+                           "k_step": np.where(agg, np.nan, theta[:, 0]),
+                           "t_layer_ms": theta[:, 1]}
         else:
-            names = gap.TTFT_COEFFICIENTS
             out["ttft_term_queue_ms"] = _var(first, TERM_NAMES["ttft", "queue"], "ms")
             out["ttft_term_fixed_ms"] = _var(second, TERM_NAMES["ttft", "fixed"], "ms")
+            coefficient = dict(zip(gap.TTFT_COEFFICIENTS, theta.T, strict=True))
         out[f"{metric}_predicted_ms"] = _var(
             predicted, f"{metric.upper()} predicted out of sample (floor + terms)", "ms")
         out[f"{metric}_term_residual_ms"] = _var(
@@ -101,8 +127,8 @@ def served_table(data: xr.Dataset | None = None) -> xr.Dataset:
             f"|{metric.upper()} floor − measured| / measured", "1")
         out[f"{metric}_ratio"] = _var(measured / np.asarray(table[f"{metric}_floor_ms"].values),
                                       f"measured {metric.upper()} / floor", "1")
-        for j, name in enumerate(names):
-            out[f"{metric}_{name}"] = _var(nan(theta[:, j]),
+        for name, values in coefficient.items():
+            out[f"{metric}_{name}"] = _var(nan(values),
                                            f"{metric.upper()} coefficient {name} (out of sample)",
                                            "ms" if name.endswith("_ms") else "1")
         out[f"{metric}_fitted_on"] = _var(fitted_on, f"rows {metric.upper()}'s coefficients were "
@@ -110,7 +136,9 @@ def served_table(data: xr.Dataset | None = None) -> xr.Dataset:
     out["below_floor"] = _var(modelled & (np.asarray(table["tpot_measured_ms"].values)
                                           < np.asarray(table["tpot_floor_ms"].values)),
                               "measured TPOT below its floor")
-    out["group"] = _var(groups, "engine × GPU × mode (the coefficients' group)")
+    out["group"] = _var(groups, "engine × GPU × mode (TTFT's coefficients' group)")
+    out["tpot_group"] = _var(fit_groups["tpot"], "TPOT's coefficients' group: engine × GPU × "
+                             "mode, disaggregated rows whose decode batch is inferred apart")
     out["workload"] = _var(workloads, "isl/osl (the left-out unit)")
     out.attrs.update({"docs": "docs/model.md, Experiment 11",
                       "fit": "leave one (isl, osl) workload out per engine × GPU × mode"})
@@ -191,6 +219,11 @@ def error_table(table: xr.Dataset) -> tuple[dict, list[dict]]:
         return out
 
     overall = summary(modelled)
+    disagg = np.asarray(table["mode"].values).astype(str) == "disagg"
+    stated = np.asarray(table["batch_stated"].values, dtype=bool)
+    overall["subsets"] = {name: summary(modelled & mask) for name, mask in (
+        ("agg", ~disagg), ("disagg, batch stated", disagg & stated),
+        ("disagg, batch inferred", disagg & ~stated))}
     for metric in METRICS:
         got = overall[metric]["floor_plus_terms"]
         overall[metric]["targets"] = TARGETS[metric]
@@ -205,14 +238,20 @@ def coefficients(table: xr.Dataset) -> list[dict]:
     the stored predictions use the leave-one-workload-out fits)."""
     modelled = np.asarray(table["modelled"].values, dtype=bool)
     groups = np.asarray(table["group"].values).astype(str)
+    tpot_groups = np.asarray(table["tpot_group"].values).astype(str)
     designs = _designs(table)
-    fits = {m: gap.fit_all(designs[m], groups, modelled) for m in METRICS}
+    fits = {"tpot": gap.fit_all(designs["tpot"], tpot_groups, modelled),
+            "ttft": gap.fit_all(designs["ttft"], groups, modelled)}
+    of = dict(zip(tpot_groups.tolist(), zip(groups.tolist(), np.asarray(
+        table["mode"].values).astype(str).tolist(), strict=True), strict=True))
     out = []
-    for g in dict.fromkeys(groups[modelled].tolist()):
-        k_prefill, t_layer = fits["tpot"][g]
-        k_queue, t_first = fits["ttft"][g]
-        out.append({"group": g, "k_prefill": float(k_prefill), "t_layer_ms": float(t_layer),
-                    "prefill_fraction_of_peak": float(1 / k_prefill) if k_prefill > 0 else None,
+    for g in dict.fromkeys(tpot_groups[modelled].tolist()):
+        first, t_layer = fits["tpot"][g]
+        group, mode = of[g]
+        k_queue, t_first = fits["ttft"][group]
+        name = gap.TPOT_COEFFICIENTS[mode][0]   # k_prefill (agg) or k_step (disagg)
+        out.append({"group": g, name: float(first), "t_layer_ms": float(t_layer),
+                    "fraction_of_roofline": float(1 / first) if first > 0 else None,
                     "k_queue": float(k_queue), "t_first_ms": float(t_first)})
     return out
 
@@ -273,7 +312,15 @@ def summary_lines(result: dict) -> list[str]:
             f"median {_pct(e['floor_plus_terms']['median'])}, p90 "
             f"{_pct(e['floor_plus_terms']['p90'])} (targets {_pct(t['median'])} and "
             f"{_pct(t['p90'])}: {verdict}).")
-    lines.append("Per engine × GPU × mode (rows; TPOT median/p90; TTFT median/p90, floor + terms):")
+    lines.append("By mode (rows; TPOT median/p90; TTFT median/p90, floor + terms):")
+    for name, sub in result["errors"]["subsets"].items():
+        if not sub["rows"]:
+            continue
+        tp, tt = sub["tpot"]["floor_plus_terms"], sub["ttft"]["floor_plus_terms"]
+        lines.append(f"- {name}: {sub['rows']:,} rows; TPOT {_pct(tp['median'])}/"
+                     f"{_pct(tp['p90'])}; TTFT {_pct(tt['median'])}/{_pct(tt['p90'])}")
+    lines.append("Per engine × GPU × mode (rows; TPOT median/p90; TTFT median/p90, floor + terms; "
+                 "disaggregated rows whose decode batch is inferred fitted apart):")
     for g in result["groups"]:
         tp, tt = g["tpot"]["floor_plus_terms"], g["ttft"]["floor_plus_terms"]
         lines.append(f"- {g['group']}: {g['rows']}; TPOT {_pct(tp['median'])}/{_pct(tp['p90'])}; "

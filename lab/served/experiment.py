@@ -1,9 +1,9 @@
 """Experiment 11: from floor to served — real engines' TPOT and TTFT against the lab's floor
 plus named terms, predicted out of sample (docs/model.md §11).
 
-Its record in :mod:`lab.experiments.registry` names a page of its own
-(:mod:`apps.ui.served_page`) and a dataset that is not a grid
-(:func:`lab.served.calc.served_table`, ``open_dataset("served")``).
+Its record in :mod:`lab.experiments.registry` names a dataset that is not a grid
+(:func:`lab.served.calc.served_table`, ``open_dataset("served")``); the apps register a page
+of its own (:mod:`apps.ui.served_page`).
 """
 
 from __future__ import annotations

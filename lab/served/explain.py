@@ -35,13 +35,24 @@ def row_steps(r: dict, _gpu=None) -> list[Step]:
         Step("Communication term", "all-reduces 2·L·(2·(tp−1)/tp·(B/dp)·d·2 B / link + 5 µs) "
              f"(§3) + expert all-to-all over ep {r['moe_ep']} (issue 26)",
              _ms(r["tpot_term_allreduce_ms"])),
-        Step("Interleaved prefill term", f"k_prefill · P_step = {_x(r['tpot_k_prefill'])} · "
-             f"{_ms(r['prefill_step_basis_ms'])} (B·isl/osl prompt tokens per step)",
-             _ms(r["tpot_term_prefill_ms"])),
+    ]
+    if r["mode"] == "agg":
+        steps.append(Step(
+            "Interleaved prefill term", f"k_prefill · P_step = {_x(r['tpot_k_prefill'])} · "
+            f"{_ms(r['prefill_step_basis_ms'])} (B/osl prompts per step, each one request's "
+            "ideal prefill)", _ms(r["tpot_term_prefill_ms"])))
+    else:
+        stated = ("the listed decode pools hold every client" if r["batch_stated"] else
+                  "batch per decode worker inferred from the concurrency, fitted apart")
+        steps.append(Step(
+            "Decode step term", f"(k_step − 1) · floor = ({_x(r['tpot_k_step'])} − 1) · "
+            f"{_ms(r['tpot_floor_ms'])} (no prefill interleaves; {stated})",
+            _ms(r["tpot_term_step_ms"])))
+    steps += [
         Step("Fixed time per layer", f"t_layer · L = {_ms(r['tpot_t_layer_ms'])} · "
              f"{fmt_number(r['layers'], 0)} layers (fitted on the other workloads)",
              _ms(r["tpot_term_fixed_ms"])),
-        Step("TPOT predicted", "floor + communication + prefill + fixed",
+        Step("TPOT predicted", "floor + communication + prefill or step + fixed",
              _ms(r["tpot_predicted_ms"])),
         Step("TPOT residual", "measured − predicted", _ms(r["tpot_term_residual_ms"])),
         Step("TTFT floor", f"one prefill of isl = {r['isl']:,} tokens alone at tp "

@@ -9,8 +9,13 @@ Nothing here is a new formula: every time comes from :mod:`lab.models` (docs/mod
   ``isl(isl+1)/2`` causal attention pairs (:func:`~lab.models.decode_step.attention_phase`,
   :func:`lab.models.context_growth.dense_pairs`, experiment 8);
 - the all-reduce term: :func:`lab.models.parallel.allreduce_time` (experiment 3's extension);
-- the interleaved-prefill basis: the compute time of the ``B·isl/osl`` prompt tokens an
-  aggregated engine prefills per decode step in steady state (same two functions).
+- the interleaved-prefill basis: an aggregated engine finishes ``B/osl`` requests per decode
+  step in steady state and admits as many new prompts, each prefilled in a forward pass of its
+  own: ``B/osl`` times one request's ideal prefill (the TTFT floor, whose linear phase reads
+  every weight the pass touches), 0 when disaggregated;
+- whether the row states its decode batch: a disaggregated row whose listed decode pools
+  (``decode_batch × decode_workers``) do not hold every client leaves the batch per decode
+  worker to be inferred (:func:`decode_batch`), which the fit keeps apart.
 
 A row the lab cannot model exactly keeps NaN floors and a ``reason``; nothing is guessed.
 """
@@ -20,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from lab.catalog import get_gpu, get_model
+from lab.catalog import get_gpu, get_model, gpu_catalog, model_catalog
 from lab.catalog.moe_spec import MoESpec
 from lab.models.attention_dp import (
     layout_all_to_all_time,
@@ -84,28 +89,30 @@ FLOOR_UNITS = {
                     "state", "sequences"),
     "tpot_term_allreduce_ms": ("tensor-parallel all-reduces and expert-parallel all-to-all "
                                "per decode step", "ms"),
-    "prefill_step_basis_ms": ("ideal compute time of the prompt tokens interleaved per step",
+    "prefill_step_basis_ms": ("ideal time of the prefills interleaved per decode step: "
+                              "B/osl prompts, each one request's ideal prefill (agg; 0 disagg)",
                               "ms"),
+    "batch_stated": ("the row states its decode batch (agg: the concurrency; disagg: the "
+                     "listed decode pools hold every client, concurrency ≤ decode batch × "
+                     "decode workers); else the batch per decode worker is inferred", ""),
 }
 """``(long_name, units)`` of every variable :func:`add_floors` adds."""
 
 
 def _model_id(path: str) -> str:
+    """The catalog id of a row's checkpoint (``""``: not in the catalog). A user's file may
+    name a catalog id; a value that looks like a path is never opened (an uploaded table's
+    cells are untrusted, and get_model would read a config file from the server's disk)."""
     if path in MODEL_OF_PATH:
         return MODEL_OF_PATH[path]
-    try:  # a user's file may name a catalog id
-        return get_model(path).id
-    except Exception:
-        return ""
+    return path if isinstance(path, str) and path in model_catalog() else ""
 
 
 def _gpu_id(system: str) -> str:
+    """The catalog id of a row's system (``""``: not in the catalog), never a file read."""
     if system in GPU_OF_SYSTEM:
         return GPU_OF_SYSTEM[system]
-    try:
-        return get_gpu(system).id
-    except Exception:
-        return ""
+    return system if isinstance(system, str) and system in gpu_catalog() else ""
 
 
 def precision_of(listed: str, gemm: str, moe_quant: str, model_path: str) -> str:
@@ -189,15 +196,17 @@ def _floors(model, gpu, precision: str, rows: list[dict]) -> dict:
                     layout_step_time(mid.with_(kv_precision="fp8"), dp))
     prefill = _prefill_compute(model, gpu, precision, prefill_tp, prefill_dp, isl, 1.0)
     ttft_floor = _prefill_time(model, gpu, precision, prefill_tp, prefill_dp, isl)
-    # aggregated: B·isl/osl prompt tokens per decode step, as B/osl whole prompts
-    interleaved = np.where(agg, _prefill_compute(model, gpu, precision, tp, dp, isl,
-                                                 batch / osl), 0.0)
+    # aggregated (one pool: prefill_tp = tp): B/osl prompts per decode step, each a prefill
+    # pass of its own that reads the weights it touches, as one request's ideal prefill
+    interleaved = np.where(agg, batch / osl * ttft_floor, 0.0)
     communication = (layout_allreduce_time(model, gpu, batch, tp, dp)
                      + layout_all_to_all_time(model, gpu, batch, tp, dp, moe_ep))
     return {"tpot_floor_ms": step * 1e3, "ttft_floor_ms": ttft_floor * 1e3,
             "tpot_term_allreduce_ms": communication * 1e3,
             "prefill_step_basis_ms": interleaved * 1e3, "context_mid": context,
             "fits_bf16_kv": fits, "kv_precision_floor": np.where(fits, "bf16", "fp8"),
+            "batch_stated": batch_stated(col("concurrency"), col("decode_batch"),
+                                         col("decode_workers")),
             "layers": np.full(len(rows), float(model.layers)), "batch_floor": batch,
             "_prefill_compute_ms": prefill * 1e3}
 
@@ -209,6 +218,14 @@ def decode_batch(listed, concurrency, workers, room) -> np.ndarray:
     (``decode_batch_size`` × its attention-DP ranks; agg: the concurrency)."""
     share = np.minimum(np.ceil(concurrency / workers), np.maximum(room, 1))
     return np.maximum(listed, share).astype(np.int64)
+
+
+def batch_stated(concurrency, listed, workers) -> np.ndarray:
+    """Whether the listed decode pools hold every client, ``concurrency ≤ listed · workers``
+    (``listed``: one decode worker's batch over its attention-DP ranks; agg: the concurrency
+    itself, one worker): then the floor's batch is the row's own; else :func:`decode_batch`
+    infers it from the concurrency (the row leaves its decode workers unstated)."""
+    return np.asarray(concurrency) <= np.asarray(listed) * np.asarray(workers)
 
 
 def _pairs(model, isl) -> np.ndarray:
@@ -252,6 +269,7 @@ def add_floors(table: xr.Dataset) -> xr.Dataset:
         out[name] = np.full(n, np.nan)
     out["kv_precision_floor"] = np.full(n, "", dtype=object)
     out["fits_bf16_kv"] = np.zeros(n, dtype=bool)
+    out["batch_stated"] = np.zeros(n, dtype=bool)
     groups: dict[tuple, list[int]] = {}
     for i, r in enumerate(rows):
         model_id, gpu_id = _model_id(r["model_path"]), _gpu_id(r["system"])

@@ -2,16 +2,21 @@
 
 Named terms, each a formula on the row (milliseconds)::
 
-    TPOT = floor + communication + k_prefill · P_step + t_layer · L    (+ residual)
-    TTFT = floor + k_queue · (c − 1)/2 · floor / workers + t_first      (+ residual)
+    agg:    TPOT = floor + communication + k_prefill · P_step + t_layer · L   (+ residual)
+    disagg: TPOT = k_step · floor + communication + t_layer · L               (+ residual)
+    TTFT = floor + k_queue · (c − 1)/2 · floor / workers + t_first           (+ residual)
 
 - ``floor``: :mod:`lab.served.floors` (one ideal decode step; one request's ideal prefill);
-- ``all-reduce``: experiment 3's ring all-reduces per decode step (not fitted);
-- ``P_step``: the ideal compute time of the ``B·isl/osl`` prompt tokens an aggregated engine
-  prefills between decode steps in steady state (0 when disaggregated); ``k_prefill`` ≥ 0 is
-  fitted: 1/k_prefill is the fraction of peak that interleaved prefill reaches;
 - ``communication``: experiment 3's ring all-reduces of the attention's tensor-parallel ranks
   and, with expert parallelism, the all-to-all (:mod:`lab.models.attention_dp`), not fitted;
+- ``P_step`` (aggregated): an engine that finishes ``B/osl`` requests per decode step admits as
+  many new prompts, each prefilled in a pass of its own between decode steps: ``B/osl`` times
+  one request's ideal prefill (weights read and FLOPs, :mod:`lab.served.floors`);
+  ``k_prefill`` ≥ 0, fitted: what one interleaved prefill costs in ideal prefills
+  (1/k_prefill is the fraction of its roofline it reaches);
+- ``k_step`` ≥ 0 (disaggregated, where no prefill interleaves), fitted: the decode step's time
+  in ideal steps (1/k_step is the fraction of the roofline it reaches); shown as the term
+  ``(k_step − 1) · floor``;
 - ``t_layer`` ≥ 0, fitted: the fixed time every layer of every decode step costs (kernel
   launches and synchronisation that no byte or FLOP explains), times the model's ``L``
   layers, so one coefficient serves a 32-layer and a 94-layer model of one engine × GPU;
@@ -21,10 +26,11 @@ Named terms, each a formula on the row (milliseconds)::
 - ``t_first`` ≥ 0, fitted: the fixed time before the first token (tokenising, scheduling, the
   first decode step; for disaggregated rows the KV transfer).
 
-Two coefficients per metric and engine × GPU, fitted by non-negative least squares on the
-relative error. Every stored prediction is **out of sample**: a row's coefficients are fitted
-on the rows of the same engine × GPU *with another (isl, osl) workload* (leave one workload
-out). A row whose engine × GPU has no other workload gets no prediction.
+Two coefficients per metric and group (engine × GPU × mode; disaggregated rows that leave
+their decode batch to be inferred form a group of their own), fitted by non-negative least
+squares on the relative error. Every stored prediction is **out of sample**: a row's
+coefficients are fitted on the rows of its group *with another (isl, osl) workload* (leave one
+workload out). A row whose group has no other workload gets no prediction.
 """
 
 from __future__ import annotations
@@ -34,9 +40,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-TPOT_COEFFICIENTS = ("k_prefill", "t_layer_ms")
-"""TPOT's fitted coefficients: interleaved prefill's cost per ideal unit; fixed ms per layer
-per step."""
+TPOT_COEFFICIENTS = {"agg": ("k_prefill", "t_layer_ms"), "disagg": ("k_step", "t_layer_ms")}
+"""TPOT's fitted coefficients per mode: interleaved prefill's cost per ideal prefill (agg) or
+the decode step's time per ideal step (disagg); fixed ms per layer per step."""
 TTFT_COEFFICIENTS = ("k_queue", "t_first_ms")
 """TTFT's fitted coefficients: cost of one queued prefill per ideal prefill; fixed ms."""
 
@@ -78,9 +84,13 @@ class Design:
     measured: np.ndarray
 
 
-def tpot_design(floor, communication, prefill_basis, layers, measured) -> Design:
-    """TPOT = floor + communication + k_prefill · P_step + t_layer · L."""
-    return Design(floor + communication, np.column_stack([prefill_basis, layers]), measured)
+def tpot_design(floor, communication, prefill_basis, layers, agg, measured) -> Design:
+    """Aggregated rows: TPOT = floor + communication + k_prefill · P_step + t_layer · L;
+    disaggregated rows: TPOT = k_step · floor + communication + t_layer · L (the first
+    column is ``P_step`` or the floor, as ``agg`` says; a group holds one mode)."""
+    agg = np.asarray(agg, dtype=bool)
+    return Design(np.where(agg, floor + communication, communication),
+                  np.column_stack([np.where(agg, prefill_basis, floor), layers]), measured)
 
 
 def queue_basis(ttft_floor, concurrency, prefill_workers):

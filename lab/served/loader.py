@@ -9,7 +9,9 @@ decode pools; the ``prefill_*`` and ``decode_*`` columns describe each pool).
 The shipped file (``lab/served/data/silicon_sample.csv``, see its ``NOTICE``) and a user's file
 share the columns of :data:`REQUIRED` and :data:`OPTIONAL` and go through the same row checks:
 every problem is one :class:`~lab.errors.LabInputError` sentence naming the file, the row and
-the column. Empty optional cells are 0 (a parallelism of 0 or 1 means "none").
+the column. Empty optional cells are 0 (a parallelism of 0 or 1 means "none"). A user's file may
+also be the JSON that ``vllm bench serve --save-result`` writes: :mod:`lab.served.vllm_bench`
+turns each run into such a row first.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ import numpy as np
 import xarray as xr
 
 from lab.errors import LabInputError, shown
-from lab.limits import MAX_BATCH, MAX_CONTEXT, MAX_MEASUREMENT_BYTES, MAX_MS
+from lab.limits import MAX_CONTEXT, MAX_MEASUREMENT_BYTES, MAX_MS
+from lab.served import vllm_bench
+from lab.served.limits import MAX_CONCURRENCY, MAX_PARALLEL, MAX_SERVED_ROWS
 from lab.user_files import read_user_file
 
 SHIPPED_SOURCE = ("ai-dynamo/aiconfigurator, aic-core/src/aiconfigurator_core/systems/"
@@ -51,12 +55,6 @@ OPTIONAL = ("backend_version", "precision", "gemm_quant_mode", "moe_quant_mode",
 stating none has concurrency 0 and is counted as not modelled)."""
 MODES = ("agg", "disagg")
 """Serving modes: aggregated (one pool) and disaggregated (prefill and decode pools)."""
-MAX_SERVED_ROWS = 100_000
-"""Most rows one file may hold."""
-MAX_PARALLEL = 1024
-"""Largest parallelism or worker count accepted in a cell."""
-MAX_CONCURRENCY = 100 * MAX_BATCH
-"""Largest concurrency accepted (clients in flight)."""
 
 TEXT_VARIABLES = {
     "id": ("row id (the CSV's id)", ""),
@@ -218,16 +216,15 @@ def _read_text(data: bytes, name: str) -> str:
         raise LabInputError(f"Serving file {name} is larger than the "
                             f"{MAX_MEASUREMENT_BYTES:,} bytes the lab reads.")
     if b"\x00" in data:
-        raise LabInputError(f"Serving file {name} is not a text CSV file (it holds NUL bytes).")
+        raise LabInputError(f"Serving file {name} is not a text file (it holds NUL bytes).")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise LabInputError(f"Serving file {name} is not UTF-8 text.") from None
 
 
-def parse_rows(data: bytes, name: str) -> list[dict]:
-    """Every checked row of one CSV given as bytes (``name`` only quoted in messages)."""
-    text = _read_text(data, name)
+def _csv_rows(text: str, name: str) -> list[dict]:
+    """Every checked row of one CSV's text."""
     header: list[str] | None = None
     rows: list[dict] = []
     try:
@@ -255,12 +252,32 @@ def parse_rows(data: bytes, name: str) -> list[dict]:
     if not rows:
         raise LabInputError(f"Serving file {name} has no data rows; it needs a header and at "
                             "least one measurement.")
+    return rows
+
+
+def _unique(rows: list[dict], name: str) -> list[dict]:
     ids = [r["id"] for r in rows]
     if len(set(ids)) != len(ids):
         seen: set[str] = set()
         dup = next(i for i in ids if i in seen or seen.add(i))
         raise LabInputError(f"Serving file {name}: the id {shown(dup)} appears more than once.")
     return rows
+
+
+def parse_rows(data: bytes, name: str, setup: vllm_bench.RunSetup | None = None) -> list[dict]:
+    """Every checked row of one file given as bytes (``name`` only quoted in messages): a CSV,
+    or the JSON that ``vllm bench serve --save-result`` writes (:mod:`lab.served.vllm_bench`,
+    one row per run; ``setup``, a :class:`~lab.served.vllm_bench.RunSetup`, states the GPU, tp,
+    precision or model the JSON does not save; a CSV names them in its rows)."""
+    text = _read_text(data, name)
+    if vllm_bench.looks_like_json(text):
+        return _unique([_row(row, where) for where, row in vllm_bench.run_rows(text, name, setup)],
+                       name)
+    if setup is not None and setup.stated():
+        raise LabInputError(f"Serving file {name} is a CSV, which names the GPU, tp, precision "
+                            "and model in its rows; --gpu, --tp, --precision and --model are for "
+                            "vllm bench serve JSON results.")
+    return _unique(_csv_rows(text, name), name)
 
 
 def rows_dataset(rows: list[dict], source: str) -> xr.Dataset:
@@ -285,15 +302,27 @@ def shipped_rows() -> xr.Dataset:
     return rows_dataset(parse_rows(data, SHIPPED_FILE), SHIPPED_SOURCE)
 
 
-def parse_served(data: bytes, name: str = "upload.csv") -> xr.Dataset:
-    """A user's serving CSV given as bytes (an upload) as a table over ``row``."""
+def parse_served(data: bytes, name: str = "upload.csv",
+                 setup: vllm_bench.RunSetup | None = None) -> xr.Dataset:
+    """A user's serving file given as bytes (an upload) as a table over ``row``: a CSV, or
+    ``vllm bench serve`` results with ``setup`` (see :func:`parse_rows`)."""
     label = shown(name, quoted=False, limit=80)
-    return rows_dataset(parse_rows(data, label), f"your measurements ({label})")
+    return rows_dataset(parse_rows(data, label, setup), f"your measurements ({label})")
 
 
-def read_served(path: str | Path) -> xr.Dataset:
-    """A user's serving CSV from a path on this machine (``--measurements``)."""
-    path = Path(path)
-    name = shown(str(path), quoted=False, limit=200)
-    data = read_user_file(path, name, "Serving", MAX_MEASUREMENT_BYTES)
-    return rows_dataset(parse_rows(data, name), f"your measurements ({name})")
+def read_served(paths, setup: vllm_bench.RunSetup | None = None) -> xr.Dataset:
+    """A user's serving files from paths on this machine (``--measurements``; one path or
+    several, their rows together, each id once)."""
+    paths = [paths] if isinstance(paths, str | Path) else list(paths)
+    rows: list[dict] = []
+    names = []
+    for path in map(Path, paths):
+        name = shown(str(path), quoted=False, limit=200)
+        data = read_user_file(path, name, "Serving", MAX_MEASUREMENT_BYTES)
+        rows += parse_rows(data, name, setup)
+        names.append(name)
+        if len(rows) > MAX_SERVED_ROWS:
+            raise LabInputError(f"The serving files hold more than {MAX_SERVED_ROWS:,} rows, the "
+                                "most the lab reads.")
+    joined = ", ".join(names)
+    return rows_dataset(_unique(rows, joined), f"your measurements ({joined})")

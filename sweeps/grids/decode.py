@@ -134,4 +134,4 @@ def decode_block(coords: Mapping[str, np.ndarray], constants: Mapping) -> dict:
 
 
 DECODE_GRID = (SCHEMA, decode_block, VARIABLE_UNITS, lambda: {"reason": reason_attrs()})
-"""The grid block of experiment 1's record (:mod:`lab.experiments.registry`)."""
+"""The grid block of experiment 1 (registered in :mod:`sweeps.grids`)."""

@@ -284,4 +284,4 @@ KINDS = {
 }
 """Schema, block function and variable labels of each serving grid."""
 PREFILL_GRID, PREFIX_GRID, GOODPUT_GRID, CONTEXT_GRID = (KINDS[name] for name in KINDS)
-"""The grid block of each serving experiment's record (:mod:`lab.experiments.registry`)."""
+"""The grid block of each serving experiment (registered in :mod:`sweeps.grids`)."""

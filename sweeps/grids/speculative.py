@@ -80,4 +80,4 @@ SCHEMA = Schema(
 )
 
 SPECULATIVE_GRID = (SCHEMA, speculative_block, dict(UNITS))
-"""The grid block of experiment 10's record (:mod:`lab.experiments.registry`)."""
+"""The grid block of experiment 10 (registered in :mod:`sweeps.grids`)."""

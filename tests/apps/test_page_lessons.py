@@ -135,6 +135,44 @@ def test_inputs_that_drive_nothing_are_not_shown():
     assert not three.inputs._widgets["allreduce_latency_us"].visible
 
 
+def test_each_page_description_names_only_inputs_of_its_experiment():
+    """A description is the one place of its page's knowledge: every input it hides, switches
+    or places on a chart axis is an input of its experiment, and a switch is a Boolean."""
+    import param
+
+    from apps.ui.page_descriptions import DESCRIPTIONS
+    from apps.ui.pages import experiment_class
+
+    for slug, page in DESCRIPTIONS.items():
+        cls = experiment_class(slug)
+        named = [*page.unused_inputs, *page.axis_inputs.values()]
+        for switch in page.switches:
+            assert isinstance(cls.param[switch.input], param.Boolean), slug
+            named += [*switch.on, *switch.off]
+        assert set(named) <= set(cls.input_names()), slug
+
+
+def test_a_page_without_a_description_draws_its_data_as_they_are(monkeypatch):
+    """The lessons and the shown inputs follow the page description, keyed by slug, not the
+    experiment's class or data: without its description, the tensor-parallel page shows
+    every input live; without theirs, the prefix caching page draws its chart data unchanged
+    and the context growth page marks nothing."""
+    from apps.ui.lessons import chart_inputs, lesson_data, lesson_marks
+    from apps.ui.live_inputs import live, shown_inputs
+    from apps.ui.page_descriptions import DESCRIPTIONS
+
+    three, six, eight = TensorParallel(), PrefixOwnership(), ContextGrowth()
+    assert not live(three, "allreduce_latency_us") and lesson_marks(eight)
+    assert chart_inputs(six)["prefix_window"] == six.prefix
+    for slug in ("tp", "prefix", "context"):
+        monkeypatch.delitem(DESCRIPTIONS, slug)
+    names = list(three.input_names())
+    assert shown_inputs(three, names) == names and live(three, "allreduce_latency_us")
+    ds = six.chart_data()
+    assert lesson_data(six, ds) is ds and chart_inputs(six) == six.inputs()
+    assert lesson_marks(eight) == []
+
+
 def test_invalid_inputs_say_why_there_is_no_chart_data_or_calculation():
     exp = BatchBottleneck()
     view = ChartView(experiment=exp)

@@ -8,6 +8,7 @@ its submodule when the submodule exists, else of the package.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,9 +65,9 @@ def import_graph(root: Path = ROOT, packages=LAYERS) -> dict[str, set[str]]:
     return {name: imports_of(name, path, known) for name, path in files.items()}
 
 
-def layer(module: str) -> int:
-    """Position of ``module``'s top-level package in :data:`LAYERS` (0 is the bottom)."""
-    return LAYERS.index(module.split(".")[0])
+def layer(module: str, packages=LAYERS) -> int:
+    """Position of ``module``'s top-level package in ``packages`` (0 is the bottom)."""
+    return packages.index(module.split(".")[0])
 
 
 def upward_edges(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
@@ -108,3 +109,49 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         if node not in index:
             visit(node)
     return found
+
+
+def _values(tree: ast.AST):
+    """The string constants of ``tree`` that are values: not docstrings nor any other string
+    standing alone as a statement (an attribute's docstring), which is never run as data."""
+    prose = {id(node.value) for node in ast.walk(tree)
+             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and id(node) not in prose:
+            yield node
+
+
+def modules_named_in_strings(package: str, root: Path = ROOT,
+                             packages=LAYERS) -> list[tuple[str, str]]:
+    """``(module of package, module of a layer above it)`` for every string value in
+    ``package`` that names a module of a higher layer (``"sweeps.grids.decode"``, or
+    ``"apps.ui.pages:own_pages"``): a name an importlib call could load, unseen by
+    :func:`import_graph`."""
+    files = module_files(root, packages)
+    above = {name for name in files if layer(name, packages) > layer(package, packages)}
+    found = set()
+    for name, path in files.items():
+        if name.split(".")[0] != package:
+            continue
+        for node in _values(ast.parse(path.read_text(), filename=str(path))):
+            for word in re.findall(r"[A-Za-z_][\w.]*", node.value):
+                while word and word not in above and "." in word:
+                    word = word.rpartition(".")[0]
+                if word in above and "." in word:
+                    found.add((name, word))
+    return sorted(found)
+
+
+def dynamic_imports(root: Path = ROOT, packages=LAYERS) -> list[str]:
+    """The modules that load a module by name (``importlib.import_module`` or
+    ``__import__``): an import :func:`import_graph` cannot see."""
+    found = []
+    for name, path in module_files(root, packages).items():
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            called = node.func if isinstance(node, ast.Call) else None
+            if (isinstance(called, ast.Attribute) and called.attr == "import_module") or \
+                    (isinstance(called, ast.Name) and called.id in ("import_module", "__import__")):
+                found.append(name)
+                break
+    return sorted(found)

@@ -1,4 +1,5 @@
-"""Every experiment is wired from its one record: the CLI, the sweeps and the apps agree."""
+"""Every experiment is wired from its one record and the layers' registrations: the CLI, the
+sweeps and the apps agree (the registrations themselves: ``test_imports.py``)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,22 @@ import argparse
 
 import pytest
 
-from apps.ui.pages import all_pages, experiment_class, experiment_pages, page_builder
+from apps.ui.pages import (
+    all_pages,
+    experiment_class,
+    experiment_pages,
+    generic_page,
+    own_pages,
+    page_builder,
+)
 from cli.main import build_parser
 from lab.errors import LabInputError
 from lab.experiments import all_experiments
-from lab.experiments.registry import dataset_names, experiments, record, resolve
+from lab.experiments.registry import experiments, record, resolve
 from sweeps.conventions import cf_units
 from sweeps.datasets import dataset_loader, open_dataset
 from sweeps.grid_kinds import GRIDS
+from sweeps.grids import GRID_NAMES
 from sweeps.paths import DATASET_NAMES
 
 
@@ -40,8 +49,8 @@ def test_the_cli_the_datasets_and_the_pages_are_the_records():
     slugs = [r.slug for r in experiments()]
     assert _calc_commands() == slugs
     assert [p.slug for p in experiment_pages()] == slugs
-    assert list(GRIDS) == list(DATASET_NAMES) == list(dataset_names())
-    assert set(dataset_names()) <= set(slugs)
+    assert list(GRIDS) == list(DATASET_NAMES) == list(GRID_NAMES)
+    assert [s for s in slugs if s in GRID_NAMES] == list(GRID_NAMES)
 
 
 def test_experiment_1_has_one_name_and_its_old_url_still_opens_it():
@@ -58,9 +67,8 @@ def test_every_slug_has_a_command_a_page_and_a_dataset_opener_or_none(rec):
     assert rec.slug in [p.slug for p in all_pages()]
     build = page_builder(rec.slug)
     assert callable(build)
-    if rec.page is not None:
-        assert build is resolve(rec.page)
-    if rec.grid is not None:
+    assert build is own_pages().get(rec.slug, generic_page())
+    if rec.slug in GRID_NAMES:
         assert rec.slug in GRIDS and rec.dataset is None
         assert dataset_loader(rec.slug) is None
     elif rec.dataset is not None:
@@ -76,7 +84,7 @@ def test_a_non_grid_dataset_opens_through_its_records_loader():
     """Experiment 9's record names a loader, not a grid: ``open_dataset`` calls it and gives
     its ``units`` as CF units, like a grid's."""
     rec = record("measured")
-    assert rec.grid is None and rec.dataset and rec.page
+    assert rec.slug not in GRID_NAMES and rec.dataset and rec.slug in own_pages()
     ds = open_dataset("measured")
     assert ds.identical(cf_units(resolve(rec.dataset)()))
     assert {"latency_s", "floor_s", "ratio"} <= set(ds.data_vars)

@@ -151,7 +151,8 @@ def test_the_apps_show_it_from_its_record(scratch):
 def test_the_sweeps_know_it_has_no_grid(scratch):
     from lab.errors import LabInputError
     from sweeps.grid_kinds import grid_kind
+    from sweeps.paths import DATASET_NAMES
 
-    assert "weights" not in registry.dataset_names()
+    assert "weights" not in DATASET_NAMES
     with pytest.raises(LabInputError, match="There is no grid for experiment 'weights'"):
         grid_kind("weights")

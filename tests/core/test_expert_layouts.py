@@ -10,13 +10,13 @@ import pytest
 
 from cli.main import main
 from lab.catalog import get_gpu, get_model
-from lab.catalog.moe_params import shared_linear_params
 from lab.errors import LabInputError
 from lab.experiments.batch_bottleneck import BatchBottleneck
 from lab.experiments.tensor_parallel import TensorParallel
 from lab.models import moe
 from lab.models.expert_parallel import UNIFORM_ROUTING
 from lab.models.memory import params_bytes
+from lab.models.moe_params import shared_linear_params
 from lab.points.decode_family import DecodeConfig, calc_decode, calc_precision, calc_tp
 
 GPT_OSS_120B = {

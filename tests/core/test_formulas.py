@@ -12,7 +12,8 @@ import pytest
 
 from lab.catalog import get_gpu, get_model
 from lab.errors import LabInputError
-from lab.models.decode_step import kv_bytes_per_token, linear_params
+from lab.models.decode_step import linear_params
+from lab.models.kv_shapes import kv_bytes_per_token
 from lab.models.memory import pages
 from lab.models.parallel import allreduce_time
 from lab.points.decode_family import DecodeConfig, calc_decode, calc_memory, calc_precision, calc_tp

@@ -24,8 +24,9 @@ from lab.experiments.batch_bottleneck import BatchBottleneck
 from lab.experiments.goodput_contract import GoodputContract
 from lab.experiments.sequences_fit import SequencesFit
 from lab.models.decode_metrics import decode_metrics
-from lab.models.decode_step import decode_step, kv_bytes_per_element, kv_bytes_per_token
+from lab.models.decode_step import decode_step
 from lab.models.inputs import DecodeInputs
+from lab.models.kv_shapes import kv_bytes_per_element, kv_bytes_per_token
 from lab.models.memory import kv_bytes_per_sequence, sequence_capacity
 from lab.points.decode_family import DecodeConfig, calc_decode, calc_memory, calc_precision
 

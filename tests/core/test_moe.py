@@ -14,14 +14,6 @@ import pytest
 from lab.catalog import get_model
 from lab.catalog.lookup import get_moe_model, moe_model_catalog
 from lab.catalog.moe_config import load_moe_config
-from lab.catalog.moe_params import (
-    active_linear_params,
-    active_params,
-    active_params_without_input_embedding,
-    replicated_linear_params,
-    shared_linear_params,
-    total_params,
-)
 from lab.catalog.moe_spec import MoESpec
 from lab.errors import CatalogError
 from lab.models.kv_shapes import (
@@ -29,10 +21,17 @@ from lab.models.kv_shapes import (
     attention_flops_per_pair,
     kv_bytes_per_token,
     kv_bytes_per_token_per_gpu,
-    kv_page_bytes,
-    kv_read_bytes,
+    kv_tokens_bytes,
 )
 from lab.models.moe import experts_touched, linear_flops, step_weight_bytes, step_weight_params
+from lab.models.moe_params import (
+    active_linear_params,
+    active_params,
+    active_params_without_input_embedding,
+    replicated_linear_params,
+    shared_linear_params,
+    total_params,
+)
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 
@@ -202,15 +201,15 @@ def test_gqa_kv_bytes_split_by_tp_and_halved_by_fp8():
     assert kv_bytes_per_token(mixtral) == 131_072  # 32·2·8·128·2
     assert kv_bytes_per_token_per_gpu(mixtral, 2) == 65_536
     assert kv_bytes_per_token_per_gpu(mixtral, 2, "fp8") == 32_768
-    assert kv_read_bytes(mixtral, 1, 1000, "fp8") == 65_536_000
+    assert kv_tokens_bytes(mixtral, 1, 1000, "fp8") == 65_536_000
 
 
 def test_page_bytes_follow_the_kv_precision():
     v3 = config("deepseek-v3")
-    assert kv_page_bytes(v3, 16, 8) == 1_124_352  # 16·70,272
-    assert kv_page_bytes(v3, 16, 8, "fp8") == 562_176
+    assert kv_tokens_bytes(v3, 8, 16) == 1_124_352  # 16·70,272
+    assert kv_tokens_bytes(v3, 8, 16, "fp8") == 562_176
     mixtral = config("mixtral-8x7b-v0.1")
-    pages = kv_page_bytes(mixtral, 16, 1, np.array(["bf16", "fp8"]))
+    pages = kv_tokens_bytes(mixtral, 1, 16, np.array(["bf16", "fp8"]))
     assert list(pages) == [2_097_152, 1_048_576]
 
 
@@ -313,8 +312,7 @@ def test_dense_catalog_models_keep_their_figures():
     """Plain dense records and the dense model table read as "no experts, no latent, BF16 KV":
     every formula gives the decode model's own figure, so wiring these in changes no number."""
     from lab.catalog import model_catalog, model_table
-    from lab.models.decode_step import attention_flops_per_token, linear_params
-    from lab.models.decode_step import kv_bytes_per_token as dense_kv_bytes_per_token
+    from lab.models.decode_step import linear_params
 
     dense = [m for m in model_catalog().values() if not isinstance(m, MoESpec)]
     table = model_table(dense)
@@ -323,8 +321,11 @@ def test_dense_catalog_models_keep_their_figures():
         for batch in (1, 64):
             assert np.array_equal(step_weight_params(model, batch), n_lin)
         assert np.array_equal(active_linear_params(model), n_lin)
-        assert np.array_equal(kv_bytes_per_token(model), dense_kv_bytes_per_token(model))
-        assert np.array_equal(attention_flops_per_pair(model), attention_flops_per_token(model))
+        # §0's kv_tok = 2·L·K·h·2 B and 4·L·H·h FLOP per pair, as the dense model states them
+        assert np.array_equal(kv_bytes_per_token(model),
+                              2 * model.layers * model.kv_heads * model.head_dim * 2)
+        assert np.array_equal(attention_flops_per_pair(model),
+                              4 * model.layers * model.heads * model.head_dim)
         assert np.array_equal(replicated_linear_params(model), 0 * n_lin)
     llama = get_model("llama-3.1-8b")
     assert step_weight_bytes(llama, 2, "bf16", 8) == 7_504_658_432  # N_lin·2 B/2

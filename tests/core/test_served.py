@@ -95,12 +95,16 @@ def test_a_dense_rows_floors_and_terms_by_hand(table):
     link = g.interconnect_bw / 2
     allreduce = 2 * m.layers * (2 * (tp - 1) / tp * b * m.hidden * 2 / link + 5e-6)
     assert r["tpot_term_allreduce_ms"] == pytest.approx(allreduce * 1e3, rel=1e-9)
-    prompts = b / osl  # B·isl/osl prompt tokens per step
-    basis = (2 * n_lin * prompts * isl / tp / g.peak_fp8
-             + 4 * m.layers * m.heads * m.head_dim * prompts * pairs / tp / g.peak_bf16)
+    # B/osl = 64/1024 prompts admitted per decode step, each a prefill pass of its own:
+    # 1/16 of one request's ideal prefill (its weights read and its FLOPs) per step
+    prompts = b / osl
+    basis = prompts * ttft
     assert r["prefill_step_basis_ms"] == pytest.approx(basis * 1e3, rel=1e-9)
+    assert r["batch_stated"]  # agg: the batch is the concurrency
+    assert r["group"] == "vllm × h200 × agg"
     # the terms are the coefficients times their bases, and they add up
     assert r["tpot_term_prefill_ms"] == pytest.approx(r["tpot_k_prefill"] * basis * 1e3)
+    assert r["tpot_term_step_ms"] == 0 and np.isnan(r["tpot_k_step"])  # agg: no k_step
     assert r["tpot_predicted_ms"] == pytest.approx(
         r["tpot_floor_ms"] + r["tpot_term_allreduce_ms"] + r["tpot_term_prefill_ms"]
         + r["tpot_term_fixed_ms"])
@@ -121,7 +125,7 @@ def test_the_coefficients_never_see_the_rows_own_workload(table):
             & (table["workload"].values != r["workload"]))
     sub = table.isel(row=np.flatnonzero(same))
     measured = sub["tpot_measured_ms"].values
-    base = sub["tpot_floor_ms"].values + sub["tpot_term_allreduce_ms"].values
+    base = sub["tpot_floor_ms"].values + sub["tpot_term_allreduce_ms"].values  # agg rows
     columns = np.column_stack([sub["prefill_step_basis_ms"].values, sub["layers"].values])
     k, t = gap.fit(base, columns, measured)
     assert (r["tpot_k_prefill"], r["tpot_t_layer_ms"]) == pytest.approx((k, t))
@@ -134,6 +138,40 @@ def test_the_coefficients_never_see_the_rows_own_workload(table):
                                         sub["layers"].values]),
                        sub["tpot_measured_ms"].values)
     assert k_all != pytest.approx(k)
+
+
+def test_a_disaggregated_rows_step_term_and_its_group_by_hand(table):
+    """TensorRT-LLM, DeepSeek-R1 FP8 on B200, disaggregated, 8192/1024 at concurrency 128: its
+    4 decode workers of batch 32 hold every client (4 · 32 = 128), so the floor's batch is the
+    row's own; no prefill interleaves, the decode step's k_step is fitted instead."""
+    from lab.served.floors import batch_stated
+
+    r = _row(table, "dsr1_b200_trtllm_fp8_disagg_8192x1024_c128_cfg553")
+    assert (r["concurrency"], r["decode_batch"], r["decode_workers"]) == (128, 32, 4)
+    assert r["batch_stated"] and r["batch_floor"] == 32 and r["tpot_group"] == "trtllm × b200 × disagg"
+    assert r["prefill_step_basis_ms"] == 0 and r["tpot_term_prefill_ms"] == 0
+    assert np.isnan(r["tpot_k_prefill"])
+    # TPOT = k_step · floor + communication + t_layer · L; the term is (k_step − 1) · floor
+    assert r["tpot_term_step_ms"] == pytest.approx((r["tpot_k_step"] - 1) * r["tpot_floor_ms"])
+    assert r["tpot_predicted_ms"] == pytest.approx(
+        r["tpot_k_step"] * r["tpot_floor_ms"] + r["tpot_term_allreduce_ms"]
+        + r["tpot_t_layer_ms"] * 61)  # DeepSeek-V3's 61 layers
+    # its coefficients: the group's other workloads, fitted by hand
+    same = ((table["tpot_group"].values == r["tpot_group"]) & table["modelled"].values
+            & (table["workload"].values != r["workload"]))
+    sub = table.isel(row=np.flatnonzero(same))
+    k, t = gap.fit(sub["tpot_term_allreduce_ms"].values,
+                   np.column_stack([sub["tpot_floor_ms"].values, sub["layers"].values]),
+                   sub["tpot_measured_ms"].values)
+    assert (r["tpot_k_step"], r["tpot_t_layer_ms"]) == pytest.approx((k, t))
+    # a row whose listed pool (1 worker, batch 1) cannot hold its 4 clients: batch inferred,
+    # fitted in a group of its own
+    q = _row(table, "2026_03_25_deepseek_r1_b200_sxm_trtllm_fp8_disagg_1024x1024_c4_tp8_0_ep8_0_387")
+    assert not q["batch_stated"] and q["batch_floor"] == 4
+    assert q["tpot_group"] == "trtllm × b200 × disagg (batch inferred)"
+    assert q["group"] == "trtllm × b200 × disagg"  # TTFT's group: engine × GPU × mode
+    assert batch_stated(np.array([128, 4, 64]), np.array([32, 1, 64]),
+                        np.array([4, 1, 1])).tolist() == [True, False, True]
 
 
 def test_nnls2_keeps_both_coefficients_non_negative():
@@ -151,6 +189,9 @@ def test_the_summary_reports_errors_and_targets(table):
         assert terms["median"] < floor["median"]  # the terms close most of the gap
         assert set(errors[metric]["met"]) == {"median", "p90"}
     assert result["counts"]["modelled"] == 4692
+    subsets = errors["subsets"]
+    assert [subsets[k]["rows"] for k in subsets] == [3119, 287, 1286]
+    assert sum(subsets[k]["rows"] for k in subsets) == result["counts"]["modelled"]
     assert sum(result["counts"]["not_modelled"].values()) == 5221 - 4692
     below = result["below_floor"]
     assert below and all("impossible as labelled" in r["below_floor_sentence"] for r in below)
@@ -182,6 +223,31 @@ def test_a_minimal_user_file_with_catalog_ids():
     table = served_table(parse_served(text.encode(), "tiny.csv"))
     assert table["modelled"].values.all()
     assert np.isfinite(table["tpot_predicted_ms"].values).all()  # each fitted on the other
+
+
+def test_a_path_in_a_users_file_is_never_opened(tmp_path, monkeypatch):
+    """Rule 4: an uploaded table's model_path and system are catalog names or nothing; a cell
+    naming a config.json or a GPU TOML on the server's disk is not read (the row is not
+    modelled, with its reason)."""
+    from lab.catalog import gpu_catalog, loader, model_catalog
+
+    model_catalog(), gpu_catalog()  # the lab's own catalogs, read before the watch
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"hidden_size": 4096}))
+    gpu = tmp_path / "gpu.toml"
+    gpu.write_text("[gpu]\n")
+    opened = []
+    monkeypatch.setattr(loader, "_read_text", lambda path: opened.append(path) or "")
+    monkeypatch.setattr(loader, "read_config_json", lambda path: opened.append(path))
+    text = ("id,backend,model_path,system,mode,isl,osl,batch_size,tp_size,silicon_ttft_ms,"
+            "silicon_tpot_ms\n"
+            f"a,vllm,{config},h100-sxm,agg,1024,1024,8,1,50,8\n"
+            f"b,vllm,llama-3.1-8b,{gpu},agg,2048,1024,8,1,90,9\n"
+            "c,vllm,../../etc/passwd,/etc/hostname,agg,2048,1024,8,1,90,9\n")
+    table = served_table(parse_served(text.encode(), "paths.csv"))
+    assert opened == []
+    assert not table["modelled"].values.any()
+    assert all(str(r) for r in table["reason"].values)
 
 
 @pytest.mark.parametrize("change, sentence", [
@@ -231,6 +297,7 @@ def test_open_dataset_served():
     for name in ("modelled", "reason", "tpot_measured_ms", "tpot_floor_ms", "tpot_predicted_ms",
                  "ttft_measured_ms", "ttft_floor_ms", "ttft_predicted_ms",
                  "tpot_term_prefill_ms", "tpot_term_fixed_ms", "tpot_term_allreduce_ms",
+                 "tpot_term_step_ms", "batch_stated",
                  "ttft_term_queue_ms", "ttft_term_fixed_ms"):
         assert name in ds.data_vars, name
     assert ds["tpot_floor_ms"].attrs["units"] == "ms"
@@ -306,8 +373,8 @@ def test_squared_layouts_are_read_as_the_layout_that_ran():
 
 
 def test_kimi_k25_ships_int4_experts_in_groups_of_32():
-    from lab.catalog.moe_params import replicated_linear_params
     from lab.models import moe
+    from lab.models.moe_params import replicated_linear_params
 
     m = get_model("kimi-k2.5")
     assert (m.layers, m.heads, m.experts, m.experts_per_token) == (61, 64, 384, 8)

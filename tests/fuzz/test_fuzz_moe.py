@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from test_fuzz_loaders import only_input_errors
 
 from lab.catalog.moe_config import moe_model_from_config
-from lab.catalog.moe_params import active_params, total_params
-from lab.models.kv_shapes import attention_flops, kv_page_bytes, kv_read_bytes
+from lab.models.kv_shapes import attention_flops, kv_tokens_bytes
 from lab.models.moe import linear_flops, step_weight_bytes
+from lab.models.moe_params import active_params, total_params
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 BASES = {name: json.loads((CONFIGS / name / "config.json").read_text())
@@ -37,6 +37,6 @@ def test_moe_config_fuzz(entry):
         return
     assert 0 < active_params(model) <= total_params(model) == model.total_params
     for value in (step_weight_bytes(model, 8, "fp8", 1024), linear_flops(model, 8, 1024),
-                  kv_page_bytes(model, 16, 8, "fp8"), kv_read_bytes(model, 8, 10**6),
+                  kv_tokens_bytes(model, 8, 16, "fp8"), kv_tokens_bytes(model, 8, 10**6),
                   attention_flops(model, 8, 10**6)):
         assert math.isfinite(value) and value > 0

@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lab.models.context_growth import attention_pairs, context_metrics, dense_pairs
-from lab.models.decode_step import attention_flops_per_token, linear_params
+from lab.models.decode_step import linear_params
+from lab.models.kv_shapes import attention_flops_per_pair
 from lab.points.decode_family import DecodeConfig
 from lab.points.serving import calc_context
 
@@ -68,7 +69,7 @@ def test_crossover_terms_equal():
 def test_from_model_coefficients(llama8b, h100):
     r = calc_context(tokens=4096, from_model=DecodeConfig(precision="fp8"))
     assert r["inputs"]["a_s"] == pytest.approx(2 * linear_params(llama8b) / h100.peak_fp8)
-    assert r["inputs"]["c_s"] == pytest.approx(attention_flops_per_token(llama8b) / h100.peak_bf16)
+    assert r["inputs"]["c_s"] == pytest.approx(attention_flops_per_pair(llama8b) / h100.peak_bf16)
 
 
 def test_arrays_equal_pointwise():

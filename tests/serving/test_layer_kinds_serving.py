@@ -12,13 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lab.catalog import get_gpu, get_model
-from lab.catalog.moe_params import active_linear_params
 from lab.errors import LabInputError
 from lab.models.context_growth import attention_pairs
 from lab.models.decode_step import attention_phase, linear_phase
 from lab.models.goodput import make_trace, simulate
 from lab.models.inputs import DecodeInputs
 from lab.models.layer_kinds import read_layer_tokens_between
+from lab.models.moe_params import active_linear_params
 from lab.models.speculative import mtp_head, verify_layer_pairs, verify_pairs
 from lab.points.decode_family import DecodeConfig
 from lab.points.serving import calc_context, calc_goodput, calc_prefix

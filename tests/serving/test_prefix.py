@@ -39,6 +39,17 @@ def test_tp_shards_bytes(llama8b):
     assert prefix_metrics(llama8b, 2, 1000, 200, 100, 16)["block_bytes"] == 1_048_576
 
 
+def test_block_bytes_follow_the_kv_precision(llama8b):
+    # A BF16 cache is experiment 6's (no input for it): 16 · 131,072 B = 2,097,152 B a block;
+    # an FP8 cache halves kv_tok to 65,536 B, so a block is 1,048,576 B and 1,362 blocks 1.43 GB.
+    bf16 = prefix_metrics(llama8b, 1, 1000, 200, 100, 16)
+    fp8 = prefix_metrics(llama8b, 1, 1000, 200, 100, 16, kv_precision="fp8")
+    assert bf16["block_bytes"] == 2_097_152
+    assert fp8["block_bytes"] == 1_048_576
+    assert fp8["bytes_with_cache"] == 1_428_160_512
+    assert fp8["blocks_with_cache"] == bf16["blocks_with_cache"] == 1_362
+
+
 def test_sawtooth_one_more_prefix_token_saves_or_costs_every_request_a_block(llama8b):
     # The private tail is (P mod b) + U tokens: one more prefix token moves it by one, and the
     # block count steps where the tail crosses a multiple of b, down or up.

@@ -144,6 +144,50 @@ class _LayerKindReads:
         return np.maximum(memory_time, compute_time)
 
 
+class _StepTimes:
+    """A step's decode part: experiment 1's step for the decoding set, ``linear(B) +
+    attention(cached tokens)`` (s), where at step ``u`` the ``B`` decoding requests hold
+    ``offset + B·u`` tokens (:class:`_LayerKindReads` for a model with local layers). The sum
+    in two forms that give the same bits: :meth:`run` adds a run of steps one by one through
+    the table of attention times, :meth:`many` costs a run of steps in one vectorised call;
+    :meth:`one` is either for one step."""
+
+    def __init__(self, inputs: DecodeInputs, linear: np.ndarray, kinds, attention) -> None:
+        self._inputs = inputs
+        self._linear, self._linear_list = linear, linear.tolist()
+        self._kinds, self._attention = kinds, attention
+
+    def one(self, batch: int, offset: int, step: int) -> float:
+        """The decode part of step ``step`` (s)."""
+        if self._kinds is not None:
+            return float(self.many(batch, offset, np.array([step]))[0])
+        return self.run(batch, offset, step, 1, 0.0, _NEVER)[0]
+
+    def run(self, batch: int, offset: int, first: int, count: int, now: float, due: float
+            ) -> tuple[float, int]:
+        """The decode parts of steps ``first .. first + count − 1`` added one by one (s), and
+        the steps added: fewer when ``now`` plus the running sum reaches ``due`` first (the
+        step that reaches it included). Without local layers only."""
+        lin, attention = self._linear_list[batch], self._attention
+        base = offset + batch * (first - 1)
+        total = 0.0
+        for kv_tokens in range(base + batch, base + batch * count + 1, batch):
+            total += lin + attention[kv_tokens]
+            if now + total >= due:
+                return total, (kv_tokens - base) // batch
+        return total, count
+
+    def many(self, batch: int, offset: int, steps: np.ndarray) -> np.ndarray:
+        """The decode part of each step of ``steps`` (s)."""
+        if self._kinds is not None:
+            attention = self._kinds.times(steps)
+        else:
+            i = self._inputs
+            attention = attention_phase(i.model, i.gpu, tp=i.tp, kv_tokens=offset + batch * steps,
+                                        kv_precision=i.kv_precision)["attention_time_s"]
+        return self._linear[batch] + attention
+
+
 def largest_cached_tokens(prompt: np.ndarray, output: np.ndarray, cap: int) -> int:
     """An upper bound on the tokens cached by the decoding requests of any step: the sum of the
     ``cap`` largest final lengths ``prompt + output − 1`` (a request decodes at most ``cap``
@@ -237,7 +281,6 @@ def simulate(
     linear = np.asarray(
         linear_phase(model, gpu, tp=tp, precision=precision, batch=np.arange(cap + 1))[
             "linear_time_s"], float)
-    linear_list = linear.tolist()
 
     kv_need = kv_bytes_per_sequence(model, tp, prompt + output, inputs.page, inputs.kv_precision)
     free = None
@@ -254,6 +297,7 @@ def simulate(
     kinds = _LayerKindReads(model, gpu, tp, inputs.kv_precision) if local else None
     attention = None if local else attention_times(
         model, gpu, tp, inputs.kv_precision, largest_cached_tokens(prompt_h, output_h, cap))
+    decode_time = _StepTimes(inputs, linear, kinds, attention)
 
     # The requests that can be served, in arrival order (FCFS), are numbered h = 0, 1, ...:
     # the queue is ``h in [head, tail)``, ``arrived[j]`` of them are among the first j requests
@@ -313,9 +357,7 @@ def simulate(
             else:
                 cost = prefill_step_cost(c0_s, c1_s, prompt_sum[head] - prompt_sum[start])
             if batch:
-                cost += linear_list[batch] + (
-                    float(kinds.times(np.array([steps + 1]))[0]) if local
-                    else attention[offset + batch * (steps + 1)])
+                cost += decode_time.one(batch, offset, steps + 1)
             now += cost
             steps += 1
         else:
@@ -326,18 +368,8 @@ def simulate(
             run = decoding[0] // n - steps
             watch = head == tail and batch < cap and next_arrival < n  # may one be admitted?
             if run <= scalar_run and not local:
-                lin = linear_list[batch]
-                base = offset + batch * steps
-                total = 0.0
-                if watch:
-                    for kv_tokens in range(base + batch, base + batch * run + 1, batch):
-                        total += lin + attention[kv_tokens]
-                        if now + total >= due:
-                            run = (kv_tokens - base) // batch
-                            break
-                else:
-                    for kv_tokens in range(base + batch, base + batch * run + 1, batch):
-                        total += lin + attention[kv_tokens]
+                total, run = decode_time.run(batch, offset, steps + 1, run, now,
+                                             due if watch else _NEVER)
                 now += total
                 steps += run
             else:
@@ -346,9 +378,7 @@ def simulate(
                     count = min(run, window) if not local else min(
                         run, window, kinds.steps_per_call())
                     u = np.arange(steps + 1, steps + count + 1, dtype=np.int64)
-                    cost = linear[batch] + (kinds.times(u) if local else attention_phase(
-                        model, gpu, tp=tp, kv_tokens=offset + batch * u,
-                        kv_precision=inputs.kv_precision)["attention_time_s"])
+                    cost = decode_time.many(batch, offset, u)
                     ends = now + np.cumsum(cost)
                     if watch:
                         k = int(np.searchsorted(ends, due, side="left"))

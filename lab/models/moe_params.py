@@ -25,6 +25,7 @@ import numpy as np
 
 from lab.arrays import ArrayLike, where
 from lab.catalog.moe_spec import moe_field
+from lab.catalog.params_count import gqa_attention_weights
 
 
 def _choose(condition: ArrayLike, if_true: ArrayLike, if_false: ArrayLike) -> ArrayLike:
@@ -47,7 +48,7 @@ def attention_weights(model) -> ArrayLike:
     d_c, d_q = moe_field(model, "kv_lora_rank"), moe_field(model, "q_lora_rank")
     d_r, d_n = moe_field(model, "qk_rope_head_dim"), moe_field(model, "qk_nope_head_dim")
     d_v = moe_field(model, "v_head_dim")
-    gqa = d * heads * model.head_dim * 2 + 2 * d * model.kv_heads * model.head_dim
+    gqa = gqa_attention_weights(d, heads, model.kv_heads, model.head_dim)
     query = _choose(d_q > 0, d * d_q + d_q * heads * (d_n + d_r), d * heads * (d_n + d_r))
     mla = query + d * (d_c + d_r) + d_c * heads * (d_n + d_v) + heads * d_v * d
     return _choose(moe_field(model, "kv_lora_rank") > 0, mla, gqa)
