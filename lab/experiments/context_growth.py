@@ -158,9 +158,12 @@ class ContextGrowth(Experiment):
         )
 
     def chart_data(self):
-        """T(n) with its linear and attention parts against n (log-spaced up to 4n)."""
+        """T(n) with its linear and attention parts against n (log-spaced up to 4n, and past
+        the crossover when it is within 4 × :data:`MAX_TOKENS_CONTEXT`: a tiny ``c`` puts the
+        crossover beyond any prompt, up to 1e198 tokens, which the text states instead)."""
         r = self.result
-        top = max(4 * self.tokens, 2 * int(max(r["crossover_tokens"], 1)), 16)
+        crossover = min(float(r["crossover_tokens"]), 2.0 * MAX_TOKENS_CONTEXT)
+        top = max(4 * self.tokens, 2 * int(max(crossover, 1)), 16)
         grid = np.unique(np.append(np.round(np.geomspace(1, top, 200)), self.tokens)
                          ).astype(np.int64)
         window = self.window or None

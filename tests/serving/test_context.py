@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lab.limits import MAX_MS, MAX_TOKENS_CONTEXT, MIN_PAIR_COST_MS
 from lab.models.context_growth import attention_pairs, context_metrics, dense_pairs
 from lab.models.decode_step import linear_params
 from lab.models.kv_shapes import attention_flops_per_pair
@@ -80,3 +81,18 @@ def test_arrays_equal_pointwise():
         point = context_metrics(int(k), 1.5e-5, 5e-10, window=2048)
         for key, value in point.items():
             assert grid[key][i] == pytest.approx(value), key
+
+
+@settings(max_examples=60, deadline=None)
+@given(a_ms=st.one_of(st.just(0.0), st.floats(0, MAX_MS)),
+       c_ms=st.one_of(st.just(MIN_PAIR_COST_MS), st.floats(MIN_PAIR_COST_MS, MAX_MS)),
+       tokens=st.integers(1, MAX_TOKENS_CONTEXT))
+def test_the_chart_draws_at_every_input_in_bounds(a_ms, c_ms, tokens):
+    """A c at its lower bound (1e-200 ms) put the crossover near 3e198 tokens, and the chart's
+    log-spaced axis raised a TypeError on the page; the axis now stops at 4 × the largest
+    prompt and the text states the crossover."""
+    from lab.experiments.context_growth import ContextGrowth
+
+    data = ContextGrowth(a_ms=a_ms, c_ms=c_ms, tokens=tokens).chart_data()
+    assert data.sizes["tokens"] >= 2
+    assert int(data["tokens"].max()) <= 4 * MAX_TOKENS_CONTEXT
