@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from cli.flags import add_json_flag, print_json
 from cli.inputs_line import inputs_line
-from lab.derivations.decode_family import render_text
+from cli.table_calc import print_table_result, register_table_command
 from lab.measured.calc import DEFAULT_POINT, Selection, calc_measured, summary_lines
 from lab.measured.explain import point_steps
 from lab.measured.loader import KINDS, SHIPPED_GPU, read_measurements
@@ -32,24 +31,21 @@ def _run(args: argparse.Namespace) -> int:
                                  for k, v in values.items()})
     gpu = get_gpu(args.gpu)
     result = calc_measured(data, gpu, selection)
-    if args.json:
-        print_json(result)
-        return 0
-    lines = [inputs_line(args, INPUTS_USED), *summary_lines(result)]
-    lines.append("")
-    lines.append("The selected point:")
-    lines.append(render_text(point_steps(result["selected"], gpu)))
-    print("\n".join(lines))
-    return 0
+    return print_table_result(args, result,
+                              lambda: [inputs_line(args, INPUTS_USED), *summary_lines(result)],
+                              "point", lambda selected: point_steps(selected, gpu))
 
 
 def register(subparsers) -> None:
     """Add ``measured``."""
-    parser = subparsers.add_parser("measured", help=DESCRIPTION.split(":")[0],
-                                   description=DESCRIPTION)
-    parser.add_argument("--measurements", metavar="FILE", default=None,
-                        help="your own CSV of kernel times (columns: docs/model.md, Experiment 9) "
-                        "instead of the shipped H100 data")
+    register_table_command(
+        subparsers, "measured", DESCRIPTION, add_arguments=_add_arguments, run=_run,
+        measurements_help="your own CSV of kernel times (columns: docs/model.md, Experiment 9) "
+        "instead of the shipped H100 data")
+
+
+def _add_arguments(parser) -> None:
+    """The GPU and the point shown in full."""
     parser.add_argument("--gpu", default=SHIPPED_GPU,
                         help="catalog GPU id or GPU TOML whose peaks make the floor "
                         "(default: %(default)s, where the shipped data was measured)")
@@ -63,5 +59,3 @@ def register(subparsers) -> None:
     group.add_argument("--context", type=int, default=None,
                        help="decode cached tokens per sequence, or prefill tokens")
     group.add_argument("--m", type=int, default=None, help="GEMM rows m, tokens")
-    add_json_flag(parser)
-    parser.set_defaults(func=_run)

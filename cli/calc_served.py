@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from cli.flags import add_json_flag, print_json
-from lab.derivations.decode_family import render_text
+from cli.table_calc import print_table_result, register_table_command
 from lab.errors import LabInputError
 from lab.served.calc import calc_served, summary_lines
 from lab.served.explain import row_steps
@@ -30,28 +29,29 @@ def _run(args: argparse.Namespace) -> int:
         if args.measurements else ""
     if note:
         result["note"] = note
-    if args.json:
-        print_json(result)
-        return 0
-    named = [f"--measurements {' '.join(args.measurements)}" if args.measurements else
-             "the shipped public rows", f"--row {args.row}" if args.row else "default row"]
-    named += [f"--{k} {getattr(setup, k)}" for k in ("gpu", "tp", "precision", "model")
-              if getattr(setup, k) not in ("", None)]
-    lines = [f"Inputs: {'; '.join(named)}", *summary_lines(result), *([note] if note else []),
-             "", "The selected row:", render_text(row_steps(result["selected"]))]
-    print("\n".join(lines))
-    return 0
+
+    def head() -> list[str]:
+        named = [f"--measurements {' '.join(args.measurements)}" if args.measurements else
+                 "the shipped public rows", f"--row {args.row}" if args.row else "default row"]
+        named += [f"--{k} {getattr(setup, k)}" for k in ("gpu", "tp", "precision", "model")
+                  if getattr(setup, k) not in ("", None)]
+        return [f"Inputs: {'; '.join(named)}", *summary_lines(result), *([note] if note else [])]
+
+    return print_table_result(args, result, head, "row", row_steps)
 
 
 def register(subparsers) -> None:
     """Add ``served``."""
-    parser = subparsers.add_parser("served", help=DESCRIPTION.split(":")[0],
-                                   description=DESCRIPTION)
-    parser.add_argument("--measurements", metavar="FILE", nargs="+", default=None,
-                        help="your own serving runs instead of the shipped public rows: a CSV "
-                        "with the columns of docs/model.md, Experiment 11, or the JSON that "
-                        "vllm bench serve --save-result writes (one run per file or per line); "
-                        "the coefficients are refitted on your rows")
+    register_table_command(
+        subparsers, "served", DESCRIPTION, several=True, add_arguments=_add_arguments, run=_run,
+        measurements_help="your own serving runs instead of the shipped public rows: a CSV with "
+        "the columns of docs/model.md, Experiment 11, or the JSON that vllm bench serve "
+        "--save-result writes (one run per file or per line); the coefficients are refitted on "
+        "your rows")
+
+
+def _add_arguments(parser) -> None:
+    """What a vllm bench serve result does not save, and the row shown in full."""
     runs = parser.add_argument_group(
         "vllm bench serve runs", "What a vllm bench serve result does not save, for every run "
         "of --measurements (a run saved with --metadata gpu=… tp=… precision=… model=… may say "
@@ -67,5 +67,3 @@ def register(subparsers) -> None:
     parser.add_argument("--row", default=None, help="id of the row shown in full")
     parser.add_argument("--all-rows", action="store_true",
                         help="with --json, also print every row (large)")
-    add_json_flag(parser)
-    parser.set_defaults(func=_run)

@@ -23,6 +23,7 @@ import xarray as xr
 from panel.viewable import Viewer
 
 from apps.ui.held_size import BUTTON_WIDTH
+from apps.ui.panel_compat import OffLoopFileDownload
 from lab.errors import LabInputError
 from sweeps.conventions import cf_attrs, cf_units
 from sweeps.export import netcdf_engine, portable, write
@@ -94,7 +95,7 @@ def busy_sentence() -> str:
             "a minute.")
 
 
-class WholeDatasetButton(pmui.FileDownload):
+class WholeDatasetButton(OffLoopFileDownload):
     """A download button for a whole dataset: prepared off the event loop, one at a time.
 
     ``on_message`` gets one sentence when the download cannot start (another is running) or
@@ -103,29 +104,24 @@ class WholeDatasetButton(pmui.FileDownload):
 
     def __init__(self, dataset: xr.Dataset, on_message: Callable[[str | None], None],
                  **params):
-        super().__init__(callback=self._coroutine_marker, embed=False, **params)
+        super().__init__(**params)
         self._dataset = dataset
         self._on_message = on_message
 
-    async def _coroutine_marker(self):  # FileDownload runs coroutine callbacks asynchronously
-        return None
-
-    async def _async_sync_data(self) -> None:
+    async def prepare(self) -> None:
         if not DOWNLOAD_LOCK.acquire(blocking=False):
             self._on_message(busy_sentence())
             return
         try:
             data = await asyncio.to_thread(whole_dataset_netcdf, self._dataset)
-            # The browser saves the file when ``data`` changes: a repeat download sends the
-            # same text, so the last one is cleared first.
-            self.data = None
-            self._sync_data(io.BytesIO(data))
+            self.send(data)
         except LabInputError as exc:
             self._on_message(str(exc))
         else:
             self._on_message(None)
         finally:
             DOWNLOAD_LOCK.release()
+
 
 
 class WholeDatasetDownload(Viewer):

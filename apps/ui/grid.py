@@ -213,7 +213,7 @@ class GridExplorer(Viewer):
         c.param.watch(self._where_changed, "where")
         c.param.watch(self._redraw, [n for n in c.url_names() if n not in QUERY_ONLY])
         c.param.watch(self._requery, c.url_names())
-        self._controls.objects = self._widgets()
+        self._controls.objects = self._build_widgets()
         self._downloads.objects = self._download_buttons()
         self._draw()
         self._run_query()
@@ -268,7 +268,7 @@ class GridExplorer(Viewer):
             self.message.say(problem + " The constraints in force are kept.")
             self.choices.param.update(where=event.old)
 
-    def _widgets(self) -> list:
+    def _build_widgets(self) -> list:
         """The dataset's inputs: axes and mode, then a selector (or slider) per dimension."""
         c = self.choices
         dim_labels = {d: f"{display_label(self._ds[d])[0] or d} [{d}]" for d in c.dims}

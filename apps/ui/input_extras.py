@@ -15,6 +15,7 @@ import panel_material_ui as pmui
 import param
 from bokeh.models import NumeralTickFormatter
 
+from apps.ui.panel_compat import param_widgets
 from lab.catalog import gpu_catalog, model_catalog
 
 LOG_RATIO = 256
@@ -105,7 +106,7 @@ def catalog_options(name: str, ids: list) -> dict[str, str] | None:
 def improve(panel: pn.Param, owner: param.Parameterized) -> None:
     """Names in the catalog dropdowns, full decimals in number boxes, and a powers-of-two
     slider under each wide count, in ``panel`` (a ``pn.Param`` of ``owner``)."""
-    for name, widget in list(panel._widgets.items()):
+    for name, widget in list(param_widgets(panel).items()):
         if name not in owner.param:
             continue
         options = (catalog_options(name, owner.param[name].objects)

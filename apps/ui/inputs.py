@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from html import escape
-from typing import Any, ClassVar
 
 import panel as pn
 import panel_material_ui as pmui
@@ -12,51 +11,11 @@ import param
 
 from apps.ui.input_extras import improve, is_wide_count
 from apps.ui.number_boxes import watch_typed
-from apps.ui.panel_compat import PRIORITY_CHANGES
+from apps.ui.panel_compat import CheckedInput, IntSlider, param_widgets
 from apps.ui.url_values import page_value_problem
 
 SLIDER_MAX_SPAN = 4096
 """Integer inputs with a range up to this many values get a slider; wider ones a number box."""
-
-
-class CheckedInput:
-    """Mixin for input widgets: a browser value the input's parameter refuses is not applied.
-
-    Param raises ``ValueError`` when a value is out of bounds (or, for the page's strict
-    selectors, not a listed id); set from a widget, that would end as a traceback in the
-    server log. Here the value is checked first: a refused one is reported in one sentence
-    (``report``), the browser is set back to the value in force, and nothing else happens.
-    """
-
-    check: Callable[[Any], str | None] | None = None
-    report: Callable[[str | None], None] | None = None
-
-    def _process_events(self, events: dict[str, Any]) -> None:
-        values = {k: v for k, v in events.items() if k in ("value", "value_throttled")}
-        if self.check is not None and values:
-            try:
-                changed = self._process_property_change(dict(values))  # type: ignore[attr-defined]
-            except (ValueError, KeyError, TypeError):  # e.g. a label no option has
-                changed = values
-            for key in ("value", "value_throttled"):
-                if key in changed and (problem := self.check(changed[key])):
-                    if self.report is not None:
-                        self.report(problem)
-                    self.param.trigger("value")  # type: ignore[attr-defined]
-                    return
-        super()._process_events(events)  # type: ignore[misc]
-        if self.report is not None and values:
-            self.report(None)
-
-
-class IntSlider(CheckedInput, pmui.EditableIntSlider):
-    """An editable integer slider whose changes reach the server without Panel's debounce.
-
-    Panel holds browser changes 50 ms to batch them (``_debounce``); the released value of a
-    slider is one change, so it is processed on the next tick (``_priority_changes``).
-    """
-
-    _priority_changes: ClassVar[list[str]] = PRIORITY_CHANGES
 
 
 class Switch(CheckedInput, pmui.Switch):
@@ -112,13 +71,13 @@ def input_panel(experiment: param.Parameterized, names: list[str],
                if (spec := widget_spec(experiment.param[name]))}
     panel = pn.Param(experiment, parameters=names, widgets=widgets, show_name=False,
                      sizing_mode="stretch_width", default_layout=pn.Column)
-    for name, widget in panel._widgets.items():
+    for name, widget in param_widgets(panel).items():
         if isinstance(widget, CheckedInput):
             parameter = experiment.param[name]
             widget.check = lambda value, parameter=parameter: page_value_problem(parameter, value)
             widget.report = report
     improve(panel, experiment)
-    boxes = {name: box_kind(widget) for name, widget in panel._widgets.items()
+    boxes = {name: box_kind(widget) for name, widget in param_widgets(panel).items()
              if box_kind(widget) is not None}
     panel.layout.append(watch_typed(experiment, boxes, report or (lambda _sentence: None)))
     return panel

@@ -12,6 +12,7 @@ from __future__ import annotations
 import panel as pn
 
 from apps.ui.page_descriptions import description
+from apps.ui.panel_compat import param_widgets
 from lab.experiments.base import Experiment
 
 
@@ -34,7 +35,7 @@ def live(exp: Experiment, name: str) -> bool:
 def follow_switches(exp: Experiment, widgets: pn.Param) -> None:
     """Show each switched input's widget only while its switch makes it count."""
     def update(*_events) -> None:
-        for name, widget in widgets._widgets.items():
+        for name, widget in param_widgets(widgets).items():
             if name in exp.param and name != "name":
                 widget.visible = live(exp, name)
 

@@ -22,11 +22,12 @@ from apps.ui.busy import BusyNote
 from apps.ui.calculation import CalculationView
 from apps.ui.cards import CardsView
 from apps.ui.charts import CANVAS, heatmap
-from apps.ui.experiment_view import limits_markdown
 from apps.ui.inputs import InputMessage, input_panel
 from apps.ui.measured_upload import MeasurementsUpload
+from apps.ui.page_shell import experiment_page
+from apps.ui.panel_compat import param_widgets
 from apps.ui.prediction import PredictionView
-from apps.ui.theme import CARD_CSS, PROSE_CSS
+from apps.ui.theme import CARD_CSS
 from apps.ui.url_sync import UrlInputs
 from lab.measured.calc import POINT_AXES
 from lab.measured.experiment import FloorsAgainstMeasurements
@@ -39,6 +40,12 @@ CHART_NOTE = ("Measured kernel times (not the lab's ideal) divided by the lab's 
               "same work; 1× is the floor. Hover for the measured time, the floor and the "
               "achieved bandwidth.")
 """Caption under the chart."""
+
+INTRO = ("Real kernels sit near the lab's floor once there is enough work — and far above it "
+         "when there is not. Every other page shows an ideal phase cost. This one puts real H100 "
+         "kernel times beside the lab's floor for the same work, with the formulas of "
+         "experiments 1 and 8.")
+"""The page's introduction, under the headline."""
 
 SELECTED_COLOR = "#D55E00"
 """Outline of the selected point on the heatmap (Okabe–Ito vermillion)."""
@@ -120,8 +127,8 @@ class MeasuredPage(Viewer):
         no batch, context or tp for GEMM); a wide count's slider follows its box."""
         used = POINT_AXES.get(self.experiment.kind, ())
         for name in {axis for axes in POINT_AXES.values() for axis in axes}:
-            if name in self.inputs._widgets:
-                self.inputs._widgets[name].visible = name in used
+            if name in param_widgets(self.inputs):
+                param_widgets(self.inputs)[name].visible = name in used
 
     def _flag_html(self, _result) -> str:
         r = self.experiment.result
@@ -156,26 +163,11 @@ class MeasuredPage(Viewer):
         return plot
 
     def __panel__(self):
-        exp = self.experiment
-        header = pn.pane.Markdown(
-            f"# {exp.number}. {exp.title}\n\n**{exp.headline}**\n\nReal kernels sit near the "
-            "lab's floor once there is enough work — and far above it when there is not. Every "
-            "other page shows an ideal phase cost. This one puts real H100 kernel times beside "
-            "the lab's floor for the same work, with the formulas of experiments 1 and 8.",
-            sizing_mode="stretch_width")
-        limits = pn.pane.Markdown(limits_markdown(exp), stylesheets=[PROSE_CSS],
-                                  sizing_mode="stretch_width")
         chart = pn.Column(self.busy, self.chart,
                           pn.pane.Markdown(f"*{CHART_NOTE}*", sizing_mode="stretch_width"),
                           sizing_mode="stretch_width")
-        results = pn.Column(self.cards, self.flag, self.regions, chart, self.calculation, limits,
-                            stylesheets=[CARD_CSS], sizing_mode="stretch_width",
-                            styles={"flex": "1 1 340px", "min-width": "min(340px, 100%)"})
-        inputs = pn.Column(pn.pane.Markdown("### Inputs"), self.message, self.inputs,
-                           self.upload, width=300, css_classes=["lab-inputs-column"],
-                           styles={"flex": "0 0 300px"})
-        # As every experiment page: side by side where both fit; on a phone the results wrap
-        # below the inputs.
-        body = pn.FlexBox(inputs, results, flex_wrap="wrap", align_items="flex-start",
-                          sizing_mode="stretch_width", css_classes=["lab-experiment-body"])
-        return pn.Column(header, self.prediction, body, sizing_mode="stretch_width")
+        return experiment_page(
+            self.experiment, intro=INTRO, prediction=[self.prediction],
+            inputs=[self.message, self.inputs, self.upload],
+            results=[self.cards, self.flag, self.regions, chart, self.calculation],
+            stylesheets=[CARD_CSS])

@@ -31,9 +31,12 @@ import contextvars
 import functools
 import gc
 import inspect
+import io
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, ClassVar
 from urllib.parse import parse_qsl, urlencode
 
 import panel as pn
@@ -49,8 +52,16 @@ from tornado.http1connection import HTTP1ConnectionParameters
 
 from apps.ui.logins import LOGINS_ENV, Logins, logins_for
 from apps.ui.page_gate import PageGate, Ticket
+from apps.ui.upload_limits import (
+    MAX_REASON_CHARS,
+    MAX_UPLOAD_BYTES,
+    UPLOAD_CHUNK_BYTES,
+    limit_sentence,
+    shown_name,
+)
 from apps.ui.waiting_page import TURN_COOKIE, TURN_HEADER, YOUR_TURN, waiting_page
 from lab.errors import LabInputError
+from lab.units import MIB
 
 TESTED_PANEL = "1.9.4"
 """The Panel version these hooks were checked against."""
@@ -331,3 +342,151 @@ class DimensionSlider(pmui.DiscreteSlider):
         if "value" in msg:
             msg["value_throttled"] = msg["value"]
         return msg
+
+
+def param_widgets(panel: pn.Param) -> dict:
+    """``{parameter name: widget}`` of a ``pn.Param`` (its private ``_widgets``)."""
+    return panel._widgets
+
+
+class CheckedInput:
+    """Mixin for input widgets: a browser value the input's parameter refuses is not applied.
+
+    Param raises ``ValueError`` when a value is out of bounds (or, for the page's strict
+    selectors, not a listed id); set from a widget, that would end as a traceback in the
+    server log. Here the value is checked first: a refused one is reported in one sentence
+    (``report``), the browser is set back to the value in force, and nothing else happens.
+    """
+
+    check: Callable[[Any], str | None] | None = None
+    report: Callable[[str | None], None] | None = None
+
+    def _process_events(self, events: dict[str, Any]) -> None:
+        values = {k: v for k, v in events.items() if k in ("value", "value_throttled")}
+        if self.check is not None and values:
+            try:
+                changed = self._process_property_change(dict(values))  # type: ignore[attr-defined]
+            except (ValueError, KeyError, TypeError):  # e.g. a label no option has
+                changed = values
+            for key in ("value", "value_throttled"):
+                if key in changed and (problem := self.check(changed[key])):
+                    if self.report is not None:
+                        self.report(problem)
+                    self.param.trigger("value")  # type: ignore[attr-defined]
+                    return
+        super()._process_events(events)  # type: ignore[misc]
+        if self.report is not None and values:
+            self.report(None)
+
+
+class IntSlider(CheckedInput, pmui.EditableIntSlider):
+    """An editable integer slider whose changes reach the server without Panel's debounce.
+
+    Panel holds browser changes 50 ms to batch them (``_debounce``); the released value of a
+    slider is one change, so it is processed on the next tick (``_priority_changes``).
+    """
+
+    _priority_changes: ClassVar[list[str]] = PRIORITY_CHANGES
+
+
+class CappedFileInput(pmui.FileInput):
+    """A file input that never holds more than ``max_file_size`` bytes of an upload.
+
+    ``max_file_size`` makes the browser refuse a larger file before sending it; a client that
+    ignores it is cut off here when its declared chunk count or the bytes received pass the
+    limit (the chunks held so far are dropped). ``on_refused`` gets one sentence, also for an
+    empty file (the browser sends no chunk for it, so nothing would change otherwise).
+    """
+
+    on_refused: Callable[[str], None] | None = None
+
+    def limit_sentence(self) -> str:
+        """The limit as the end of a sentence (a trace's; another upload names its own)."""
+        return limit_sentence()
+
+    def empty_sentence(self) -> str:
+        """What is said when the file chosen is empty (0 bytes)."""
+        return "The file chosen is empty (0 bytes), so nothing was loaded."
+
+    def size_text(self) -> str:
+        """The limit as a size ('20 MiB')."""
+        return f"{(self.max_file_size or MAX_UPLOAD_BYTES) // MIB} MiB"
+
+    def __init__(self, **params):
+        params.setdefault("max_file_size", MAX_UPLOAD_BYTES)
+        params.setdefault("chunk_size", UPLOAD_CHUNK_BYTES)
+        super().__init__(**params)
+        self._received = 0
+        self._refused = False
+
+    def _refuse(self, sentence: str) -> None:
+        self._refused = True
+        self._file_buffer.clear()
+        self._buffer.clear()
+        if self.on_refused is not None:
+            self.on_refused(sentence)
+
+    def _handle_msg(self, msg: Any) -> None:
+        status = msg.get("status") if isinstance(msg, dict) else None
+        if status == "initializing":
+            self._received, self._refused = 0, False
+            self._file_buffer.clear()
+            self._buffer.clear()
+        elif status == "upload_event":
+            self._chunk(msg)
+        elif status == "finished":
+            if self._refused:
+                self._send_msg({"status": "finished"})
+            elif self._received == 0 and not self._buffer:  # only empty files were chosen
+                self._send_msg({"status": "finished"})
+                if self.on_refused is not None:
+                    self.on_refused(self.empty_sentence())
+            else:
+                super()._handle_msg(msg)
+        elif status == "error":
+            reason = str(msg.get("error", ""))[:MAX_REASON_CHARS]
+            self._refuse(f"The browser did not send the file ({reason}); "
+                         f"{self.limit_sentence()}.")
+
+    def _chunk(self, msg: dict) -> None:
+        if self._refused:
+            return
+        limit = self.max_file_size or MAX_UPLOAD_BYTES
+        try:
+            declared = int(msg["total_chunks"]) * self.chunk_size
+            self._received += len(msg["data"])
+        except (KeyError, TypeError, ValueError):
+            self._refuse("The upload was malformed and has been dropped.")
+            return
+        if declared > limit + self.chunk_size or self._received > limit:
+            name = shown_name(str(msg.get("name", "")))
+            self._refuse(f"{name} is larger than {self.size_text()}; {self.limit_sentence()}.")
+            return
+        self._process_chunk(msg)
+
+
+class OffLoopFileDownload(pmui.FileDownload):
+    """A download button whose file is made by :meth:`prepare` (a coroutine, so the server
+    keeps answering while it runs) and handed to the browser by :meth:`send`.
+
+    Panel's ``FileDownload`` runs a coroutine callback through ``_async_sync_data`` and sends a
+    file with ``_sync_data``; both are private, hence here."""
+
+    def __init__(self, **params):
+        super().__init__(callback=self._coroutine_marker, embed=False, **params)
+
+    async def _coroutine_marker(self):  # FileDownload runs coroutine callbacks asynchronously
+        return None
+
+    async def _async_sync_data(self) -> None:
+        await self.prepare()
+
+    async def prepare(self) -> None:
+        """Make the file and :meth:`send` it (or say why not)."""
+        raise NotImplementedError
+
+    def send(self, data: bytes) -> None:
+        """Give the browser ``data`` to save. The browser saves when the data changes, so a
+        repeat download of the same bytes clears the last one first."""
+        self.data = None
+        self._sync_data(io.BytesIO(data))

@@ -22,8 +22,8 @@ from apps.ui.busy import BusyNote
 from apps.ui.calculation import CalculationView
 from apps.ui.cards import CardsView
 from apps.ui.charts import CANVAS
-from apps.ui.experiment_view import limits_markdown
 from apps.ui.inputs import InputMessage, input_panel
+from apps.ui.page_shell import experiment_page
 from apps.ui.prediction import PredictionView
 from apps.ui.table_upload import TableUpload
 from apps.ui.theme import CARD_CSS, PROSE_CSS
@@ -39,6 +39,12 @@ from lab.served.vllm_bench import PRECISIONS, RunSetup, looks_like_json
 INPUTS = ("model", "gpu", "engine", "mode", "workload", "min_concurrency", "row",
           "below_floor_only")
 """The inputs offered as widgets and kept in the URL (the data set comes from the upload)."""
+
+INTRO = ("How far above the lab's floor is a real engine, and which named terms explain the gap? "
+         "Public TTFT and TPOT measurements of TensorRT-LLM, vLLM and SGLang beside the floor of "
+         "experiment 1 and the terms of docs/model.md §11, each prediction made without the "
+         "row's workload.")
+"""The page's introduction, under the headline."""
 
 DEFINITIONS = """
 **What the measured numbers are.** *TTFT* (time to first token): from sending a request to
@@ -65,17 +71,21 @@ def scatter(ds) -> hv.Overlay:
     """Measured against predicted TPOT, log–log, with the terms on hover."""
     ok = np.isfinite(ds["tpot_predicted_ms"].values)
     sub = ds.isel(row=np.flatnonzero(ok))
-    vdims = ["measured", "floor", "allreduce", "prefill", "fixed", "ttft_measured",
-             "ttft_predicted", "ttft_queue"]
+    vdims = ["measured", "floor", "allreduce", "prefill", "step", "fixed", "residual",
+             "ttft_measured", "ttft_predicted", "ttft_floor", "ttft_queue", "ttft_fixed"]
     data = {"predicted": sub["tpot_predicted_ms"].values,
             "measured": sub["tpot_measured_ms"].values,
             "floor": sub["tpot_floor_ms"].values,
             "allreduce": sub["tpot_term_allreduce_ms"].values,
             "prefill": sub["tpot_term_prefill_ms"].values,
+            "step": sub["tpot_term_step_ms"].values,
             "fixed": sub["tpot_term_fixed_ms"].values,
+            "residual": sub["tpot_measured_ms"].values - sub["tpot_predicted_ms"].values,
             "ttft_measured": sub["ttft_measured_ms"].values,
             "ttft_predicted": sub["ttft_predicted_ms"].values,
-            "ttft_queue": sub["ttft_term_queue_ms"].values}
+            "ttft_floor": sub["ttft_floor_ms"].values,
+            "ttft_queue": sub["ttft_term_queue_ms"].values,
+            "ttft_fixed": sub["ttft_term_fixed_ms"].values}
     style = {"logx": True, "logy": True, "responsive": True, "height": 420,
              "xlabel": "Predicted TPOT (ms, out of sample)", "ylabel": "Measured TPOT (ms)",
              "backend_opts": CANVAS}
@@ -244,27 +254,14 @@ class ServedPage(Viewer):
         return f'<p role="note">{escape(sentence)}</p>' if sentence else ""
 
     def __panel__(self):
-        exp = self.experiment
-        header = pn.pane.Markdown(
-            f"# {exp.number}. {exp.title}\n\n**{exp.headline}**\n\nHow far above the lab's "
-            "floor is a real engine, and which named terms explain the gap? Public TTFT and TPOT "
-            "measurements of TensorRT-LLM, vLLM and SGLang beside the floor of experiment 1 and "
-            "the terms of docs/model.md §11, each prediction made without the row's workload.",
-            sizing_mode="stretch_width")
-        limits = pn.pane.Markdown(limits_markdown(exp), stylesheets=[PROSE_CSS],
-                                  sizing_mode="stretch_width")
         charts = pn.Column(self.busy, self.refit, self.scatter,
                            pn.pane.Markdown(f"*{CHART_NOTE}*", sizing_mode="stretch_width"),
                            self.flag, self.bar, sizing_mode="stretch_width")
         definitions = pn.pane.Markdown(DEFINITIONS, stylesheets=[PROSE_CSS],
                                        sizing_mode="stretch_width",
                                        css_classes=["lab-served-definitions"])
-        results = pn.Column(self.cards, charts, definitions, self.calculation, limits,
-                            stylesheets=[CARD_CSS], sizing_mode="stretch_width",
-                            styles={"flex": "1 1 340px", "min-width": "min(340px, 100%)"})
-        inputs = pn.Column(pn.pane.Markdown("### Inputs"), self.message, self.inputs,
-                           self.upload, width=300, css_classes=["lab-inputs-column"],
-                           styles={"flex": "0 0 300px"})
-        body = pn.FlexBox(inputs, results, flex_wrap="wrap", align_items="flex-start",
-                          sizing_mode="stretch_width", css_classes=["lab-experiment-body"])
-        return pn.Column(header, self.prediction, body, sizing_mode="stretch_width")
+        return experiment_page(
+            self.experiment, intro=INTRO, prediction=[self.prediction],
+            inputs=[self.message, self.inputs, self.upload],
+            results=[self.cards, charts, definitions, self.calculation],
+            stylesheets=[CARD_CSS])

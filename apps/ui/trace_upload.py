@@ -10,10 +10,8 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-from collections.abc import Callable
 from html import escape
 from pathlib import Path
-from typing import Any
 
 import panel as pn
 import panel_material_ui as pmui
@@ -21,111 +19,24 @@ import param
 from panel.viewable import Viewer
 
 from apps.ui.held_size import hold_sizes
+from apps.ui.panel_compat import CappedFileInput
 from apps.ui.plain_text import shown_error, without_folders
+from apps.ui.upload_limits import (  # noqa: F401 (the limits, importable from here too)
+    MAX_REASON_CHARS,
+    MAX_SHOWN_NAME_CHARS,
+    MAX_UPLOAD_BYTES,
+    UPLOAD_CHUNK_BYTES,
+    limit_sentence,
+    shown_name,
+)
 from lab.experiments.base import Experiment
 from lab.units import MIB
-
-MAX_UPLOAD_BYTES = 20 * MIB
-"""Largest trace accepted from the browser, bytes."""
-UPLOAD_CHUNK_BYTES = MIB
-"""Size of each piece the browser sends an upload in, bytes (one websocket message each)."""
-MAX_SHOWN_NAME_CHARS = 80
-"""Longest file name shown back on the page, characters."""
-MAX_REASON_CHARS = 160
-"""Longest browser-side reason quoted when the browser stops an upload, characters."""
-
-
-def limit_sentence() -> str:
-    """The upload limit as the end of a sentence."""
-    return f"traces up to {MAX_UPLOAD_BYTES // MIB} MiB are accepted"
-
-
-def shown_name(name: str | None) -> str:
-    """A browser-given file name cut to :data:`MAX_SHOWN_NAME_CHARS` (escape it to show it)."""
-    text = Path(name or "trace.csv").name or "trace.csv"
-    return text if len(text) <= MAX_SHOWN_NAME_CHARS else text[:MAX_SHOWN_NAME_CHARS] + "…"
 
 
 def stored_name(name: str | None) -> str:
     """A safe file name for an upload: letters, digits, ``.-_`` only; never hidden or empty."""
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(name or "").name).lstrip(".")[:80]
     return stem if stem.lower().endswith(".csv") else f"{stem or 'trace'}.csv"
-
-
-class CappedFileInput(pmui.FileInput):
-    """A file input that never holds more than ``max_file_size`` bytes of an upload.
-
-    ``max_file_size`` makes the browser refuse a larger file before sending it; a client that
-    ignores it is cut off here when its declared chunk count or the bytes received pass the
-    limit (the chunks held so far are dropped). ``on_refused`` gets one sentence, also for an
-    empty file (the browser sends no chunk for it, so nothing would change otherwise).
-    """
-
-    on_refused: Callable[[str], None] | None = None
-
-    def limit_sentence(self) -> str:
-        """The limit as the end of a sentence (a trace's; another upload names its own)."""
-        return limit_sentence()
-
-    def empty_sentence(self) -> str:
-        """What is said when the file chosen is empty (0 bytes)."""
-        return "The file chosen is empty (0 bytes), so nothing was loaded."
-
-    def size_text(self) -> str:
-        """The limit as a size ('20 MiB')."""
-        return f"{(self.max_file_size or MAX_UPLOAD_BYTES) // MIB} MiB"
-
-    def __init__(self, **params):
-        params.setdefault("max_file_size", MAX_UPLOAD_BYTES)
-        params.setdefault("chunk_size", UPLOAD_CHUNK_BYTES)
-        super().__init__(**params)
-        self._received = 0
-        self._refused = False
-
-    def _refuse(self, sentence: str) -> None:
-        self._refused = True
-        self._file_buffer.clear()
-        self._buffer.clear()
-        if self.on_refused is not None:
-            self.on_refused(sentence)
-
-    def _handle_msg(self, msg: Any) -> None:
-        status = msg.get("status") if isinstance(msg, dict) else None
-        if status == "initializing":
-            self._received, self._refused = 0, False
-            self._file_buffer.clear()
-            self._buffer.clear()
-        elif status == "upload_event":
-            self._chunk(msg)
-        elif status == "finished":
-            if self._refused:
-                self._send_msg({"status": "finished"})
-            elif self._received == 0 and not self._buffer:  # only empty files were chosen
-                self._send_msg({"status": "finished"})
-                if self.on_refused is not None:
-                    self.on_refused(self.empty_sentence())
-            else:
-                super()._handle_msg(msg)
-        elif status == "error":
-            reason = str(msg.get("error", ""))[:MAX_REASON_CHARS]
-            self._refuse(f"The browser did not send the file ({reason}); "
-                         f"{self.limit_sentence()}.")
-
-    def _chunk(self, msg: dict) -> None:
-        if self._refused:
-            return
-        limit = self.max_file_size or MAX_UPLOAD_BYTES
-        try:
-            declared = int(msg["total_chunks"]) * self.chunk_size
-            self._received += len(msg["data"])
-        except (KeyError, TypeError, ValueError):
-            self._refuse("The upload was malformed and has been dropped.")
-            return
-        if declared > limit + self.chunk_size or self._received > limit:
-            name = shown_name(str(msg.get("name", "")))
-            self._refuse(f"{name} is larger than {self.size_text()}; {self.limit_sentence()}.")
-            return
-        self._process_chunk(msg)
 
 
 class TraceUpload(Viewer):

@@ -13,7 +13,7 @@ import xarray as xr
 
 from lab.catalog import get_gpu, gpu_catalog
 from lab.errors import LabInputError
-from lab.experiments.base import Card, Experiment, Prediction
+from lab.experiments.base import Card, Prediction
 from lab.limits import MAX_BATCH, MAX_MEASURED_TP, MAX_TOKENS_CONTEXT
 from lab.measured.calc import (
     DEFAULT_POINT,
@@ -28,6 +28,7 @@ from lab.measured.calc import (
 from lab.measured.explain import fmt_us, point_steps
 from lab.measured.floors import UNITS
 from lab.measured.loader import KIND_NAMES, KINDS, SHIPPED_GPU, SHIPPED_SOURCE, VARIABLES
+from lab.table_experiment import TableExperiment, uploaded_table
 from lab.units import fmt_number
 
 CHART_VARIABLES = ("ratio", "latency_s", "floor_s", "achieved_bandwidth")
@@ -36,7 +37,7 @@ CONVERGED_FLOOR_S = 100e-6
 """Floor from which a kernel has enough work for its fixed cost to fade, s (the page's split)."""
 
 
-class FloorsAgainstMeasurements(Experiment):
+class FloorsAgainstMeasurements(TableExperiment):
     """Measured kernel times beside the floors of experiments 1 and 8 for the same work."""
 
     number = 9
@@ -79,22 +80,16 @@ class FloorsAgainstMeasurements(Experiment):
                       doc="GEMM rows m.")
     gpu = param.Selector(default=SHIPPED_GPU, objects=list(gpu_catalog()), label="GPU",
                          doc="GPU whose peaks make the floor (the data is from an H100 SXM).")
-    measurements = param.ClassSelector(class_=xr.Dataset, default=None, allow_None=True,
-                                       precedence=-1,
-                                       doc="Your measurements (lab.measured.loader); None: the "
-                                       "shipped H100 data.")
-
-    def __init__(self, **params):
-        self._tables: dict = {}
-        super().__init__(**params)
+    measurements = uploaded_table("Your measurements (lab.measured.loader); None: the shipped "
+                                  "H100 data.")
 
     # -- the table, computed once per data set and GPU ------------------------------------
-    def table(self) -> xr.Dataset:
+    def table_key(self) -> tuple:
+        return (id(self.measurements), self.gpu)
+
+    def build_table(self) -> xr.Dataset:
         """The measurements with their floors on the selected GPU."""
-        key = (id(self.measurements), self.gpu)
-        if key not in self._tables:
-            self._tables = {key: measured_table(self.measurements, get_gpu(self.gpu))}
-        return self._tables[key]
+        return measured_table(self.measurements, get_gpu(self.gpu))
 
     def shapes(self, kind: str | None = None) -> list[str]:
         """The shapes measured for ``kind`` (default: the selected kind), in table order."""
@@ -139,8 +134,7 @@ class FloorsAgainstMeasurements(Experiment):
         below = np.flatnonzero(mask & np.asarray(table["below_floor"].values))
         worst = (point_record(table, below[np.argmin(table["ratio"].values[below])])
                  if below.size else None)
-        return {"inputs": {k: v for k, v in self.inputs().items() if k != "measurements"},
-                "source": table.attrs.get("source", ""),
+        return {**self.record_head(table),
                 "selected": point,
                 "kind_summary": group_summary(table, mask),
                 "below_floor_count": int(below.size),

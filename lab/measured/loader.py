@@ -9,21 +9,19 @@ Every point is one timed kernel of one of three kinds (docs/model.md §9):
 
 The shipped files are read with :mod:`importlib.resources` and their head shape comes from the
 file name (``Q-KV-D-tpT.csv``); a user's file names its kind by its header (see
-:data:`USER_COLUMNS`). Both go through the same row checks: every problem is one
-:class:`~lab.errors.LabInputError` sentence naming the file, the row and the column. Counts are
+:data:`USER_COLUMNS`). Both go through the same row checks (read as experiment 11's files are,
+:mod:`lab.table_files`): every problem is one :class:`~lab.errors.LabInputError` sentence naming
+the file, the row and the column. Counts are
 int64 with 0 where a kind has no such quantity; times are seconds.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-import numpy as np
 import xarray as xr
 
 from lab.errors import LabInputError, shown
@@ -31,13 +29,12 @@ from lab.limits import (
     MAX_BATCH,
     MAX_CONTEXT,
     MAX_MEASURED_TP,
-    MAX_MEASUREMENT_BYTES,
     MAX_MS,
     MAX_TOKENS_CONTEXT,
     MODEL_FIELD_LIMITS,
 )
 from lab.models.decode_step import PRECISIONS
-from lab.user_files import read_user_file
+from lab.table_files import TableFile, own_source, table_dataset, time_cell, upload_label, whole_cell
 
 KINDS = ("decode", "prefill", "gemm")
 """Kernel kinds, in the order the lab shows them."""
@@ -57,6 +54,8 @@ MAX_MEASUREMENT_ROWS = 100_000
 """Most points one measurements file may hold."""
 MAX_LATENCY_US = MAX_MS * 1000
 """Longest kernel time accepted, µs (the lab's largest time input)."""
+FILE = TableFile("Measurements", MAX_MEASUREMENT_ROWS, text_kind="a text CSV file")
+"""How a measurements file is read and named in sentences."""
 
 COUNT_LIMITS = {
     "heads": MODEL_FIELD_LIMITS["num_attention_heads"],
@@ -115,30 +114,13 @@ class _Rows:
 
 
 def _whole(text: str, column: str, where: str) -> int:
-    """A whole number in 1..limit from a cell."""
-    limit = COUNT_LIMITS[column]
-    value = text.strip()
-    try:
-        number = float(value)
-    except ValueError:
-        raise LabInputError(f"{where}, column {column}: {shown(value)} is not a number.") from None
-    if not np.isfinite(number) or number != int(number) or not 1 <= number <= limit:
-        raise LabInputError(f"{where}, column {column}: {shown(value)} is not a whole number "
-                            f"from 1 to {limit:,}.")
-    return int(number)
+    """A whole number in 1..limit (:data:`COUNT_LIMITS`) from a cell."""
+    return whole_cell(text, column, where, COUNT_LIMITS[column])
 
 
 def _latency(text: str, where: str) -> float:
     """A kernel time in µs, above 0 and at most :data:`MAX_LATENCY_US`, as seconds."""
-    value = text.strip()
-    try:
-        number = float(value)
-    except ValueError:
-        raise LabInputError(f"{where}, column latency_us: {shown(value)} is not a number.") from None
-    if not np.isfinite(number) or not 0 < number <= MAX_LATENCY_US:
-        raise LabInputError(f"{where}, column latency_us: {shown(value)} is not a time above 0 "
-                            f"and at most {MAX_LATENCY_US:,.0f} µs.")
-    return number * 1e-6
+    return time_cell(text, "latency_us", where, MAX_LATENCY_US, "µs") * 1e-6
 
 
 def _dtype(row: dict, kind: str, where: str) -> str:
@@ -203,75 +185,26 @@ def _kind_of(header: list[str], name: str) -> str:
                         f"name {wanted}.")
 
 
-def _read_text(data: bytes, name: str) -> str:
-    if len(data) > MAX_MEASUREMENT_BYTES:
-        raise LabInputError(f"Measurements file {name} is larger than the "
-                            f"{MAX_MEASUREMENT_BYTES:,} bytes the lab reads.")
-    if b"\x00" in data:
-        raise LabInputError(f"Measurements file {name} is not a text CSV file (it holds NUL bytes).")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise LabInputError(f"Measurements file {name} is not UTF-8 text.") from None
-
-
 def _parse(data: bytes, name: str, rows: _Rows, *, kind: str | None = None,
            shape: tuple[int, int, int, int] | None = None) -> None:
     """Check and add every data row of one CSV (``kind`` None: read it from the header)."""
-    text = _read_text(data, name)
-    header: list[str] | None = None
-    count = 0
-    try:
-        for line_rows in csv.reader(io.StringIO(text, newline="")):
-            if not any(cell.strip() for cell in line_rows):
-                continue
-            if header is None:
-                header = [cell.strip() for cell in line_rows]
-                kind = kind or _kind_of(header, name)
-                named_by_file = ("heads", "kv_heads", "head_dim") if shape else ()
-                missing = [c for c in USER_COLUMNS[kind]
-                           if c not in header and c != "tp" and c not in named_by_file]
-                if missing:
-                    raise LabInputError(f"Measurements file {name} lacks the column(s) "
-                                        f"{', '.join(missing)}.")
-                continue
-            count += 1
-            where = f"Measurements file {name}, row {count}"
-            if count > MAX_MEASUREMENT_ROWS:
-                raise LabInputError(f"Measurements file {name} has more than "
-                                    f"{MAX_MEASUREMENT_ROWS:,} rows, the most the lab reads.")
-            if len(line_rows) != len(header):
-                raise LabInputError(f"{where}: it has {len(line_rows)} values where the header "
-                                    f"names {len(header)}.")
-            row = dict(zip(header, line_rows, strict=True))
-            _add_row(rows, row, kind, where, count, shape)
-    except csv.Error as exc:
-        raise LabInputError(f"Measurements file {name} is not a readable CSV "
-                            f"({shown(str(exc), quoted=False, limit=200)}).") from None
-    if count == 0:
-        raise LabInputError(f"Measurements file {name} has no data rows; it needs a header and at "
-                            "least one measurement.")
+    named_by_file = ("heads", "kv_heads", "head_dim") if shape else ()
+
+    def required(header: list[str]) -> list[str]:
+        nonlocal kind
+        kind = kind or _kind_of(header, name)
+        return [c for c in USER_COLUMNS[kind] if c != "tp" and c not in named_by_file]
+
+    for number, where, row in FILE.rows(FILE.text(data, name), name, required):
+        _add_row(rows, row, kind, where, number, shape)
 
 
 def _dataset(rows: _Rows, source: str, gpu: str) -> xr.Dataset:
     """The collected rows as a Dataset over ``point`` with units on every variable."""
     cols = rows.columns
-    data_vars = {}
-    for name, (long_name, units) in VARIABLES.items():
-        values = cols[name]
-        if name in ("kind", "shape", "dtype"):
-            array = np.array(values, dtype=object).astype(str)
-        elif name == "latency_s":
-            array = np.array(values, dtype=np.float64)
-        else:
-            array = np.array(values, dtype=np.int64)
-        attrs = {"long_name": long_name}
-        if units:
-            attrs["units"] = units
-        data_vars[name] = ("point", array, attrs)
-    return xr.Dataset(data_vars, coords={"point": np.arange(len(cols["kind"]), dtype=np.int64)},
-                      attrs={"title": "Measured kernel times", "source": source,
-                             "measured_on": gpu})
+    return table_dataset("point", len(cols["kind"]), VARIABLES, cols.__getitem__,
+                         {"title": "Measured kernel times", "source": source, "measured_on": gpu},
+                         text=("kind", "shape", "dtype"), floats=("latency_s",))
 
 
 def _shipped_files() -> list[tuple[str, bytes, str, tuple | None]]:
@@ -307,15 +240,14 @@ def parse_measurements(data: bytes, name: str = "upload.csv") -> xr.Dataset:
     ``name`` is only quoted in messages (shortened, never opened).
     """
     rows = _Rows.empty()
-    _parse(data, shown(name, quoted=False, limit=80), rows)
-    return _dataset(rows, f"your measurements ({shown(name, quoted=False, limit=80)})", "")
+    label = upload_label(name)
+    _parse(data, label, rows)
+    return _dataset(rows, own_source(label), "")
 
 
 def read_measurements(path: str | Path) -> xr.Dataset:
     """A user's measurements CSV from a path on this machine (the CLI's ``--measurements``)."""
-    path = Path(path)
-    name = shown(str(path), quoted=False, limit=200)
-    data = read_user_file(path, name, "Measurements", MAX_MEASUREMENT_BYTES)
+    data, name = FILE.read_path(path)
     rows = _Rows.empty()
     _parse(data, name, rows)
-    return _dataset(rows, f"your measurements ({name})", "")
+    return _dataset(rows, own_source(name), "")

@@ -42,23 +42,10 @@ DEFAULT_ROW = "llama_3_1_70b_h200_sxm_vllm_fp8_agg_1024x1024_c64_tp4"
 """Substring of the id selected by default when present (else the first modelled row)."""
 
 
-INFERRED = " (batch inferred)"
-"""Suffix of the group of disaggregated rows whose decode batch per worker is inferred."""
-
-
 def _group_keys(table: xr.Dataset) -> np.ndarray:
-    """engine × GPU × mode of every row (TTFT's coefficients' group, and the error tables')."""
+    """engine × GPU × mode of every row (the coefficients' group, and the error tables')."""
     parts = [np.asarray(table[k].values).astype(str) for k in ("engine", "gpu", "mode")]
     return np.array([" × ".join(p) for p in zip(*parts, strict=True)])
-
-
-def _tpot_group_keys(table: xr.Dataset, groups: np.ndarray) -> np.ndarray:
-    """TPOT's coefficients' group: engine × GPU × mode, and disaggregated rows that leave
-    their decode batch to be inferred (``batch_stated`` false) apart (docs/model.md §11)."""
-    inferred = ((np.asarray(table["mode"].values).astype(str) == "disagg")
-                & ~np.asarray(table["batch_stated"].values, dtype=bool)
-                & np.asarray(table["modelled"].values, dtype=bool))
-    return np.array([g + (INFERRED if i else "") for g, i in zip(groups, inferred, strict=True)])
 
 
 def _workloads(table: xr.Dataset) -> np.ndarray:
@@ -88,11 +75,9 @@ def served_table(data: xr.Dataset | None = None) -> xr.Dataset:
     table = add_floors(shipped_rows() if data is None else data)
     modelled = np.asarray(table["modelled"].values, dtype=bool)
     groups, workloads = _group_keys(table), _workloads(table)
-    fit_groups = {"tpot": _tpot_group_keys(table, groups), "ttft": groups}
     out = table.copy()
     for metric, design in _designs(table).items():
-        theta, fitted_on = gap.leave_one_workload_out(design, fit_groups[metric], workloads,
-                                                      modelled)
+        theta, fitted_on = gap.leave_one_workload_out(design, groups, workloads, modelled)
         ok = modelled & np.isfinite(theta[:, 0])
         nan = lambda a, ok=ok: np.where(ok, a, np.nan)  # noqa: E731
         first, second = (nan(design.columns[:, j] * theta[:, j]) for j in range(2))
@@ -136,9 +121,7 @@ def served_table(data: xr.Dataset | None = None) -> xr.Dataset:
     out["below_floor"] = _var(modelled & (np.asarray(table["tpot_measured_ms"].values)
                                           < np.asarray(table["tpot_floor_ms"].values)),
                               "measured TPOT below its floor")
-    out["group"] = _var(groups, "engine × GPU × mode (TTFT's coefficients' group)")
-    out["tpot_group"] = _var(fit_groups["tpot"], "TPOT's coefficients' group: engine × GPU × "
-                             "mode, disaggregated rows whose decode batch is inferred apart")
+    out["group"] = _var(groups, "engine × GPU × mode (the coefficients' group)")
     out["workload"] = _var(workloads, "isl/osl (the left-out unit)")
     out.attrs.update({"docs": "docs/model.md, Experiment 11",
                       "fit": "leave one (isl, osl) workload out per engine × GPU × mode"})
@@ -238,18 +221,15 @@ def coefficients(table: xr.Dataset) -> list[dict]:
     the stored predictions use the leave-one-workload-out fits)."""
     modelled = np.asarray(table["modelled"].values, dtype=bool)
     groups = np.asarray(table["group"].values).astype(str)
-    tpot_groups = np.asarray(table["tpot_group"].values).astype(str)
     designs = _designs(table)
-    fits = {"tpot": gap.fit_all(designs["tpot"], tpot_groups, modelled),
-            "ttft": gap.fit_all(designs["ttft"], groups, modelled)}
-    of = dict(zip(tpot_groups.tolist(), zip(groups.tolist(), np.asarray(
-        table["mode"].values).astype(str).tolist(), strict=True), strict=True))
+    fits = {m: gap.fit_all(designs[m], groups, modelled) for m in METRICS}
+    modes = dict(zip(groups.tolist(), np.asarray(table["mode"].values).astype(str).tolist(),
+                     strict=True))
     out = []
-    for g in dict.fromkeys(tpot_groups[modelled].tolist()):
+    for g in dict.fromkeys(groups[modelled].tolist()):
         first, t_layer = fits["tpot"][g]
-        group, mode = of[g]
-        k_queue, t_first = fits["ttft"][group]
-        name = gap.TPOT_COEFFICIENTS[mode][0]   # k_prefill (agg) or k_step (disagg)
+        k_queue, t_first = fits["ttft"][g]
+        name = gap.TPOT_COEFFICIENTS[modes[g]][0]   # k_prefill (agg) or k_step (disagg)
         out.append({"group": g, name: float(first), "t_layer_ms": float(t_layer),
                     "fraction_of_roofline": float(1 / first) if first > 0 else None,
                     "k_queue": float(k_queue), "t_first_ms": float(t_first)})
@@ -319,8 +299,8 @@ def summary_lines(result: dict) -> list[str]:
         tp, tt = sub["tpot"]["floor_plus_terms"], sub["ttft"]["floor_plus_terms"]
         lines.append(f"- {name}: {sub['rows']:,} rows; TPOT {_pct(tp['median'])}/"
                      f"{_pct(tp['p90'])}; TTFT {_pct(tt['median'])}/{_pct(tt['p90'])}")
-    lines.append("Per engine × GPU × mode (rows; TPOT median/p90; TTFT median/p90, floor + terms; "
-                 "disaggregated rows whose decode batch is inferred fitted apart):")
+    lines.append("Per engine × GPU × mode (rows; TPOT median/p90; TTFT median/p90, floor + "
+                 "terms):")
     for g in result["groups"]:
         tp, tt = g["tpot"]["floor_plus_terms"], g["ttft"]["floor_plus_terms"]
         lines.append(f"- {g['group']}: {g['rows']}; TPOT {_pct(tp['median'])}/{_pct(tp['p90'])}; "

@@ -13,11 +13,12 @@ import param
 import xarray as xr
 
 from lab.errors import LabInputError, shown
-from lab.experiments.base import Card, Experiment, Prediction
+from lab.experiments.base import Card, Prediction
 from lab.served import gap
 from lab.served.calc import row_record, select_row, served_table
 from lab.served.explain import row_steps
 from lab.served.loader import MAX_CONCURRENCY, SHIPPED_SOURCE
+from lab.table_experiment import TableExperiment, uploaded_table
 from lab.units import fmt_number
 
 ALL = "all"
@@ -25,13 +26,14 @@ ALL = "all"
 FILTERS = ("model", "gpu", "engine", "mode", "workload")
 """Row filters, each a selector of the values in the data (plus :data:`ALL`)."""
 CHART_VARIABLES = ("tpot_measured_ms", "tpot_predicted_ms", "tpot_floor_ms",
-                   "tpot_term_allreduce_ms", "tpot_term_prefill_ms", "tpot_term_fixed_ms",
+                   "tpot_term_allreduce_ms", "tpot_term_prefill_ms", "tpot_term_step_ms",
+                   "tpot_term_fixed_ms",
                    "ttft_measured_ms", "ttft_predicted_ms", "ttft_floor_ms",
                    "ttft_term_queue_ms", "ttft_term_fixed_ms", "tpot_error", "ttft_error")
 """Variables of :meth:`FromFloorToServed.chart_data` (every modelled, filtered row)."""
 
 
-class FromFloorToServed(Experiment):
+class FromFloorToServed(TableExperiment):
     """Measured served TPOT and TTFT beside the floor and the named terms of the gap."""
 
     number = 11
@@ -50,8 +52,8 @@ class FromFloorToServed(Experiment):
         "name (CUDA graphs, speculative decoding, an FP8 KV cache). The floors are experiment "
         "1's ideal decode step and one request's ideal prefill; the terms are formulas with at "
         "most two fitted coefficients per metric and engine × GPU × mode, fitted without the "
-        "row's own workload. Rows needing expert or attention data parallelism, gpt-oss, hybrid "
-        "or sparse attention, or INT4 experts are counted, not modelled."
+        "row's own workload. Rows with hybrid linear or sparse attention, a tp that does not "
+        "divide the KV heads, or no stated concurrency are counted, not modelled."
     )
     sources = (
         f"Measured serving latency: {SHIPPED_SOURCE} (github.com/ai-dynamo/aiconfigurator).",
@@ -75,25 +77,14 @@ class FromFloorToServed(Experiment):
                        doc="The row shown in full (empty: the first shown).")
     below_floor_only = param.Boolean(default=False, label="Only rows below the floor",
                                      doc="Show only rows measured below their TPOT floor.")
-    measurements = param.ClassSelector(class_=xr.Dataset, default=None, allow_None=True,
-                                       precedence=-1,
-                                       doc="Your rows (lab.served.loader); None: the shipped "
-                                       "public rows.")
+    measurements = uploaded_table("Your rows (lab.served.loader); None: the shipped public rows.")
 
-    def __init__(self, **params):
-        self._tables: dict = {}
-        super().__init__(**params)
+    def build_table(self) -> xr.Dataset:
+        """The rows with floors, terms and predictions."""
+        return served_table(self.measurements)
 
-    def table(self) -> xr.Dataset:
-        """The rows with floors, terms and predictions (computed once per data set)."""
-        key = id(self.measurements)
-        if key not in self._tables:
-            self._tables = {key: served_table(self.measurements)}
-            self._offer_filters()
-        return self._tables[key]
-
-    def _offer_filters(self) -> None:
-        table = next(iter(self._tables.values()))
+    def table_built(self, table: xr.Dataset) -> None:
+        """Offer the values of the new table in the filters."""
         for name in FILTERS:
             values = np.asarray(table[name].values).astype(str)
             self.param[name].objects = [ALL, *sorted(set(values.tolist()))]
@@ -131,8 +122,7 @@ class FromFloorToServed(Experiment):
                       "terms": gap.error_summary(np.asarray(table[f"{m}_error"].values)[modelled])}
                   for m in ("tpot", "ttft")}
         ratio = np.asarray(table["tpot_ratio"].values)[modelled]
-        return {"inputs": {k: v for k, v in self.inputs().items() if k != "measurements"},
-                "source": table.attrs.get("source", ""),
+        return {**self.record_head(table),
                 "selected": row_record(table, index),
                 "rows_shown": int(keep.sum()), "modelled_shown": int(modelled.sum()),
                 "rows": int(table.sizes["row"]),
@@ -173,8 +163,10 @@ class FromFloorToServed(Experiment):
         r = self.result
         return (f"Over the {r['modelled_shown']:,} modelled rows shown, measured TPOT is a median "
                 f"{fmt_number(r['median_tpot_ratio'], 2)}× the ideal decode step: the prefill "
-                "work an aggregated engine interleaves into its decode steps and a fixed time per "
-                "step explain most of the gap; the rest is the residual, shown as such.")
+                "work an aggregated engine interleaves into its decode steps (a disaggregated "
+                "decode step's time beyond its roofline), the all-reduces and all-to-all, and a "
+                "fixed time per layer of each step explain most of the gap; the rest is the "
+                "residual, shown as such.")
 
     def chart_data(self) -> xr.Dataset:
         """Every modelled row the filters keep, with measured, predicted and each term."""

@@ -43,7 +43,7 @@ def row_steps(r: dict, _gpu=None) -> list[Step]:
             "ideal prefill)", _ms(r["tpot_term_prefill_ms"])))
     else:
         stated = ("the listed decode pools hold every client" if r["batch_stated"] else
-                  "batch per decode worker inferred from the concurrency, fitted apart")
+                  "batch per decode worker inferred from the concurrency")
         steps.append(Step(
             "Decode step term", f"(k_step − 1) · floor = ({_x(r['tpot_k_step'])} − 1) · "
             f"{_ms(r['tpot_floor_ms'])} (no prefill interleaves; {stated})",

@@ -15,7 +15,8 @@ Nothing here is a new formula: every time comes from :mod:`lab.models` (docs/mod
   every weight the pass touches), 0 when disaggregated;
 - whether the row states its decode batch: a disaggregated row whose listed decode pools
   (``decode_batch × decode_workers``) do not hold every client leaves the batch per decode
-  worker to be inferred (:func:`decode_batch`), which the fit keeps apart.
+  worker to be inferred (:func:`decode_batch`); shown, not fitted apart (its rows share their
+  engine × GPU × mode's two coefficients).
 
 A row the lab cannot model exactly keeps NaN floors and a ``reason``; nothing is guessed.
 """

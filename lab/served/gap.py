@@ -26,8 +26,7 @@ Named terms, each a formula on the row (milliseconds)::
 - ``t_first`` ≥ 0, fitted: the fixed time before the first token (tokenising, scheduling, the
   first decode step; for disaggregated rows the KV transfer).
 
-Two coefficients per metric and group (engine × GPU × mode; disaggregated rows that leave
-their decode batch to be inferred form a group of their own), fitted by non-negative least
+Two coefficients per metric and group (engine × GPU × mode), fitted by non-negative least
 squares on the relative error. Every stored prediction is **out of sample**: a row's
 coefficients are fitted on the rows of its group *with another (isl, osl) workload* (leave one
 workload out). A row whose group has no other workload gets no prediction.

@@ -7,29 +7,27 @@ token. ``mode`` is ``agg`` (one pool prefills and decodes) or ``disagg`` (separa
 decode pools; the ``prefill_*`` and ``decode_*`` columns describe each pool).
 
 The shipped file (``lab/served/data/silicon_sample.csv``, see its ``NOTICE``) and a user's file
-share the columns of :data:`REQUIRED` and :data:`OPTIONAL` and go through the same row checks:
-every problem is one :class:`~lab.errors.LabInputError` sentence naming the file, the row and
-the column. Empty optional cells are 0 (a parallelism of 0 or 1 means "none"). A user's file may
-also be the JSON that ``vllm bench serve --save-result`` writes: :mod:`lab.served.vllm_bench`
-turns each run into such a row first.
+share the columns of :data:`REQUIRED` and :data:`OPTIONAL` and go through the same row checks
+(read as experiment 9's files are, :mod:`lab.table_files`): every problem is one
+:class:`~lab.errors.LabInputError` sentence naming the file, the row and the column. Empty
+optional cells are 0 (a parallelism of 0 or 1 means "none"). A user's file may also be the
+JSON that ``vllm bench serve --save-result`` writes: :mod:`lab.served.vllm_bench` turns each run
+into such a row first.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from importlib import resources
 from pathlib import Path
 
-import numpy as np
 import xarray as xr
 
 from lab.errors import LabInputError, shown
-from lab.limits import MAX_CONTEXT, MAX_MEASUREMENT_BYTES, MAX_MS
+from lab.limits import MAX_CONTEXT, MAX_MS
 from lab.served import vllm_bench
 from lab.served.limits import MAX_CONCURRENCY, MAX_PARALLEL, MAX_SERVED_ROWS
-from lab.user_files import read_user_file
+from lab.table_files import TableFile, own_source, table_dataset, time_cell, upload_label, whole_cell
 
 SHIPPED_SOURCE = ("ai-dynamo/aiconfigurator, aic-core/src/aiconfigurator_core/systems/"
                   "silicon_sample.csv, commit 095f58a51c4ca8e61b66ec108d86f223f8d559ce "
@@ -55,6 +53,8 @@ OPTIONAL = ("backend_version", "precision", "gemm_quant_mode", "moe_quant_mode",
 stating none has concurrency 0 and is counted as not modelled)."""
 MODES = ("agg", "disagg")
 """Serving modes: aggregated (one pool) and disaggregated (prefill and decode pools)."""
+FILE = TableFile("Serving", MAX_SERVED_ROWS)
+"""How a serving file is read and named in sentences."""
 
 TEXT_VARIABLES = {
     "id": ("row id (the CSV's id)", ""),
@@ -97,27 +97,11 @@ _CONCURRENCY_IN_ID = re.compile(r"_c(\d+)(?:_|$)")
 
 
 def _whole(text: str, column: str, where: str, low: int, high: int) -> int:
-    value = text.strip()
-    try:
-        number = float(value)
-    except ValueError:
-        raise LabInputError(f"{where}, column {column}: {shown(value)} is not a number.") from None
-    if not np.isfinite(number) or number != int(number) or not low <= number <= high:
-        raise LabInputError(f"{where}, column {column}: {shown(value)} is not a whole number "
-                            f"from {low} to {high:,}.")
-    return int(number)
+    return whole_cell(text, column, where, high, low)
 
 
 def _ms(text: str, column: str, where: str) -> float:
-    value = text.strip()
-    try:
-        number = float(value)
-    except ValueError:
-        raise LabInputError(f"{where}, column {column}: {shown(value)} is not a number.") from None
-    if not np.isfinite(number) or not 0 < number <= MAX_MS:
-        raise LabInputError(f"{where}, column {column}: {shown(value)} is not a time above 0 "
-                            f"and at most {MAX_MS:,.0f} ms.")
-    return number
+    return time_cell(text, column, where, MAX_MS, "ms")
 
 
 def _concurrency(row: dict, where: str) -> int:
@@ -211,48 +195,9 @@ def _row(row: dict, where: str) -> dict:
     }
 
 
-def _read_text(data: bytes, name: str) -> str:
-    if len(data) > MAX_MEASUREMENT_BYTES:
-        raise LabInputError(f"Serving file {name} is larger than the "
-                            f"{MAX_MEASUREMENT_BYTES:,} bytes the lab reads.")
-    if b"\x00" in data:
-        raise LabInputError(f"Serving file {name} is not a text file (it holds NUL bytes).")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise LabInputError(f"Serving file {name} is not UTF-8 text.") from None
-
-
 def _csv_rows(text: str, name: str) -> list[dict]:
     """Every checked row of one CSV's text."""
-    header: list[str] | None = None
-    rows: list[dict] = []
-    try:
-        for cells in csv.reader(io.StringIO(text, newline="")):
-            if not any(cell.strip() for cell in cells):
-                continue
-            if header is None:
-                header = [cell.strip() for cell in cells]
-                missing = [c for c in REQUIRED if c not in header]
-                if missing:
-                    raise LabInputError(f"Serving file {name} lacks the column(s) "
-                                        f"{', '.join(missing)}.")
-                continue
-            where = f"Serving file {name}, row {len(rows) + 1}"
-            if len(rows) >= MAX_SERVED_ROWS:
-                raise LabInputError(f"Serving file {name} has more than {MAX_SERVED_ROWS:,} "
-                                    "rows, the most the lab reads.")
-            if len(cells) != len(header):
-                raise LabInputError(f"{where}: it has {len(cells)} values where the header "
-                                    f"names {len(header)}.")
-            rows.append(_row(dict(zip(header, cells, strict=True)), where))
-    except csv.Error as exc:
-        raise LabInputError(f"Serving file {name} is not a readable CSV "
-                            f"({shown(str(exc), quoted=False, limit=200)}).") from None
-    if not rows:
-        raise LabInputError(f"Serving file {name} has no data rows; it needs a header and at "
-                            "least one measurement.")
-    return rows
+    return [_row(row, where) for _, where, row in FILE.rows(text, name, lambda _header: REQUIRED)]
 
 
 def _unique(rows: list[dict], name: str) -> list[dict]:
@@ -269,7 +214,7 @@ def parse_rows(data: bytes, name: str, setup: vllm_bench.RunSetup | None = None)
     or the JSON that ``vllm bench serve --save-result`` writes (:mod:`lab.served.vllm_bench`,
     one row per run; ``setup``, a :class:`~lab.served.vllm_bench.RunSetup`, states the GPU, tp,
     precision or model the JSON does not save; a CSV names them in its rows)."""
-    text = _read_text(data, name)
+    text = FILE.text(data, name)
     if vllm_bench.looks_like_json(text):
         return _unique([_row(row, where) for where, row in vllm_bench.run_rows(text, name, setup)],
                        name)
@@ -282,17 +227,11 @@ def parse_rows(data: bytes, name: str, setup: vllm_bench.RunSetup | None = None)
 
 def rows_dataset(rows: list[dict], source: str) -> xr.Dataset:
     """Checked rows as a Dataset over ``row`` (coordinate ``id``), units on every variable."""
-    data_vars = {}
-    for table, kind in ((TEXT_VARIABLES, str), (NUMBER_VARIABLES, np.int64),
-                        (MEASURED_VARIABLES, np.float64)):
-        for name, (long_name, units) in table.items():
-            values = [r[name] for r in rows]
-            array = (np.array(values, dtype=object).astype(str) if kind is str
-                     else np.array(values, dtype=kind))
-            attrs = {"long_name": long_name, **({"units": units} if units else {})}
-            data_vars[name] = ("row", array, attrs)
-    ds = xr.Dataset(data_vars, coords={"row": np.arange(len(rows), dtype=np.int64)},
-                    attrs={"title": "Measured serving latency", "source": source})
+    ds = table_dataset("row", len(rows),
+                       {**TEXT_VARIABLES, **NUMBER_VARIABLES, **MEASURED_VARIABLES},
+                       lambda name: [r[name] for r in rows],
+                       {"title": "Measured serving latency", "source": source},
+                       text=TEXT_VARIABLES, floats=MEASURED_VARIABLES)
     return ds.set_coords(["id", "engine", "mode", "isl", "osl", "concurrency", "tp"])
 
 
@@ -306,8 +245,8 @@ def parse_served(data: bytes, name: str = "upload.csv",
                  setup: vllm_bench.RunSetup | None = None) -> xr.Dataset:
     """A user's serving file given as bytes (an upload) as a table over ``row``: a CSV, or
     ``vllm bench serve`` results with ``setup`` (see :func:`parse_rows`)."""
-    label = shown(name, quoted=False, limit=80)
-    return rows_dataset(parse_rows(data, label, setup), f"your measurements ({label})")
+    label = upload_label(name)
+    return rows_dataset(parse_rows(data, label, setup), own_source(label))
 
 
 def read_served(paths, setup: vllm_bench.RunSetup | None = None) -> xr.Dataset:
@@ -316,13 +255,12 @@ def read_served(paths, setup: vllm_bench.RunSetup | None = None) -> xr.Dataset:
     paths = [paths] if isinstance(paths, str | Path) else list(paths)
     rows: list[dict] = []
     names = []
-    for path in map(Path, paths):
-        name = shown(str(path), quoted=False, limit=200)
-        data = read_user_file(path, name, "Serving", MAX_MEASUREMENT_BYTES)
+    for path in paths:
+        data, name = FILE.read_path(path)
         rows += parse_rows(data, name, setup)
         names.append(name)
         if len(rows) > MAX_SERVED_ROWS:
             raise LabInputError(f"The serving files hold more than {MAX_SERVED_ROWS:,} rows, the "
                                 "most the lab reads.")
     joined = ", ".join(names)
-    return rows_dataset(_unique(rows, joined), f"your measurements ({joined})")
+    return rows_dataset(_unique(rows, joined), own_source(joined))

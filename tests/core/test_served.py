@@ -148,7 +148,7 @@ def test_a_disaggregated_rows_step_term_and_its_group_by_hand(table):
 
     r = _row(table, "dsr1_b200_trtllm_fp8_disagg_8192x1024_c128_cfg553")
     assert (r["concurrency"], r["decode_batch"], r["decode_workers"]) == (128, 32, 4)
-    assert r["batch_stated"] and r["batch_floor"] == 32 and r["tpot_group"] == "trtllm × b200 × disagg"
+    assert r["batch_stated"] and r["batch_floor"] == 32 and r["group"] == "trtllm × b200 × disagg"
     assert r["prefill_step_basis_ms"] == 0 and r["tpot_term_prefill_ms"] == 0
     assert np.isnan(r["tpot_k_prefill"])
     # TPOT = k_step · floor + communication + t_layer · L; the term is (k_step − 1) · floor
@@ -157,21 +157,37 @@ def test_a_disaggregated_rows_step_term_and_its_group_by_hand(table):
         r["tpot_k_step"] * r["tpot_floor_ms"] + r["tpot_term_allreduce_ms"]
         + r["tpot_t_layer_ms"] * 61)  # DeepSeek-V3's 61 layers
     # its coefficients: the group's other workloads, fitted by hand
-    same = ((table["tpot_group"].values == r["tpot_group"]) & table["modelled"].values
+    same = ((table["group"].values == r["group"]) & table["modelled"].values
             & (table["workload"].values != r["workload"]))
     sub = table.isel(row=np.flatnonzero(same))
+    assert not sub["batch_stated"].values.all()  # rows whose batch is inferred share the fit
     k, t = gap.fit(sub["tpot_term_allreduce_ms"].values,
                    np.column_stack([sub["tpot_floor_ms"].values, sub["layers"].values]),
                    sub["tpot_measured_ms"].values)
     assert (r["tpot_k_step"], r["tpot_t_layer_ms"]) == pytest.approx((k, t))
-    # a row whose listed pool (1 worker, batch 1) cannot hold its 4 clients: batch inferred,
-    # fitted in a group of its own
+    # a row whose listed pool (1 worker, batch 1) cannot hold its 4 clients: batch inferred
+    # (c over one worker), in the same group: two TPOT coefficients per engine × GPU × mode
     q = _row(table, "2026_03_25_deepseek_r1_b200_sxm_trtllm_fp8_disagg_1024x1024_c4_tp8_0_ep8_0_387")
     assert not q["batch_stated"] and q["batch_floor"] == 4
-    assert q["tpot_group"] == "trtllm × b200 × disagg (batch inferred)"
-    assert q["group"] == "trtllm × b200 × disagg"  # TTFT's group: engine × GPU × mode
+    assert q["group"] == "trtllm × b200 × disagg" and "tpot_group" not in table
     assert batch_stated(np.array([128, 4, 64]), np.array([32, 1, 64]),
                         np.array([4, 1, 1])).tolist() == [True, False, True]
+
+
+def test_at_most_two_tpot_coefficients_per_engine_gpu_and_mode(table):
+    """The issue's rule: rows of one engine × GPU × mode and left-out workload share one
+    (k_step or k_prefill, t_layer) pair, whether their decode batch is stated or inferred."""
+    ok = table["modelled"].values & np.isfinite(table["tpot_t_layer_ms"].values)
+    k = np.where(table["mode"].values == "agg", table["tpot_k_prefill"].values,
+                 table["tpot_k_step"].values)
+    keys = [f"{g}|{w}" for g, w in zip(table["group"].values[ok], table["workload"].values[ok],
+                                       strict=True)]
+    pairs: dict[str, set] = {}
+    for key, a, b in zip(keys, k[ok], table["tpot_t_layer_ms"].values[ok], strict=True):
+        pairs.setdefault(key, set()).add((round(float(a), 12), round(float(b), 12)))
+    assert all(len(v) == 1 for v in pairs.values())
+    mixed = table["batch_stated"].values[ok]
+    assert mixed.any() and not mixed.all()
 
 
 def test_nnls2_keeps_both_coefficients_non_negative():
