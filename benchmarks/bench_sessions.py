@@ -58,7 +58,7 @@ from concurrent.futures import ThreadPoolExecutor
 import psutil
 from playwright.async_api import async_playwright
 
-from apps.ui.page_gate import LIMIT_ENV, configured_limit
+from apps.ui.server.page_gate import LIMIT_ENV, configured_limit
 from cli.main import build_parser
 from cli.serve_cmd import panel_command
 

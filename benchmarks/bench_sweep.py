@@ -199,7 +199,7 @@ def python_loop(repeat: int, models: int) -> tuple[float, int]:
 
 def check_loop_matches() -> None:
     """The loop's figures equal the grid's (same formulas), or the comparison is void."""
-    from lab.points.decode_family import DecodeConfig, calc_decode
+    from lab.points.decode_points import DecodeConfig, calc_decode
 
     m, g = model_catalog()["llama-3.1-8b"], gpu_catalog()["h100-sxm"]
     got = point(m, g, 1, False, 8, 8192, 0.9, 4e9, 16)

@@ -49,7 +49,7 @@ END_TO_END = """
 import contextlib, io, json, os, resource, sys, time
 start = time.perf_counter()
 import lab.models.goodput.simulate as simulate_module
-import lab.points.serving as calc_serving
+import lab.points.serving_points as calc_serving
 from cli.main import main
 timings = {"load_s": 0.0, "simulate_s": 0.0}
 def timed(name, function):

@@ -86,8 +86,8 @@ def send_upload(widget, chunk_bytes: int) -> None:
 def run(case: str) -> None:
     import panel_material_ui as pmui
 
-    from apps.ui import downloads
-    from apps.ui.trace_upload import UPLOAD_CHUNK_BYTES, CappedFileInput
+    from apps.ui.parts import downloads
+    from apps.ui.parts.trace_upload import UPLOAD_CHUNK_BYTES, CappedFileInput
 
     if case.startswith("upload"):
         widget = (pmui.FileInput(accept=".csv") if case == "upload-panel"
@@ -100,7 +100,7 @@ def run(case: str) -> None:
               f"held {held / 1e6:.1f} MB of a {UPLOAD_BYTES / 1e6:.0f} MB upload")
         return
 
-    from apps.ui.grid import decode_grid
+    from apps.ui.views.grid import decode_grid
 
     ds = decode_grid()
     if case == "download-export":

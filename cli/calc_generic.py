@@ -19,7 +19,7 @@ import param
 from cli.flags import add_json_flag, print_json
 from cli.inputs_line import inputs_line
 from cli.stdin_trace import STDIN, named_source, trace_source
-from lab.derivations.decode_family import render_text
+from lab.derivations.decode_steps import render_text
 from lab.experiments.command_line import flag_of
 from lab.experiments.registry import ExperimentRecord
 

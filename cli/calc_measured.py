@@ -8,7 +8,7 @@ from cli.inputs_line import inputs_line
 from cli.table_calc import print_table_result, register_table_command
 from lab.measured.calc import DEFAULT_POINT, Selection, calc_measured, summary_lines
 from lab.measured.explain import point_steps
-from lab.measured.loader import KINDS, SHIPPED_GPU, read_measurements
+from lab.measured.measured_loader import KINDS, SHIPPED_GPU, read_measurements
 
 DESCRIPTION = ("Experiment 9, floors against measurements: how far real kernels sit above the "
                "lab's ideal.")

@@ -6,10 +6,10 @@ import argparse
 
 from cli.table_calc import print_table_result, register_table_command
 from lab.errors import LabInputError
-from lab.served.calc import calc_served, summary_lines
-from lab.served.explain import row_steps
-from lab.served.loader import read_served
 from lab.served.refit_note import unfitted_sentence
+from lab.served.served_calc import calc_served, summary_lines
+from lab.served.served_explain import row_steps
+from lab.served.served_loader import read_served
 from lab.served.vllm_bench import RunSetup
 
 DESCRIPTION = ("Experiment 11, from floor to served: real engines' TPOT and TTFT against the "

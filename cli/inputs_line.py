@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from lab.catalog import get_gpu, get_model
-from lab.points.serving import CONTEXT_DEFAULTS, PREFILL_DEFAULTS
+from lab.points.serving_points import CONTEXT_DEFAULTS, PREFILL_DEFAULTS
 
 SHOWN_WHEN_SET = {"kv_precision": "bf16", "ep": 1}
 """Inputs named only when they differ from this default (added after the line was fixed, so

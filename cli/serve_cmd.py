@@ -15,8 +15,8 @@ import secrets
 import sys
 from pathlib import Path
 
-from apps.ui.logins import LOGINS_ENV, logins_for
-from apps.ui.page_gate import LIMIT_ENV, configured_limit
+from apps.ui.server.logins import LOGINS_ENV, logins_for
+from apps.ui.server.page_gate import LIMIT_ENV, configured_limit
 from lab.errors import LabInputError
 from lab.units import MIB
 from sweeps.catalog_of_datasets import DATASETS_ENV
@@ -24,7 +24,7 @@ from sweeps.catalog_of_datasets import DATASETS_ENV
 APP_MODULE = "apps.inference_lab"
 """The app script's module; its file is what ``panel serve`` runs."""
 
-SETUP_MODULE = "apps.ui.serve_setup"
+SETUP_MODULE = "apps.ui.server.serve_setup"
 """Script ``panel serve --setup`` runs before serving: it builds every page once."""
 LOGIN_PAGE = "login.html"
 """The lab's login page, beside the setup script: Panel's own loads images from a CDN. A
@@ -72,7 +72,7 @@ def panel_command(args: argparse.Namespace) -> list[str]:
 
 LOGIN_ON = "on"
 """``PANEL_BASIC_AUTH``'s value under ``inference-lab serve``: it only turns Panel's login on;
-the logins themselves come from :data:`~apps.ui.logins.LOGINS_ENV`."""
+the logins themselves come from :data:`~apps.ui.server.logins.LOGINS_ENV`."""
 
 
 def server_environment(args: argparse.Namespace) -> dict[str, str]:
@@ -81,7 +81,7 @@ def server_environment(args: argparse.Namespace) -> dict[str, str]:
     Not on ``panel serve``'s command line, which every local user can read (``ps``): the
     environment of a process is readable by its owner only. Panel reads ``PANEL_BASIC_AUTH``
     (login on) and ``PANEL_COOKIE_SECRET``; the lab's login check reads
-    :data:`~apps.ui.logins.LOGINS_ENV`.
+    :data:`~apps.ui.server.logins.LOGINS_ENV`.
     """
     if args.basic_auth is None:
         return {}
@@ -92,7 +92,7 @@ def server_environment(args: argparse.Namespace) -> dict[str, str]:
 
 def checked_basic_auth(value: str) -> str:
     """``--basic-auth``'s value as the server takes it: a logins file, read and checked now
-    (:mod:`apps.ui.logins`: one sentence naming a malformed line, never quoting a password)
+    (:mod:`apps.ui.server.logins`: one sentence naming a malformed line, never quoting a password)
     and passed by its absolute path; else the one shared password as given."""
     logins_for(value)
     return str(Path(value).resolve()) if os.path.isfile(value) else value

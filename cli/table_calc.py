@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Callable
 
 from cli.flags import add_json_flag, print_json
-from lab.derivations.decode_family import Step, render_text
+from lab.derivations.decode_steps import Step, render_text
 
 
 def register_table_command(subparsers, slug: str, description: str, *,

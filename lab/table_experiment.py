@@ -1,7 +1,7 @@
 """An experiment over a table of measurements: the shipped one, or the reader's own upload.
 
 Experiments 9 (:class:`lab.measured.experiment.FloorsAgainstMeasurements`) and 11
-(:class:`lab.served.experiment.FromFloorToServed`) hold a table, not a grid: the shipped
+(:class:`lab.served.served_experiment.FromFloorToServed`) hold a table, not a grid: the shipped
 measurements, or a file the reader uploaded (read by :mod:`lab.table_files`), in a
 ``measurements`` parameter made by :func:`uploaded_table` (None: the shipped table). Their
 calculation runs over the table with its floors, which :meth:`TableExperiment.table` computes

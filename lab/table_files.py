@@ -8,7 +8,7 @@ most ``max_rows`` rows of as many cells), and the cell readers (:func:`whole_cel
 :class:`~lab.errors.LabInputError` sentence naming the file, the row and the column, e.g.
 ``Serving file a.csv, row 3, column isl: "x" is not a number.``. :func:`table_dataset` turns
 the checked columns into a Dataset with a ``long_name`` (and ``units``) on every variable.
-Experiment 9's loader is :mod:`lab.measured.loader`, experiment 11's :mod:`lab.served.loader`.
+Experiment 9's loader is :mod:`lab.measured.measured_loader`, experiment 11's :mod:`lab.served.served_loader`.
 """
 
 from __future__ import annotations

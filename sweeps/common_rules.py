@@ -3,7 +3,7 @@
 Each factory builds one :class:`~sweeps.grid_schema.Rule` with the name, type, labels and bounds
 every grid uses for that input; only the default differs between grids (an axis entry in the
 decode grid, a constant in the serving grids), so it is the argument. The bounds are those
-:meth:`lab.points.decode_family.DecodeConfig.check_ranges` checks, so a spec accepts what ``calc`` accepts.
+:meth:`lab.points.decode_points.DecodeConfig.check_ranges` checks, so a spec accepts what ``calc`` accepts.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from lab.catalog import gpu_catalog, model_catalog
 from lab.models.decode_step import PRECISIONS
 from lab.models.kv_shapes import KV_PRECISIONS
-from lab.points.decode_family import BUDGET_RANGE, MAX_PAGE, MAX_RESERVE_GB, MAX_TP
+from lab.points.decode_points import BUDGET_RANGE, MAX_PAGE, MAX_RESERVE_GB, MAX_TP
 from sweeps.grid_schema import Rule
 
 

@@ -12,10 +12,10 @@ import param
 import pytest
 
 from lab.catalog import get_gpu, get_model, gpu_catalog, model_catalog
-from lab.derivations.decode_family import decode_steps, render_text
+from lab.derivations.decode_steps import decode_steps, render_text
 from lab.experiments import all_experiments
 from lab.experiments.registry import count, count_words
-from lab.points.decode_family import DecodeConfig, calc_decode
+from lab.points.decode_points import DecodeConfig, calc_decode
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

@@ -12,12 +12,12 @@ re-checks each hook here:
 - :func:`detach_busy` (``pmui.Page.busy``, read-only, linked to ``pn.state.busy`` by a watcher):
   drops the link and its watcher so a page is not re-walked on every busy toggle;
 - :func:`freeze_gc` (``gc.freeze``): moves every object alive now out of later collections;
-  called by the server's start-up only (:mod:`apps.ui.warmup`);
+  called by the server's start-up only (:mod:`apps.ui.server.warmup`);
 - :func:`gate_page_requests` (``panel.io.server.DocHandler.get`` and ``.get_session``): page
-  requests pass an :class:`~apps.ui.page_gate.PageGate`; called by the server's start-up only
-  (``apps/ui/serve_setup.py``);
+  requests pass an :class:`~apps.ui.server.page_gate.PageGate`; called by the server's start-up only
+  (``apps/ui/server/serve_setup.py``);
 - :func:`parse_query_value_by_value` (``Location.query_params``): one unparseable query value
-  (a 5,000-digit number) no longer blanks the page; installed when :mod:`apps.ui.app` is
+  (a 5,000-digit number) no longer blanks the page; installed when :mod:`apps.ui.shell.app` is
   imported;
 - :func:`answer_long_requests` (``DocHandler.prepare``, Tornado's
   ``HTTP1ConnectionParameters``): an over-long page address gets HTTP 414 and a sentence;
@@ -50,16 +50,16 @@ from panel.io.server import DocHandler
 from panel.util import edit_readonly, parse_query
 from tornado.http1connection import HTTP1ConnectionParameters
 
-from apps.ui.logins import LOGINS_ENV, Logins, logins_for
-from apps.ui.page_gate import PageGate, Ticket
-from apps.ui.upload_limits import (
+from apps.ui.parts.upload_limits import (
     MAX_REASON_CHARS,
     MAX_UPLOAD_BYTES,
     UPLOAD_CHUNK_BYTES,
     limit_sentence,
     shown_name,
 )
-from apps.ui.waiting_page import TURN_COOKIE, TURN_HEADER, YOUR_TURN, waiting_page
+from apps.ui.server.logins import LOGINS_ENV, Logins, logins_for
+from apps.ui.server.page_gate import PageGate, Ticket
+from apps.ui.server.waiting_page import TURN_COOKIE, TURN_HEADER, YOUR_TURN, waiting_page
 from lab.errors import LabInputError
 from lab.units import MIB
 
@@ -117,8 +117,8 @@ def gate_page_requests(gate: PageGate) -> None:
     alone. A load admitted builds its session as usual, and the session gives the place back
     on its ``document_ready`` event (the browser has drawn the page); :meth:`PageGate.sent`
     covers a browser that disconnects or never connects. A load that has to wait gets
-    :func:`~apps.ui.waiting_page.waiting_page`, whose request for its turn (header
-    :data:`~apps.ui.waiting_page.TURN_HEADER`) is answered here when the turn comes."""
+    :func:`~apps.ui.server.waiting_page.waiting_page`, whose request for its turn (header
+    :data:`~apps.ui.server.waiting_page.TURN_HEADER`) is answered here when the turn comes."""
     already = getattr(DocHandler, "_lab_gate", None) is not None
     DocHandler._lab_gate = gate
     if already:
@@ -181,7 +181,7 @@ def parse_query_value_by_value() -> None:
     Panel parses the whole query whenever a page's location is created or changed; a value of
     more than 4,300 digits raises in ``int()`` (Python's integer-string limit) and blanks the
     page with a traceback in the log. The pages read their inputs through
-    :class:`apps.ui.url_sync.UrlInputs`, which refuses such a value in one sentence.
+    :class:`apps.ui.shell.url_sync.UrlInputs`, which refuses such a value in one sentence.
     """
     if getattr(Location, "_lab_value_by_value", False):
         return
@@ -270,7 +270,7 @@ def _file_version(option) -> tuple:
 
 
 def check_logins() -> None:
-    """Check every ``--basic-auth`` login of this server process with :mod:`apps.ui.logins`
+    """Check every ``--basic-auth`` login of this server process with :mod:`apps.ui.server.logins`
     (process-wide). The file is read at the first login and again after it changes; a file
     that has become unreadable or malformed refuses every login and logs its one sentence
     (never a password)."""

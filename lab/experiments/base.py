@@ -2,7 +2,7 @@
 
 An experiment's inputs are ``param`` parameters (bounds, defaults, units in ``label``/``doc``).
 Whenever an input changes, :meth:`Experiment.compute` runs and sets ``result`` (a JSON-ready
-record from :mod:`lab.points.decode_family`) or, for bad input, ``error`` (one sentence) with ``result`` None;
+record from :mod:`lab.points.decode_points`) or, for bad input, ``error`` (one sentence) with ``result`` None;
 ``computing`` is True while it runs.
 Subclasses add the text of the seven elements: headline, prediction, cards, chart data, the
 substituted derivation, and the limits with their sources.
@@ -21,7 +21,7 @@ from typing import ClassVar
 
 import param
 
-from lab.derivations.decode_family import Step
+from lab.derivations.decode_steps import Step
 from lab.errors import LabInputError
 
 

@@ -8,7 +8,7 @@ import param
 import xarray as xr
 
 from lab.catalog.moe_spec import moe_field
-from lab.derivations.decode_family import decode_steps
+from lab.derivations.decode_steps import decode_steps
 from lab.experiments.base import Card, Prediction
 from lab.experiments.decode_inputs import (
     DecodeExperiment,
@@ -24,7 +24,7 @@ from lab.experiments.decode_inputs import (
 from lab.limits import MAX_BATCH
 from lab.models.moe import all_experts_weight_bytes, experts_touched
 from lab.models.moe_params import active_params
-from lab.points.decode_family import calc_decode
+from lab.points.decode_points import calc_decode
 from lab.units import fmt_gb, fmt_int, fmt_ms, fmt_params, fmt_rate
 
 EXPERTS_TOUCHED_ATTRS = {"long_name": "distinct experts read per MoE layer", "units": "experts"}
@@ -80,7 +80,7 @@ class BatchBottleneck(DecodeExperiment):
         result = super().calculate(values)
         if not values.get("measured_attention"):
             return result
-        from lab.measured.loader import SHIPPED_SOURCE
+        from lab.measured.measured_loader import SHIPPED_SOURCE
         from lab.measured.overlay import measured_attention
 
         config = decode_config(values)

@@ -25,7 +25,7 @@ from lab.models.decode_metrics import EXPERT_PARALLEL_UNITS, UNITS, decode_metri
 from lab.models.decode_step import PRECISIONS, WEIGHT_PRECISIONS
 from lab.models.expert_parallel import UNIFORM_ROUTING
 from lab.models.kv_shapes import KV_PRECISIONS
-from lab.points.decode_family import DecodeConfig, prepare
+from lab.points.decode_points import DecodeConfig, prepare
 from lab.units import MIB, fmt_ms, fmt_number
 
 DEFAULTS = DecodeConfig()
@@ -43,7 +43,7 @@ ALLREDUCE_LINE = ("allreduce", "allreduce_latency_us")
 
 
 def decode_config(values: dict, **changes) -> DecodeConfig:
-    """A :class:`~lab.points.decode_family.DecodeConfig` of the fields ``values`` holds (the
+    """A :class:`~lab.points.decode_points.DecodeConfig` of the fields ``values`` holds (the
     rest at their defaults), with ``changes`` applied."""
     fields = {name: values[name] for name in DecodeConfig.__dataclass_fields__ if name in values}
     return DecodeConfig(**{**fields, **changes})
@@ -93,7 +93,7 @@ CONFIGURATION_PARAMETERS: dict[str, tuple[type[param.Parameter], dict]] = {
         "checked_by_point": True}),
 }
 """Each decode-configuration input, described once: its parameter type and options (default
-from :class:`~lab.points.decode_family.DecodeConfig`, bounds from :mod:`lab.limits`, label and
+from :class:`~lab.points.decode_points.DecodeConfig`, bounds from :mod:`lab.limits`, label and
 ``doc``) and its flag's (:class:`~lab.experiments.command_line.Flag` fields)."""
 FLAG_FIELDS = ("path", "checked_by_point", "accepted")
 
@@ -165,7 +165,7 @@ class DecodeExperiment(Experiment):
         return record(cls.slug).derivation_function()(result, model, gpu)
 
     def config(self, **changes) -> DecodeConfig:
-        """The current inputs as a :class:`~lab.points.decode_family.DecodeConfig`."""
+        """The current inputs as a :class:`~lab.points.decode_points.DecodeConfig`."""
         return decode_config(self.inputs(), **changes)
 
     def sweep(self, **axes) -> dict:

@@ -8,7 +8,7 @@ import numpy as np
 import param
 import xarray as xr
 
-from lab.derivations.serving import goodput_steps
+from lab.derivations.serving_steps import goodput_steps
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.experiments.command_line import cli
 from lab.experiments.decode_inputs import configuration_parameter, decode_config
@@ -22,8 +22,8 @@ from lab.models.goodput import UNITS, load_trace, simulate
 from lab.models.goodput.metrics import good_mask
 from lab.models.goodput.sweep import DEFAULT_CAPS, cap_sweep
 from lab.models.inputs import DecodeInputs
-from lab.points.decode_family import DecodeConfig, prepare
-from lab.points.serving import DEFAULT_TRACE, GOODPUT_DEFAULTS, calc_goodput, simulation_inputs
+from lab.points.decode_points import DecodeConfig, prepare
+from lab.points.serving_points import DEFAULT_TRACE, GOODPUT_DEFAULTS, calc_goodput, simulation_inputs
 from lab.units import MS, fmt_ms, fmt_number, fmt_rate
 
 D = GOODPUT_DEFAULTS
@@ -95,7 +95,7 @@ class GoodputContract(Experiment):
 
     def decode_config(self) -> DecodeConfig:
         """Model, GPU, tp, precision and memory inputs as a
-        :class:`~lab.points.decode_family.DecodeConfig`."""
+        :class:`~lab.points.decode_points.DecodeConfig`."""
         return decode_config(self.inputs())
 
     def compute(self) -> dict:

@@ -7,7 +7,7 @@ from typing import ClassVar
 import numpy as np
 import param
 
-from lab.derivations.serving import prefill_steps
+from lab.derivations.serving_steps import prefill_steps
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.experiments.command_line import cli
 from lab.experiments.decode_inputs import (
@@ -19,7 +19,7 @@ from lab.experiments.decode_inputs import (
 from lab.experiments.serving_common import dataset
 from lab.limits import MAX_CONTEXT, MAX_MS, MIN_LIMIT_MS
 from lab.models.prefill import UNITS, prefill_metrics
-from lab.points.serving import PREFILL_DEFAULTS, calc_prefill
+from lab.points.serving_points import PREFILL_DEFAULTS, calc_prefill
 from lab.units import fmt_ms
 
 D = PREFILL_DEFAULTS

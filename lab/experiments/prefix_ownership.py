@@ -6,15 +6,15 @@ import numpy as np
 import param
 
 from lab.catalog.lookup import dense_model_catalog
-from lab.derivations.serving import prefix_steps
+from lab.derivations.serving_steps import prefix_steps
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.experiments.command_line import cli
 from lab.experiments.decode_inputs import configuration_parameter
 from lab.experiments.serving_common import dataset
 from lab.limits import MAX_CONTEXT, MAX_PREFIX_BLOCK, MAX_PREFIX_REQUESTS
 from lab.models.prefix import UNITS, prefix_metrics
-from lab.points.decode_family import DecodeConfig, prepare
-from lab.points.serving import PREFIX_DEFAULTS, calc_prefix
+from lab.points.decode_points import DecodeConfig, prepare
+from lab.points.serving_points import PREFIX_DEFAULTS, calc_prefix
 from lab.units import fmt_gb, fmt_int, fmt_number
 
 D = PREFIX_DEFAULTS

@@ -13,8 +13,8 @@ registry imports nothing heavy), only ``lab`` objects:
 
 The layers above register their own part of an experiment by its slug, with ordinary imports
 (``docs/architecture.md``, "One record per experiment"): its grid block in
-:mod:`sweeps.grids`, its page in :mod:`apps.ui.pages` and how the generic page shows it in
-:mod:`apps.ui.page_descriptions`, a hand-written ``calc`` subcommand in :mod:`cli.calc`. An
+:mod:`sweeps.grids`, its page in :mod:`apps.ui.shell.pages` and how the generic page shows it in
+:mod:`apps.ui.views.page_descriptions`, a hand-written ``calc`` subcommand in :mod:`cli.calc_cmd`. An
 experiment registered nowhere above has no grid, the generic page and the flags generated from
 its param class.
 
@@ -62,41 +62,41 @@ class ExperimentRecord:
 
 
 EXPERIMENTS: list[ExperimentRecord] = [
-    ExperimentRecord(1, "decode", "lab.points.decode_family:calc_decode",
-                     "lab.derivations.decode_family:decode_steps",
+    ExperimentRecord(1, "decode", "lab.points.decode_points:calc_decode",
+                     "lab.derivations.decode_steps:decode_steps",
                      "lab.experiments.batch_bottleneck:BatchBottleneck", old_names=("batch",)),
-    ExperimentRecord(2, "memory", "lab.points.decode_family:calc_memory",
-                     "lab.derivations.decode_family:memory_steps",
+    ExperimentRecord(2, "memory", "lab.points.decode_points:calc_memory",
+                     "lab.derivations.decode_steps:memory_steps",
                      "lab.experiments.sequences_fit:SequencesFit"),
-    ExperimentRecord(3, "tp", "lab.points.decode_family:calc_tp",
-                     "lab.derivations.decode_family:tp_steps",
+    ExperimentRecord(3, "tp", "lab.points.decode_points:calc_tp",
+                     "lab.derivations.decode_steps:tp_steps",
                      "lab.experiments.tensor_parallel:TensorParallel"),
-    ExperimentRecord(4, "precision", "lab.points.decode_family:calc_precision",
-                     "lab.derivations.decode_family:precision_steps",
+    ExperimentRecord(4, "precision", "lab.points.decode_points:calc_precision",
+                     "lab.derivations.decode_steps:precision_steps",
                      "lab.experiments.precision_switch:PrecisionSwitch"),
-    ExperimentRecord(5, "prefill", "lab.points.serving:calc_prefill",
-                     "lab.derivations.serving:prefill_steps",
+    ExperimentRecord(5, "prefill", "lab.points.serving_points:calc_prefill",
+                     "lab.derivations.serving_steps:prefill_steps",
                      "lab.experiments.prefill_deadline:PrefillDeadline"),
-    ExperimentRecord(6, "prefix", "lab.points.serving:calc_prefix",
-                     "lab.derivations.serving:prefix_steps",
+    ExperimentRecord(6, "prefix", "lab.points.serving_points:calc_prefix",
+                     "lab.derivations.serving_steps:prefix_steps",
                      "lab.experiments.prefix_ownership:PrefixOwnership"),
-    ExperimentRecord(7, "goodput", "lab.points.serving:calc_goodput",
-                     "lab.derivations.serving:goodput_steps",
+    ExperimentRecord(7, "goodput", "lab.points.serving_points:calc_goodput",
+                     "lab.derivations.serving_steps:goodput_steps",
                      "lab.experiments.goodput_contract:GoodputContract"),
-    ExperimentRecord(8, "context", "lab.points.serving:calc_context",
-                     "lab.derivations.serving:context_steps",
-                     "lab.experiments.context_growth:ContextGrowth"),
+    ExperimentRecord(8, "context", "lab.points.serving_points:calc_context",
+                     "lab.derivations.serving_steps:context_steps",
+                     "lab.experiments.context_growth_experiment:ContextGrowth"),
     ExperimentRecord(9, "measured", "lab.measured.calc:calc_measured",
                      "lab.measured.explain:point_steps",
                      "lab.measured.experiment:FloorsAgainstMeasurements",
                      dataset="lab.measured.calc:measured_table"),
-    ExperimentRecord(10, "speculative", "lab.points.speculative:calc_speculative",
-                     "lab.derivations.speculative:speculative_steps",
+    ExperimentRecord(10, "speculative", "lab.points.speculative_points:calc_speculative",
+                     "lab.derivations.speculative_steps:speculative_steps",
                      "lab.experiments.speculative_decoding:SpeculativeDecoding"),
-    ExperimentRecord(11, "served", "lab.served.calc:calc_served",
-                     "lab.served.explain:row_steps",
-                     "lab.served.experiment:FromFloorToServed",
-                     dataset="lab.served.calc:served_table"),
+    ExperimentRecord(11, "served", "lab.served.served_calc:calc_served",
+                     "lab.served.served_explain:row_steps",
+                     "lab.served.served_experiment:FromFloorToServed",
+                     dataset="lab.served.served_calc:served_table"),
 ]
 """Every experiment, in order (its position is its number)."""
 

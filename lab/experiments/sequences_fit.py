@@ -6,14 +6,14 @@ import numpy as np
 import xarray as xr
 
 from lab.catalog.moe_spec import moe_field
-from lab.derivations.decode_family import memory_steps
+from lab.derivations.decode_steps import memory_steps
 from lab.experiments.base import Card, Prediction
 from lab.experiments.decode_inputs import DecodeExperiment, context_axis, labelled, with_units
 from lab.limits import MAX_CONTEXT, TP_DEGREES
 from lab.models import layer_kinds
 from lab.models.kv_shapes import head_kv_bytes_per_token, kv_bytes_per_element, kv_bytes_per_token
 from lab.models.memory import full_length_kv_bytes_per_sequence
-from lab.points.decode_family import calc_memory
+from lab.points.decode_points import calc_memory
 from lab.units import MIB, fmt_gb, fmt_int, fmt_number
 
 

@@ -9,14 +9,14 @@ import xarray as xr
 
 from lab.catalog import get_gpu, get_model, gpu_catalog
 from lab.catalog.lookup import dense_attention_catalog
-from lab.derivations.speculative import speculative_steps
+from lab.derivations.speculative_steps import speculative_steps
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.experiments.decode_inputs import batch_axis, labelled
 from lab.limits import MAX_BATCH, MAX_CONTEXT, MAX_DRAFT_TOKENS, TP_DEGREES
 from lab.models.decode_step import PRECISIONS
 from lab.models.kv_shapes import KV_PRECISIONS
 from lab.models.speculative import MTP, UNITS, speculative_metrics
-from lab.points.speculative import SpeculativeConfig, calc_speculative, prepare_speculative
+from lab.points.speculative_points import SpeculativeConfig, calc_speculative, prepare_speculative
 from lab.units import fmt_gb, fmt_int, fmt_ms, fmt_number, fmt_rate
 
 DEFAULTS = SpeculativeConfig()
@@ -97,7 +97,7 @@ class SpeculativeDecoding(Experiment):
                                   doc="KV cache elements of both models: BF16 (2 B) or FP8 (1 B).")
 
     def config(self, **changes) -> SpeculativeConfig:
-        """The current inputs as a :class:`~lab.points.speculative.SpeculativeConfig`."""
+        """The current inputs as a :class:`~lab.points.speculative_points.SpeculativeConfig`."""
         return SpeculativeConfig(**{**self.inputs(), **changes})
 
     def compute(self) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from lab.derivations.decode_family import tp_steps
+from lab.derivations.decode_steps import tp_steps
 from lab.experiments.base import Card, Prediction
 from lab.experiments.decode_inputs import (
     DecodeExperiment,

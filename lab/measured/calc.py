@@ -16,7 +16,7 @@ import xarray as xr
 from lab.catalog import GPUSpec, get_gpu, gpu_catalog
 from lab.errors import LabInputError, shown
 from lab.measured.floors import UNITS, floors
-from lab.measured.loader import KIND_NAMES, KINDS, SHIPPED_GPU, shipped_measurements
+from lab.measured.measured_loader import KIND_NAMES, KINDS, SHIPPED_GPU, shipped_measurements
 from lab.models.decode_step import peak_flops
 from lab.units import fmt_int, fmt_number
 

@@ -2,7 +2,7 @@
 
 Its record in :mod:`lab.experiments.registry` names, beside this class, a dataset that is not a
 grid (:func:`lab.measured.calc.measured_table`, ``open_dataset("measured")``); the apps
-register a page of its own (:mod:`apps.ui.measured_page`) (docs/model.md §9).
+register a page of its own (:mod:`apps.ui.views.measured_page`) (docs/model.md §9).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from lab.measured.calc import (
 )
 from lab.measured.explain import fmt_us, point_steps
 from lab.measured.floors import UNITS
-from lab.measured.loader import KIND_NAMES, KINDS, SHIPPED_GPU, SHIPPED_SOURCE, VARIABLES
+from lab.measured.measured_loader import KIND_NAMES, KINDS, SHIPPED_GPU, SHIPPED_SOURCE, VARIABLES
 from lab.table_experiment import TableExperiment, uploaded_table
 from lab.units import fmt_number
 
@@ -80,7 +80,7 @@ class FloorsAgainstMeasurements(TableExperiment):
                       doc="GEMM rows m.")
     gpu = param.Selector(default=SHIPPED_GPU, objects=list(gpu_catalog()), label="GPU",
                          doc="GPU whose peaks make the floor (the data is from an H100 SXM).")
-    measurements = uploaded_table("Your measurements (lab.measured.loader); None: the shipped "
+    measurements = uploaded_table("Your measurements (lab.measured.measured_loader); None: the shipped "
                                   "H100 data.")
 
     # -- the table, computed once per data set and GPU ------------------------------------

@@ -1,14 +1,14 @@
 """“Show the calculation” for one measured point: the floor with the numbers substituted.
 
 Takes a point record of :func:`lab.measured.calc.point_record` (SI units, full precision) and
-returns :class:`~lab.derivations.decode_family.Step` rows in the order of docs/model.md,
+returns :class:`~lab.derivations.decode_steps.Step` rows in the order of docs/model.md,
 Experiment 9; rounding happens here.
 """
 
 from __future__ import annotations
 
 from lab.catalog import GPUSpec
-from lab.derivations.decode_family import Step
+from lab.derivations.decode_steps import Step
 from lab.measured.calc import below_floor_sentence
 from lab.models.decode_step import peak_flops
 from lab.models.layer_kinds import causal_pairs

@@ -99,7 +99,7 @@ def compare(parts: dict, latency_s: ArrayLike) -> dict:
 def floors(table: xr.Dataset, gpu: GPUSpec) -> dict:
     """Every output of :data:`UNITS` for every point of a measurements table (numpy arrays).
 
-    ``table`` is a Dataset from :mod:`lab.measured.loader`; each kind's points are computed
+    ``table`` is a Dataset from :mod:`lab.measured.measured_loader`; each kind's points are computed
     with its own formula and the results put back in point order.
     """
     kind = np.asarray(table["kind"].values).astype(str)

@@ -15,7 +15,7 @@ import xarray as xr
 from lab.catalog import GPUSpec, ModelSpec
 from lab.errors import LabInputError
 from lab.measured.calc import Selection, measured_table, point_record, select_point
-from lab.measured.loader import SHIPPED_GPU, SHIPPED_SOURCE
+from lab.measured.measured_loader import SHIPPED_GPU, SHIPPED_SOURCE
 
 
 @lru_cache(maxsize=1)

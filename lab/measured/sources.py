@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.measured.loader import KIND_NAMES, KINDS, SHIPPED_SOURCE, shipped_measurements
+from lab.measured.measured_loader import KIND_NAMES, KINDS, SHIPPED_SOURCE, shipped_measurements
 
 
 def measured_section() -> str:

@@ -29,7 +29,7 @@ class DecodeInputs:
     The defaults of ``tp``, ``precision``, ``batch`` (1) and ``context`` (0) are the formulas'
     neutral values, for a caller that sets them itself (the goodput simulation sets the batch
     and the cached tokens step by step); an experiment's defaults (batch 8, context 8,192) are
-    :class:`lab.points.decode_family.DecodeConfig`'s, which every experiment's inputs, flags
+    :class:`lab.points.decode_points.DecodeConfig`'s, which every experiment's inputs, flags
     and grids read.
 
     Attributes

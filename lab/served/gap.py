@@ -6,12 +6,12 @@ Named terms, each a formula on the row (milliseconds)::
     disagg: TPOT = k_step · floor + communication + t_layer · L               (+ residual)
     TTFT = floor + k_queue · (c − 1)/2 · floor / workers + t_first           (+ residual)
 
-- ``floor``: :mod:`lab.served.floors` (one ideal decode step; one request's ideal prefill);
+- ``floor``: :mod:`lab.served.served_floors` (one ideal decode step; one request's ideal prefill);
 - ``communication``: experiment 3's ring all-reduces of the attention's tensor-parallel ranks
   and, with expert parallelism, the all-to-all (:mod:`lab.models.attention_dp`), not fitted;
 - ``P_step`` (aggregated): an engine that finishes ``B/osl`` requests per decode step admits as
   many new prompts, each prefilled in a pass of its own between decode steps: ``B/osl`` times
-  one request's ideal prefill (weights read and FLOPs, :mod:`lab.served.floors`);
+  one request's ideal prefill (weights read and FLOPs, :mod:`lab.served.served_floors`);
   ``k_prefill`` ≥ 0, fitted: what one interleaved prefill costs in ideal prefills
   (1/k_prefill is the fraction of its roofline it reaches);
 - ``k_step`` ≥ 0 (disaggregated, where no prefill interleaves), fitted: the decode step's time

@@ -3,7 +3,7 @@
 vLLM's benchmark client writes one JSON object per run (``vllm/benchmarks/serve.py``, the
 ``result_json`` it saves; file and commit in docs/sources.md); ``--append-result`` adds further
 runs to the same file, one JSON object per line. Each run becomes one row of
-:mod:`lab.served.loader` with the CSV's columns, then goes through the loader's row checks:
+:mod:`lab.served.served_loader` with the CSV's columns, then goes through the loader's row checks:
 
 ============================  ===========================================================
 row (the CSV's column)        from the result
@@ -51,8 +51,8 @@ from lab.catalog.loader import gpu_catalog
 from lab.catalog.lookup import model_catalog
 from lab.errors import LabInputError, shown
 from lab.limits import MAX_CONTEXT, MAX_MS
-from lab.served.floors import GPU_OF_SYSTEM, MODEL_OF_PATH
-from lab.served.limits import MAX_CONCURRENCY, MAX_PARALLEL, MAX_SERVED_ROWS
+from lab.served.served_floors import GPU_OF_SYSTEM, MODEL_OF_PATH
+from lab.served.served_limits import MAX_CONCURRENCY, MAX_PARALLEL, MAX_SERVED_ROWS
 
 SOURCE = ("vllm-project/vllm, vllm/benchmarks/serve.py, commit "
           "009e6d4a1cd6ba3fb2a9fc00f4ec06f5297232a1, Apache License 2.0")

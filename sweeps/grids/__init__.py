@@ -17,8 +17,8 @@ def grid_blocks() -> dict[str, tuple]:
     """Each grid's block by experiment slug, in :data:`GRID_NAMES` order:
     ``(schema, block function, variable labels[, extra variable attributes])``."""
     from sweeps.grids.decode import DECODE_GRID
-    from sweeps.grids.serving import CONTEXT_GRID, GOODPUT_GRID, PREFILL_GRID, PREFIX_GRID
-    from sweeps.grids.speculative import SPECULATIVE_GRID
+    from sweeps.grids.serving_grid import CONTEXT_GRID, GOODPUT_GRID, PREFILL_GRID, PREFIX_GRID
+    from sweeps.grids.speculative_grid import SPECULATIVE_GRID
 
     return {"decode": DECODE_GRID, "prefill": PREFILL_GRID, "prefix": PREFIX_GRID,
             "goodput": GOODPUT_GRID, "context": CONTEXT_GRID, "speculative": SPECULATIVE_GRID}

@@ -21,7 +21,7 @@ from lab.models.decode_step import PRECISIONS
 from lab.models.inputs import DecodeInputs
 from lab.models.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
 from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S
-from lab.points.decode_family import (
+from lab.points.decode_points import (
     MAX_ALLREDUCE_LATENCY_US,
     MAX_BATCH,
     MAX_CONTEXT,
@@ -116,7 +116,7 @@ def decode_block(coords: Mapping[str, np.ndarray], constants: Mapping) -> dict:
     constants : mapping
         ``budget``, ``reserve_gb`` (GB), ``page`` (tokens), ``allreduce``,
         ``allreduce_latency_us`` (µs) — converted exactly as
-        :func:`lab.points.decode_family.calc_decode` does.
+        :func:`lab.points.decode_points.calc_decode` does.
     """
     ndim = len(DIMS)
     model = _table_view("model", tuple(str(m) for m in coords["model"]), 0, ndim)

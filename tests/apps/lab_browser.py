@@ -123,7 +123,7 @@ IDLE = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
         "Array.isArray(m.css_classes) && m.css_classes.includes('lab-busy-note'))))")
 """Every Bokeh document has rendered, no loading overlay (Panel's or the template's spinner,
 which the template hides on a 100 ms timer) is shown, and no update is running (the page's
-busy note, :mod:`apps.ui.busy`, is off)."""
+busy note, :mod:`apps.ui.shell.busy`, is off)."""
 
 
 def wait_idle(page) -> None:

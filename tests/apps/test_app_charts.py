@@ -6,14 +6,14 @@ import holoviews as hv
 import numpy as np
 import pytest
 
-from apps.ui.batch_chart import batch_charts
-from apps.ui.calculation import CalculationView, steps_html
-from apps.ui.cards import CardsView, cards_html
-from apps.ui.chart_view import ChartView
-from apps.ui.charts import heatmap, numeric_variables, sweep_axis
-from apps.ui.downloads import dataset_csv
-from apps.ui.prediction import UNDECIDED, PredictionView, verdict
-from apps.ui.series_chart import experiment_charts, update_charts
+from apps.ui.parts.calculation import CalculationView, steps_html
+from apps.ui.parts.cards import CardsView, cards_html
+from apps.ui.parts.downloads import dataset_csv
+from apps.ui.parts.prediction import UNDECIDED, PredictionView, verdict
+from apps.ui.plots.batch_chart import batch_charts
+from apps.ui.plots.chart_view import ChartView
+from apps.ui.plots.charts import heatmap, numeric_variables, sweep_axis
+from apps.ui.plots.series_chart import experiment_charts, update_charts
 from lab.experiments import all_experiments
 from lab.experiments.batch_bottleneck import BatchBottleneck
 
@@ -249,9 +249,9 @@ def test_chart_series_carry_no_unused_glyph_copies():
     browser for nothing (48 of experiment 4's 343 models)."""
     from bokeh.models import GlyphRenderer
 
-    from apps.ui.lessons import chart_inputs
-    from apps.ui.pages import experiment_class
-    from apps.ui.series_chart import experiment_charts
+    from apps.ui.plots.lessons import chart_inputs
+    from apps.ui.plots.series_chart import experiment_charts
+    from apps.ui.shell.pages import experiment_class
 
     exp = experiment_class("precision")()
     figures = [c.figure for c in experiment_charts(exp.chart_data(), chart_inputs(exp))]

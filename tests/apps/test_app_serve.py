@@ -13,7 +13,7 @@ from lab_browser import (
 )
 from playwright.sync_api import expect
 
-from apps.ui.logins import LOGINS_ENV
+from apps.ui.server.logins import LOGINS_ENV
 from cli.main import build_parser
 from cli.serve_cmd import SETUP_MODULE, app_script, panel_command, server_environment
 from lab.errors import LabInputError
@@ -34,7 +34,7 @@ def test_panel_command_serves_the_app_as_the_index():
     assert "--warm" not in cmd
     assert not [part for part in cmd if "secret" in part or part.startswith("--cookie")]
     assert "0.0.0.0:5100" in cmd
-    assert cmd[cmd.index("--setup") + 1] == str(REPO / "apps" / "ui" / "serve_setup.py")
+    assert cmd[cmd.index("--setup") + 1] == str(REPO / "apps" / "ui" / "server" / "serve_setup.py")
     assert app_script(SETUP_MODULE).exists()
 
 
@@ -51,8 +51,8 @@ def test_login_secrets_reach_the_server_by_its_environment_not_its_command_line(
 
 
 def test_warm_pages_are_pages_of_the_lab():
-    from apps.ui.pages import all_pages
-    from apps.ui.warmup import WARM_PAGES
+    from apps.ui.server.warmup import WARM_PAGES
+    from apps.ui.shell.pages import all_pages
 
     assert set(WARM_PAGES) <= {info.slug for info in all_pages()}
 
@@ -102,7 +102,7 @@ def test_a_served_page_is_not_held_by_panel_state():
     from bokeh.document import Document
     from panel.io.state import set_curdoc
 
-    from apps.ui.app import build_page
+    from apps.ui.shell.app import build_page
 
     def state_watchers() -> list:
         return [w for ws in pn.state.param.watchers.get("busy", {}).values() for w in ws]
@@ -131,7 +131,7 @@ def test_operations_guide_names_exactly_the_serve_options():
 def test_start_up_computes_the_grids_the_explorer_lists(tmp_path, monkeypatch):
     """The explorer never computes in a page request, so a fresh clone's server prepares the
     default grids before its first request (and leaves another --datasets folder alone)."""
-    from apps.ui.warmup import prepare_datasets
+    from apps.ui.server.warmup import prepare_datasets
     from sweeps.catalog_of_datasets import DATASETS_ENV
     from sweeps.grid_kinds import GRIDS
     from sweeps.paths import ENV_VAR

@@ -9,10 +9,10 @@ import time
 import panel as pn
 import pytest
 
-from apps.ui.busy import BUSY_CSS, BUSY_DELAY_S, BusyNote
-from apps.ui.experiment_view import ExperimentView
+from apps.ui.shell.busy import BUSY_CSS, BUSY_DELAY_S, BusyNote
+from apps.ui.views.experiment_view import ExperimentView
 from lab.errors import LabInputError
-from lab.experiments.context_growth import ContextGrowth
+from lab.experiments.context_growth_experiment import ContextGrowth
 from lab.experiments.goodput_contract import GoodputContract
 
 SLOW_S = 0.4
@@ -95,7 +95,7 @@ def test_note_counts_the_parts_of_an_update_and_waits_0_3_s():
 
 
 def test_measured_page_note_covers_a_slow_calculation(document, monkeypatch):
-    from apps.ui.measured_page import MeasuredPage
+    from apps.ui.views.measured_page import MeasuredPage
     from lab.measured.experiment import FloorsAgainstMeasurements
 
     page = MeasuredPage(experiment=FloorsAgainstMeasurements())

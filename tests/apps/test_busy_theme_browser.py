@@ -9,7 +9,7 @@ import numpy as np
 from lab_browser import open_page, set_number, wait_idle
 from playwright.sync_api import expect
 
-from apps.ui.busy import BUSY_DELAY_S
+from apps.ui.shell.busy import BUSY_DELAY_S
 
 TRACE_ROWS = 4000
 """Requests in the uploaded trace: enough that experiment 7's update (calculation and chart

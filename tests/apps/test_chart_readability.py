@@ -8,12 +8,12 @@ import holoviews as hv
 import numpy as np
 from bokeh.models import Legend, LogScale, Scatter, Span, Step
 
-from apps.ui.batch_chart import batch_charts
-from apps.ui.chart_view import ChartView
-from apps.ui.measured_page import BELOW_LABEL, ratio_lines
-from apps.ui.page_descriptions import SAWTOOTH_BLOCKS
+from apps.ui.plots.batch_chart import batch_charts
+from apps.ui.plots.chart_view import ChartView
+from apps.ui.views.measured_page import BELOW_LABEL, ratio_lines
+from apps.ui.views.page_descriptions import SAWTOOTH_BLOCKS
 from lab.experiments.batch_bottleneck import BatchBottleneck
-from lab.experiments.context_growth import ContextGrowth
+from lab.experiments.context_growth_experiment import ContextGrowth
 from lab.experiments.goodput_contract import GoodputContract
 from lab.experiments.prefill_deadline import PrefillDeadline
 from lab.experiments.prefix_ownership import PrefixOwnership

@@ -13,8 +13,8 @@ import pytest
 import xarray as xr
 from panel.io.location import Location
 
-from apps.ui.grid import GridExplorer, experiment_link
-from apps.ui.grid_heatmap import signed_span
+from apps.ui.views.grid import GridExplorer, experiment_link
+from apps.ui.views.grid_heatmap import signed_span
 from lab.errors import LabInputError
 from sweeps import catalog_of_datasets as catalog
 from sweeps.query import Constraint, pareto, parse_where, run_query

@@ -12,8 +12,8 @@ import pytest
 import xarray as xr
 from panel.io.location import Location
 
-from apps.ui import grid
-from apps.ui.grid import GridExplorer
+from apps.ui.views import grid
+from apps.ui.views.grid import GridExplorer
 from sweeps.store import CorruptDatasetError, open_grid
 from tests.sweeps.conftest import write_small
 

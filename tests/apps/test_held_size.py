@@ -1,4 +1,4 @@
-"""Material UI inputs hold their drawn height from the start (``apps.ui.held_size``), so that
+"""Material UI inputs hold their drawn height from the start (``apps.ui.shell.held_size``), so that
 React drawing them does not resize the page and re-lay out every chart."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import panel as pn
 import panel_material_ui as pmui
 
-from apps.ui.app import build_page
-from apps.ui.held_size import BUTTON_WIDTH, HELD_HEIGHT, held_height, hold_sizes
+from apps.ui.shell.app import build_page
+from apps.ui.shell.held_size import BUTTON_WIDTH, HELD_HEIGHT, held_height, hold_sizes
 
 
 def test_each_widget_class_holds_its_own_or_its_base_class_height():

@@ -9,17 +9,17 @@ import io
 import pandas as pd
 import pytest
 
-from apps.ui.app import carried_values, navigation_markdown
-from apps.ui.chart_view import ChartView
-from apps.ui.downloads import chart_csv, dataset_csv
-from apps.ui.experiment_view import ExperimentView
-from apps.ui.input_extras import log2_slider
-from apps.ui.measured_page import MeasuredPage
-from apps.ui.number_boxes import readable, typed_problem, watch_typed
-from apps.ui.prediction import PredictionView
-from apps.ui.trace_upload import CappedFileInput
+from apps.ui.parts.downloads import chart_csv, dataset_csv
+from apps.ui.parts.input_extras import log2_slider
+from apps.ui.parts.prediction import PredictionView
+from apps.ui.parts.trace_upload import CappedFileInput
+from apps.ui.plots.chart_view import ChartView
+from apps.ui.shell.app import carried_values, navigation_markdown
+from apps.ui.shell.number_boxes import readable, typed_problem, watch_typed
+from apps.ui.views.experiment_view import ExperimentView
+from apps.ui.views.measured_page import MeasuredPage
 from lab.experiments.batch_bottleneck import BatchBottleneck
-from lab.experiments.context_growth import ContextGrowth
+from lab.experiments.context_growth_experiment import ContextGrowth
 from lab.experiments.prefix_ownership import PrefixOwnership
 from lab.measured.calc import gpu_label
 from lab.measured.experiment import FloorsAgainstMeasurements
@@ -160,6 +160,6 @@ def test_a_text_input_fills_the_inputs_column_instead_of_panels_300_px():
     column, so experiment 11's inputs ran under its cards."""
     import param as _param
 
-    from apps.ui.inputs import widget_spec
+    from apps.ui.parts.input_widgets import widget_spec
 
     assert widget_spec(_param.String(default=""))["sizing_mode"] == "stretch_width"

@@ -26,9 +26,9 @@ from lab_browser import AUTH_PASSWORD, REPO, app_errors, free_port, server_log, 
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
-from apps.ui import logins as logins_module
-from apps.ui.logins import Logins, logins_for
-from apps.ui.pages import all_pages
+from apps.ui.server import logins as logins_module
+from apps.ui.server.logins import Logins, logins_for
+from apps.ui.shell.pages import all_pages
 from cli.main import main
 from lab.errors import LabInputError
 

@@ -12,10 +12,10 @@ from bokeh.document import Document
 from panel.io.location import Location
 from panel.io.state import set_curdoc
 
-from apps.ui.cards import cards_html
-from apps.ui.measured_page import MeasuredPage
-from apps.ui.measured_upload import MeasurementsUpload
-from apps.ui.trace_upload import UPLOAD_CHUNK_BYTES
+from apps.ui.parts.cards import cards_html
+from apps.ui.parts.measured_upload import MeasurementsUpload
+from apps.ui.parts.trace_upload import UPLOAD_CHUNK_BYTES
+from apps.ui.views.measured_page import MeasuredPage
 from lab.limits import MAX_MEASUREMENT_BYTES
 from lab.measured.experiment import FloorsAgainstMeasurements
 
@@ -64,7 +64,7 @@ def test_measured_page(view):
 
 
 def test_experiment_1_overlay_is_off_by_default():
-    from apps.ui.measured_overlay import MeasuredOverlay
+    from apps.ui.plots.measured_overlay import MeasuredOverlay
     from lab.experiments.batch_bottleneck import BatchBottleneck
 
     exp = BatchBottleneck(batch=16)
@@ -166,9 +166,9 @@ def test_a_link_to_an_unmeasured_point_says_what_was_measured(document):
 
 # -- experiment 1's chart with the measured attention -----------------------------------------
 def test_experiment_1_chart_draws_measured_attention_only_when_on():
-    from apps.ui.batch_chart import IDEAL_ATTENTION_LABEL, MEASURED_LABEL
-    from apps.ui.chart_view import ChartView
-    from apps.ui.measured_overlay import MeasuredOverlay
+    from apps.ui.plots.batch_chart import IDEAL_ATTENTION_LABEL, MEASURED_LABEL
+    from apps.ui.plots.chart_view import ChartView
+    from apps.ui.plots.measured_overlay import MeasuredOverlay
     from lab.experiments.batch_bottleneck import BatchBottleneck
 
     exp = BatchBottleneck(batch=16)

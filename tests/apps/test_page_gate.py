@@ -1,5 +1,5 @@
 """The page gate: at most ``limit`` page loads at a time, the others in line, first come
-first served, and no place held by a reader who has gone (``apps.ui.page_gate``)."""
+first served, and no place held by a reader who has gone (``apps.ui.server.page_gate``)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import html.parser
 
 import pytest
 
-from apps.ui import page_gate
-from apps.ui.page_gate import PageGate, configured_limit, default_limit
-from apps.ui.waiting_page import TURN_COOKIE, TURN_HEADER, waiting_page
+from apps.ui.server import page_gate
+from apps.ui.server.page_gate import PageGate, configured_limit, default_limit
+from apps.ui.server.waiting_page import TURN_COOKIE, TURN_HEADER, waiting_page
 
 
 class FakeSession:

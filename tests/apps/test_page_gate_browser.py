@@ -1,5 +1,5 @@
 """Readers who open pages at the same moment load them in turn, in real Chromium
-(``inference-lab serve --pages-at-once 1``; ``apps.ui.page_gate``).
+(``inference-lab serve --pages-at-once 1``; ``apps.ui.server.page_gate``).
 
 Forty experiment pages opened at once on two cores did not all load within 120 s: drawn
 all together, each page cost about 60 % more CPU, and every tab with a pending page request

@@ -6,12 +6,12 @@ import numpy as np
 import panel as pn
 import pytest
 
-from apps.ui.calculation import CalculationView
-from apps.ui.cards import CardsView
-from apps.ui.chart_view import BUDGET_NOTE, ChartView
-from apps.ui.experiment_view import ExperimentView
+from apps.ui.parts.calculation import CalculationView
+from apps.ui.parts.cards import CardsView
+from apps.ui.plots.chart_view import BUDGET_NOTE, ChartView
+from apps.ui.views.experiment_view import ExperimentView
 from lab.experiments.batch_bottleneck import BatchBottleneck
-from lab.experiments.context_growth import ContextGrowth
+from lab.experiments.context_growth_experiment import ContextGrowth
 from lab.experiments.goodput_contract import GoodputContract
 from lab.experiments.precision_switch import PrecisionSwitch
 from lab.experiments.prefill_deadline import PrefillDeadline
@@ -140,8 +140,8 @@ def test_each_page_description_names_only_inputs_of_its_experiment():
     or places on a chart axis is an input of its experiment, and a switch is a Boolean."""
     import param
 
-    from apps.ui.page_descriptions import DESCRIPTIONS
-    from apps.ui.pages import experiment_class
+    from apps.ui.shell.pages import experiment_class
+    from apps.ui.views.page_descriptions import DESCRIPTIONS
 
     for slug, page in DESCRIPTIONS.items():
         cls = experiment_class(slug)
@@ -157,9 +157,9 @@ def test_a_page_without_a_description_draws_its_data_as_they_are(monkeypatch):
     experiment's class or data: without its description, the tensor-parallel page shows
     every input live; without theirs, the prefix caching page draws its chart data unchanged
     and the context growth page marks nothing."""
-    from apps.ui.lessons import chart_inputs, lesson_data, lesson_marks
-    from apps.ui.live_inputs import live, shown_inputs
-    from apps.ui.page_descriptions import DESCRIPTIONS
+    from apps.ui.plots.lessons import chart_inputs, lesson_data, lesson_marks
+    from apps.ui.views.live_inputs import live, shown_inputs
+    from apps.ui.views.page_descriptions import DESCRIPTIONS
 
     three, six, eight = TensorParallel(), PrefixOwnership(), ContextGrowth()
     assert not live(three, "allreduce_latency_us") and lesson_marks(eight)
@@ -188,7 +188,7 @@ def test_invalid_inputs_say_why_there_is_no_chart_data_or_calculation():
 
 
 def test_prediction_reveals_after_a_choice_and_judges_the_first_one():
-    from apps.ui.prediction import PredictionView
+    from apps.ui.parts.prediction import PredictionView
 
     exp = BatchBottleneck()
     view = PredictionView(experiment=exp)
@@ -236,8 +236,8 @@ def test_ticks_are_plain_numbers_and_legends_sit_below_the_data():
 
 
 def test_sources_legend_gib_parts_and_chart_csv_inputs():
-    from apps.ui.downloads import chart_csv
-    from apps.ui.sources import LEGEND_TEXT, gpu_frame
+    from apps.ui.parts.downloads import chart_csv
+    from apps.ui.parts.source_tables import LEGEND_TEXT, gpu_frame
 
     assert "**P** primary" in LEGEND_TEXT and "*K* KV heads" in LEGEND_TEXT
     gpus = gpu_frame().set_index("id")
@@ -256,7 +256,7 @@ def test_sources_legend_gib_parts_and_chart_csv_inputs():
 
 
 def test_busy_note_shows_while_the_charts_catch_up(monkeypatch):
-    from apps.ui.busy import BUSY_CSS
+    from apps.ui.shell.busy import BUSY_CSS
 
     scheduled = []
     monkeypatch.setattr(pn.state, "execute", lambda fn, schedule=False: scheduled.append(fn))

@@ -14,10 +14,10 @@ import re
 import pytest
 from lab_browser import wait_idle
 
-from apps.ui.app import build_page
-from apps.ui.batch_chart import batch_charts, power_of_two_rows
-from apps.ui.pages import experiment_class
-from apps.ui.theme import CHART_LIGHT_STYLE, FONT_STACK, LOADER_CSS
+from apps.ui.plots.batch_chart import batch_charts, power_of_two_rows
+from apps.ui.shell.app import build_page
+from apps.ui.shell.pages import experiment_class
+from apps.ui.shell.theme import CHART_LIGHT_STYLE, FONT_STACK, LOADER_CSS
 
 THEME_ATTRS = {name for part in CHART_LIGHT_STYLE.values() for name in part}
 """Every property the page's light theme sets on a chart."""
@@ -30,7 +30,7 @@ def test_the_page_template_has_the_still_loader():
 
 
 def test_experiment_charts_are_built_in_the_light_theme():
-    from apps.ui.charts import new_figure
+    from apps.ui.plots.charts import new_figure
 
     fig, _ticker = new_figure("t", "x", "y", 300, log_x=True)
     assert fig.background_fill_color == "#fff"
@@ -52,9 +52,9 @@ def test_experiment_charts_are_built_in_the_light_theme():
 def test_series_and_heatmap_charts_carry_the_theme_of_their_legends_and_colour_bars():
     from bokeh.models import ColorBar, Legend
 
-    from apps.ui.charts import themed
-    from apps.ui.lessons import chart_inputs
-    from apps.ui.series_chart import experiment_charts
+    from apps.ui.plots.charts import themed
+    from apps.ui.plots.lessons import chart_inputs
+    from apps.ui.plots.series_chart import experiment_charts
 
     exp = experiment_class("precision")()
     charts = experiment_charts(exp.chart_data(), chart_inputs(exp))

@@ -14,8 +14,8 @@ import panel_material_ui as pmui
 from bokeh.document import Document
 
 from apps.ui import panel_compat
-from apps.ui.app import build_page
-from apps.ui.inputs import IntSlider
+from apps.ui.parts.input_widgets import IntSlider
+from apps.ui.shell.app import build_page
 
 
 def test_installed_versions_are_the_checked_ones():

@@ -24,12 +24,12 @@ from lab_browser import (
 )
 from playwright.sync_api import expect
 
-from apps.ui import downloads
-from apps.ui.app import page_content
-from apps.ui.cards import CardsView
-from apps.ui.downloads import DOWNLOAD_LOCK, WholeDatasetDownload, busy_sentence
-from apps.ui.prediction import PredictionView
-from apps.ui.trace_upload import MAX_UPLOAD_BYTES, UPLOAD_CHUNK_BYTES, TraceUpload
+from apps.ui.parts import downloads
+from apps.ui.parts.cards import CardsView
+from apps.ui.parts.downloads import DOWNLOAD_LOCK, WholeDatasetDownload, busy_sentence
+from apps.ui.parts.prediction import PredictionView
+from apps.ui.parts.trace_upload import MAX_UPLOAD_BYTES, UPLOAD_CHUNK_BYTES, TraceUpload
+from apps.ui.shell.app import page_content
 from cli.main import build_parser
 from cli.serve_cmd import WEBSOCKET_MAX_MESSAGE_BYTES, panel_command
 from lab.experiments.goodput_contract import GoodputContract

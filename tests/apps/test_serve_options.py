@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.ui.logins import LOGINS_ENV
+from apps.ui.server.logins import LOGINS_ENV
 from cli.main import build_parser, main
 from cli.serve_cmd import pages_at_once, panel_command, server_environment
 from lab.errors import LabInputError
@@ -72,7 +72,7 @@ def test_a_negative_pages_at_once_is_one_sentence_and_exit_2(capsys):
 
 
 def test_a_limit_in_the_environment_is_checked_before_the_server_starts(monkeypatch, capsys):
-    from apps.ui.page_gate import LIMIT_ENV
+    from apps.ui.server.page_gate import LIMIT_ENV
 
     monkeypatch.setenv(LIMIT_ENV, "<script>")
     assert main(["serve"]) == 2

@@ -13,8 +13,8 @@ from bokeh.document import Document
 from panel.io.location import Location
 from panel.io.state import set_curdoc
 
-from apps.ui.cards import cards_html
-from apps.ui.served_page import DEFINITIONS, ServedPage
+from apps.ui.parts.cards import cards_html
+from apps.ui.views.served_page import DEFINITIONS, ServedPage
 
 ROW = "2026_04_06_llama_3_1_70b_h200_sxm_vllm_fp8_agg_1024x1024_c64_tp4_ep1_628"
 TINY = (b"id,backend,model_path,system,mode,isl,osl,batch_size,tp_size,silicon_ttft_ms,"
@@ -41,8 +41,8 @@ def test_served_page(view):
     bars = view._bar(None)
     assert isinstance(bars, hv.Bars)
     terms = {row[1] for row in bars.data.itertuples(index=False)}
-    assert {"floor", "prefill interleaved into the step", "fixed time per layer × layers",
-            "queue behind (c − 1)/2 prefills", "measured"} <= terms
+    assert {"floor", "interleaved prefill", "fixed time × layers",
+            "queue, (c − 1)/2 prefills", "measured"} <= terms
     assert "*inter-token\nlatency*" in DEFINITIONS and "*Concurrency*" in DEFINITIONS
     # a filter narrows the rows; a row the lab does not model says why
     exp.param.update(model="deepseek-v3", row="")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from apps.ui.served_page import ServedPage
+from apps.ui.views.served_page import ServedPage
 from tests.core.test_served_vllm_bench import vllm_result
 
 

@@ -3,7 +3,7 @@ shows its reason, and the shipped trace comes back on request."""
 
 from __future__ import annotations
 
-from apps.ui.trace_upload import TraceUpload
+from apps.ui.parts.trace_upload import TraceUpload
 from lab.experiments.goodput_contract import GoodputContract
 
 GOOD = b"request_id,arrival_s,prompt_tokens,output_tokens\n1,0.0,100,5\n2,0.1,200,3\n"
@@ -57,7 +57,7 @@ def test_empty_file_is_an_error():
 
 
 def test_sorted_rows_note_and_no_server_path():
-    from apps.ui.calculation import CalculationView
+    from apps.ui.parts.calculation import CalculationView
 
     experiment = GoodputContract()
     widget = TraceUpload(experiment=experiment)

@@ -40,13 +40,13 @@ def registrations() -> dict[str, dict[str, object]]:
     """Each upper layer's registration of experiments' parts: the registering module → the
     part registered for each experiment slug (a function or class, defined in the module the
     registration imports)."""
-    from apps.ui.pages import own_pages
-    from cli.calc import HAND_WRITTEN
+    from apps.ui.shell.pages import own_pages
+    from cli.calc_cmd import HAND_WRITTEN
     from sweeps.grids import grid_blocks
 
     return {"sweeps.grids": {slug: block[1] for slug, block in grid_blocks().items()},
-            "apps.ui.pages": own_pages(),
-            "cli.calc": dict(HAND_WRITTEN)}
+            "apps.ui.shell.pages": own_pages(),
+            "cli.calc_cmd": dict(HAND_WRITTEN)}
 
 
 def test_every_layer_is_found():
@@ -78,7 +78,7 @@ def test_the_walker_sees_an_upward_edge_and_a_cycle(tmp_path):
 
 
 def test_importing_lab_imports_nothing_above_it():
-    code = ("import sys, lab, lab.experiments, lab.points.serving; "
+    code = ("import sys, lab, lab.experiments, lab.points.serving_points; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'sweeps', 'apps', 'cli'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -114,11 +114,11 @@ def test_every_registration_is_an_ordinary_import_of_its_own_layer():
 def test_every_registration_is_of_an_experiment_in_labs_registry():
     """Keyed by current slugs (not former names); the grids in the lab's order, their names
     (read without loading a block) the same as the blocks' keys."""
-    from apps.ui.page_descriptions import DESCRIPTIONS
+    from apps.ui.views.page_descriptions import DESCRIPTIONS
     from sweeps.grids import GRID_NAMES, grid_blocks
 
     slugs = [record.slug for record in experiments()]
-    for registrar, parts in {**registrations(), "apps.ui.page_descriptions": DESCRIPTIONS}.items():
+    for registrar, parts in {**registrations(), "apps.ui.views.page_descriptions": DESCRIPTIONS}.items():
         assert set(parts) <= set(slugs), registrar
     assert tuple(grid_blocks()) == GRID_NAMES == tuple(s for s in slugs if s in GRID_NAMES)
 

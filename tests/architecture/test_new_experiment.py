@@ -35,7 +35,7 @@ def calc_weights(params_b: float, bytes_per_param: float) -> dict:
 
 
 def weight_steps(record: dict):
-    from lab.derivations.decode_family import Step
+    from lab.derivations.decode_steps import Step
 
     i = record["inputs"]
     return [Step("Weight bytes", f"{i['params']:,.0f} × {i['bytes_per_param']:g} B",
@@ -133,9 +133,9 @@ def test_the_command_line_runs_it_from_its_record(scratch, capsys):
 
 
 def test_the_apps_show_it_from_its_record(scratch):
-    from apps.ui.app import build_page
-    from apps.ui.landing import landing_page
-    from apps.ui.pages import all_pages, experiment_class
+    from apps.ui.shell.app import build_page
+    from apps.ui.shell.landing import landing_page
+    from apps.ui.shell.pages import all_pages, experiment_class
     from lab.experiments import all_experiments
 
     assert experiment_class("weights").title == "Weight bytes"

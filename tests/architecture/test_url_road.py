@@ -1,4 +1,4 @@
-"""Every page reads its URL through one validated place, :class:`apps.ui.url_sync.UrlInputs`.
+"""Every page reads its URL through one validated place, :class:`apps.ui.shell.url_sync.UrlInputs`.
 
 A new page cannot forget it by accident: no other module of ``apps`` may touch the page's
 location (``pn.state.location``) or Panel's ``Location.sync``, and the raw request arguments
@@ -12,10 +12,10 @@ from pathlib import Path
 
 APPS = Path(__file__).resolve().parents[2] / "apps"
 
-ROAD = "ui/url_sync.py"
+ROAD = "ui/shell/url_sync.py"
 """The one module that reads a page's URL into its inputs."""
 
-SESSION_ARGS_READERS = {"ui/app.py": "view", "ui/browser_state.py": "theme"}
+SESSION_ARGS_READERS = {"ui/shell/app.py": "view", "ui/shell/browser_state.py": "theme"}
 """Modules that read a raw request argument, and the one argument each reads."""
 
 
@@ -59,5 +59,5 @@ def test_raw_request_arguments_are_read_only_for_the_page_name_and_theme():
 
 def test_the_road_is_used_by_every_page_that_keeps_inputs_in_its_url():
     users = {name for name, path in modules() if "UrlInputs(" in path.read_text()}
-    assert {"ui/experiment_view.py", "ui/derivation.py", "ui/grid.py",
-            "ui/measured_page.py"} <= users
+    assert {"ui/views/experiment_view.py", "ui/views/derivation.py", "ui/views/grid.py",
+            "ui/views/measured_page.py"} <= users

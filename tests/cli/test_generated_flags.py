@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.calc import HAND_WRITTEN
+from cli.calc_cmd import HAND_WRITTEN
 from cli.main import build_parser
 from lab.experiments.command_line import Flag, flag_of
 from lab.experiments.registry import experiments

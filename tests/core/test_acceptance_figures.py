@@ -9,7 +9,7 @@ import pytest
 from cli.main import main
 from lab.catalog import get_model
 from lab.models.decode_step import linear_params
-from lab.points.decode_family import DecodeConfig, calc_decode
+from lab.points.decode_points import DecodeConfig, calc_decode
 
 ARGS = ["calc", "decode", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--batch", "8",
         "--context", "8192"]

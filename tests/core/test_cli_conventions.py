@@ -15,7 +15,7 @@ import pytest
 import lab
 from cli.flags import SCHEMA_VERSION
 from cli.main import main
-from lab.points.serving import DEFAULT_TRACE
+from lab.points.serving_points import DEFAULT_TRACE
 
 REPO = Path(__file__).resolve().parents[2]
 

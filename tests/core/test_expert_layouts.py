@@ -17,7 +17,7 @@ from lab.models import moe
 from lab.models.expert_parallel import UNIFORM_ROUTING
 from lab.models.memory import params_bytes
 from lab.models.moe_params import shared_linear_params
-from lab.points.decode_family import DecodeConfig, calc_decode, calc_precision, calc_tp
+from lab.points.decode_points import DecodeConfig, calc_decode, calc_precision, calc_tp
 
 GPT_OSS_120B = {
     "total": 116_829_156_672,

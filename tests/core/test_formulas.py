@@ -16,7 +16,7 @@ from lab.models.decode_step import linear_params
 from lab.models.kv_shapes import kv_bytes_per_token
 from lab.models.memory import pages
 from lab.models.parallel import allreduce_time
-from lab.points.decode_family import DecodeConfig, calc_decode, calc_memory, calc_precision, calc_tp
+from lab.points.decode_points import DecodeConfig, calc_decode, calc_memory, calc_precision, calc_tp
 
 REL = 1e-12
 

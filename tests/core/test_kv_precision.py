@@ -28,7 +28,7 @@ from lab.models.decode_step import decode_step
 from lab.models.inputs import DecodeInputs
 from lab.models.kv_shapes import kv_bytes_per_element, kv_bytes_per_token
 from lab.models.memory import kv_bytes_per_sequence, sequence_capacity
-from lab.points.decode_family import DecodeConfig, calc_decode, calc_memory, calc_precision
+from lab.points.decode_points import DecodeConfig, calc_decode, calc_memory, calc_precision
 
 MODEL, GPU = get_model("llama-3.1-8b"), get_gpu("h100-sxm")
 

@@ -18,7 +18,7 @@ from lab.models import layer_kinds
 from lab.models.expert_parallel import all_to_all_bytes, all_to_all_bytes_per_gpu, all_to_all_time
 from lab.models.moe_params import active_params, active_params_without_input_embedding
 from lab.models.weight_formats import bits_per_weight, bytes_per_weight
-from lab.points.decode_family import DecodeConfig, calc_decode, calc_memory
+from lab.points.decode_points import DecodeConfig, calc_decode, calc_memory
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 

@@ -15,7 +15,7 @@ import lab
 from cli.main import main
 from lab.errors import LabInputError
 from lab.measured.calc import Selection, calc_measured, measured_table, select_point
-from lab.measured.loader import parse_measurements, read_measurements, shipped_measurements
+from lab.measured.measured_loader import parse_measurements, read_measurements, shipped_measurements
 
 
 @pytest.fixture(scope="module")

@@ -27,14 +27,14 @@ import pytest
 from cli.main import main
 from lab.catalog import get_gpu, get_model
 from lab.catalog.moe_spec import MoESpec
-from lab.derivations.decode_family import decode_steps, render_text
+from lab.derivations.decode_steps import decode_steps, render_text
 from lab.errors import LabInputError
 from lab.models.decode_step import decode_step
 from lab.models.inputs import DecodeInputs
 from lab.models.kv_shapes import head_kv_bytes_per_token, head_kv_elements_per_token_layer
 from lab.models.memory import memory_fit, sequence_capacity
 from lab.models.moe import all_experts_params, all_experts_weight_bytes
-from lab.points.decode_family import DecodeConfig, calc_decode
+from lab.points.decode_points import DecodeConfig, calc_decode
 from lab.points.validity import Reason, decode_reason
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
@@ -113,7 +113,7 @@ def test_point_and_cli(capsys):
 
 
 def test_dense_only_experiments_refuse_moe():
-    from lab.points.serving import calc_prefix
+    from lab.points.serving_points import calc_prefix
 
     with pytest.raises(LabInputError, match="mixture-of-experts"):
         calc_prefix(model=str(CONFIGS / "deepseek-v2-lite" / "config.json"))

@@ -12,7 +12,7 @@ from lab.catalog import get_gpu, get_model, gpu_table, model_table
 from lab.errors import LabInputError
 from lab.models.decode_metrics import decode_metrics
 from lab.models.inputs import DecodeInputs
-from lab.points.decode_family import DecodeConfig, calc_decode
+from lab.points.decode_points import DecodeConfig, calc_decode
 
 MODELS = ["llama-3.2-1b", "llama-3.1-8b", "llama-3.1-70b", "qwen2.5-14b", "mistral-7b-v0.3"]
 GPUS = ["h100-sxm", "a100-sxm-80gb", "l4", "mi300x", "tpu-v6e", "b200"]

@@ -15,9 +15,9 @@ from cli.main import main
 from lab.catalog import get_gpu, get_model
 from lab.errors import LabInputError
 from lab.served import gap
-from lab.served.calc import calc_served, served_table
-from lab.served.floors import precision_of
-from lab.served.loader import parse_served, shipped_rows
+from lab.served.served_calc import calc_served, served_table
+from lab.served.served_floors import precision_of
+from lab.served.served_loader import parse_served, shipped_rows
 from sweeps.datasets import open_dataset
 
 
@@ -144,7 +144,7 @@ def test_a_disaggregated_rows_step_term_and_its_group_by_hand(table):
     """TensorRT-LLM, DeepSeek-R1 FP8 on B200, disaggregated, 8192/1024 at concurrency 128: its
     4 decode workers of batch 32 hold every client (4 · 32 = 128), so the floor's batch is the
     row's own; no prefill interleaves, the decode step's k_step is fitted instead."""
-    from lab.served.floors import batch_stated
+    from lab.served.served_floors import batch_stated
 
     r = _row(table, "dsr1_b200_trtllm_fp8_disagg_8192x1024_c128_cfg553")
     assert (r["concurrency"], r["decode_batch"], r["decode_workers"]) == (128, 32, 4)
@@ -375,7 +375,7 @@ def test_a_gpt_oss_rows_floor_reads_its_sliding_window_layers_by_hand(table):
 def test_squared_layouts_are_read_as_the_layout_that_ran():
     """A db-dump row writes tp 8 with ep 8 as tp_size 64, moe_tp 8, moe_ep 8; its plain twin
     has the identical measurements."""
-    from lab.served.loader import pool_layout
+    from lab.served.served_loader import pool_layout
 
     assert pool_layout(64, 1, 8, 8, "db-dump/2026-04-27; config_id=201") == (8, 1)
     assert pool_layout(1, 64, 8, 8, "source_file=2026-04-06.csv; model=x") == (1, 8)

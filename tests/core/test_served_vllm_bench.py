@@ -13,9 +13,9 @@ import pytest
 from cli.main import main
 from lab.errors import LabInputError
 from lab.limits import MAX_MEASUREMENT_BYTES
-from lab.served.calc import served_table
-from lab.served.loader import parse_served
 from lab.served.refit_note import unfitted_sentence
+from lab.served.served_calc import served_table
+from lab.served.served_loader import parse_served
 from lab.served.vllm_bench import RunSetup
 
 SETUP = RunSetup(gpu="h100-sxm", tp=1)

@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 
 from cli.main import main
 from lab.catalog import get_gpu, get_model
-from lab.derivations.decode_family import render_text
+from lab.derivations.decode_steps import render_text
 from lab.errors import LabInputError
 from lab.experiments.speculative_decoding import SpeculativeDecoding
 from lab.models.decode_step import decode_step
 from lab.models.inputs import DecodeInputs
 from lab.models.speculative import expected_tokens, mtp_head, speculative_metrics
-from lab.points.speculative import SpeculativeConfig, calc_speculative
+from lab.points.speculative_points import SpeculativeConfig, calc_speculative
 
 H100_BW, H100_BF16 = 3.35e12, 989.4e12
 """H100 SXM's HBM bandwidth (B/s) and dense BF16 peak (FLOP/s), from the catalog's sources."""

@@ -24,8 +24,8 @@ from lab.catalog import gpu_table, load_gpu_file, load_model_config, model_table
 from lab.catalog.loader import model_from_config
 from lab.errors import LabInputError
 from lab.models.goodput import load_trace
-from lab.points.decode_family import DecodeConfig, calc_decode, calc_precision
-from lab.points.serving import calc_context, calc_goodput
+from lab.points.decode_points import DecodeConfig, calc_decode, calc_precision
+from lab.points.serving_points import calc_context, calc_goodput
 from sweeps.grid_files import load_grid
 from sweeps.grid_kinds import GRIDS
 from sweeps.grid_schema import OPTION_KEYS

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from lab.errors import LabInputError
 from lab.measured.calc import measured_table
-from lab.measured.loader import USER_COLUMNS, parse_measurements
+from lab.measured.measured_loader import USER_COLUMNS, parse_measurements
 
 CELLS = st.one_of(st.integers(-5, 2**70).map(str), st.floats(allow_nan=True).map(repr),
                   st.sampled_from(["", " ", "bf16", "fp8", "1e309", "nan", "0", "1.5", "x"]),

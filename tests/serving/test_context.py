@@ -11,8 +11,8 @@ from lab.limits import MAX_MS, MAX_TOKENS_CONTEXT, MIN_PAIR_COST_MS
 from lab.models.context_growth import attention_pairs, context_metrics, dense_pairs
 from lab.models.decode_step import linear_params
 from lab.models.kv_shapes import attention_flops_per_pair
-from lab.points.decode_family import DecodeConfig
-from lab.points.serving import calc_context
+from lab.points.decode_points import DecodeConfig
+from lab.points.serving_points import calc_context
 
 
 def test_pairs_exact_at_ten_million():
@@ -91,7 +91,7 @@ def test_the_chart_draws_at_every_input_in_bounds(a_ms, c_ms, tokens):
     """A c at its lower bound (1e-200 ms) put the crossover near 3e198 tokens, and the chart's
     log-spaced axis raised a TypeError on the page; the axis now stops at 4 × the largest
     prompt and the text states the crossover."""
-    from lab.experiments.context_growth import ContextGrowth
+    from lab.experiments.context_growth_experiment import ContextGrowth
 
     data = ContextGrowth(a_ms=a_ms, c_ms=c_ms, tokens=tokens).chart_data()
     assert data.sizes["tokens"] >= 2

@@ -10,7 +10,7 @@ import numpy as np
 from lab.models.goodput import load_trace
 from lab.models.goodput.sweep import DEFAULT_CAPS, cap_sweep
 from lab.models.inputs import DecodeInputs
-from lab.points.serving import DEFAULT_TRACE, GOODPUT_DEFAULTS
+from lab.points.serving_points import DEFAULT_TRACE, GOODPUT_DEFAULTS
 from lab.units import MS
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import xarray as xr
 
-from lab.derivations.decode_family import Step
+from lab.derivations.decode_steps import Step
 from lab.experiments.base import Card, Experiment
-from lab.experiments.context_growth import ContextGrowth
+from lab.experiments.context_growth_experiment import ContextGrowth
 from lab.experiments.goodput_contract import GoodputContract
 from lab.experiments.prefill_deadline import PrefillDeadline
 from lab.experiments.prefix_ownership import PrefixOwnership

@@ -20,9 +20,9 @@ from lab.models.inputs import DecodeInputs
 from lab.models.layer_kinds import read_layer_tokens_between
 from lab.models.moe_params import active_linear_params
 from lab.models.speculative import mtp_head, verify_layer_pairs, verify_pairs
-from lab.points.decode_family import DecodeConfig
-from lab.points.serving import calc_context, calc_goodput, calc_prefix
-from lab.points.speculative import SpeculativeConfig, calc_speculative
+from lab.points.decode_points import DecodeConfig
+from lab.points.serving_points import calc_context, calc_goodput, calc_prefix
+from lab.points.speculative_points import SpeculativeConfig, calc_speculative
 
 GEMMA = get_model("gemma-3-27b")
 H100 = get_gpu("h100-sxm")
@@ -225,8 +225,8 @@ def test_prefill_decode_from_reads_each_layer_kind():
     """d = §1's step of Gemma 3 27B at batch 8, context 8,192: the KV read is B·S_eff with
     S_eff = (10·8,192 + 52·1,023) / 62 = 2,179.23, not 8,192 (the prefill curve c0 + c1·n has
     no attention term to cost)."""
-    from lab.points.decode_family import calc_decode
-    from lab.points.serving import calc_prefill
+    from lab.points.decode_points import calc_decode
+    from lab.points.serving_points import calc_prefill
 
     config = DecodeConfig(model="gemma-3-27b", batch=8, context=8192)
     r = calc_prefill(decode_from=config)

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from lab.derivations.decode_family import render_text
-from lab.derivations.serving import prefill_steps
+from lab.derivations.decode_steps import render_text
+from lab.derivations.serving_steps import prefill_steps
 from lab.models.prefill import chunk_sweep, prefill_metrics
-from lab.points.serving import calc_prefill
+from lab.points.serving_points import calc_prefill
 from lab.units import fmt_ms
 
 MS = 1e-3
@@ -109,7 +109,7 @@ def test_xarray_in_xarray_out():
 
 
 def test_decode_from_model_uses_experiment_one():
-    from lab.points.decode_family import DecodeConfig, calc_decode
+    from lab.points.decode_points import DecodeConfig, calc_decode
     config = DecodeConfig(batch=8, context=8192)
     r = calc_prefill(decode_from=config)
     assert r["inputs"]["decode_s"] == calc_decode(config)["step_time_s"]

@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lab.catalog import get_model, model_table
-from lab.derivations.decode_family import render_text
-from lab.derivations.serving import prefix_steps
+from lab.derivations.decode_steps import render_text
+from lab.derivations.serving_steps import prefix_steps
 from lab.models.prefix import prefix_metrics
-from lab.points.serving import calc_prefix
+from lab.points.serving_points import calc_prefix
 
 
 def test_spec_worked_case(llama8b):

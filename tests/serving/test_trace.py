@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from lab.errors import LabInputError
 from lab.models.goodput import load_trace, make_trace
 from lab.models.goodput.trace import _floats
-from lab.points.serving import DEFAULT_TRACE
+from lab.points.serving_points import DEFAULT_TRACE
 
 HEADER = "request_id,arrival_s,prompt_tokens,output_tokens\n"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lab.errors import LabInputError
-from lab.points.decode_family import DecodeConfig
+from lab.points.decode_points import DecodeConfig
 from sweeps.grid_kinds import GRIDS
 
 SHARED = ("model", "gpu", "tp", "precision", "budget", "reserve_gb", "page")

@@ -13,7 +13,7 @@ from cli.main import main
 from lab.catalog import gpu_catalog, model_catalog
 from lab.errors import LabInputError
 from lab.models.decode_metrics import UNITS
-from lab.points.decode_family import DecodeConfig, calc_decode
+from lab.points.decode_points import DecodeConfig, calc_decode
 from sweeps import metadata as md
 from sweeps.grids.decode import DIMS
 

@@ -133,7 +133,7 @@ def test_netcdf_export_is_compressed(exports):
 
 
 def test_whole_dataset_download_strips_checksums_and_carries_cf_attrs(default_grids, tmp_path):
-    from apps.ui.downloads import compressed_netcdf
+    from apps.ui.parts.downloads import compressed_netcdf
 
     source = open_grid(default_grids["prefix"])
     path = tmp_path / "download.nc"
@@ -201,7 +201,7 @@ def test_every_parquet_column_unit_parses_with_plain_pint_and_udunits(exports):
 
 def test_whole_dataset_download_units_parse_with_plain_pint_and_udunits(default_grids,
                                                                        tmp_path):
-    from apps.ui.downloads import compressed_netcdf
+    from apps.ui.parts.downloads import compressed_netcdf
 
     path = tmp_path / "goodput.nc"
     path.write_bytes(compressed_netcdf(open_grid(default_grids["goodput"])))
@@ -219,7 +219,7 @@ def test_whole_dataset_download_units_parse_with_plain_pint_and_udunits(default_
 ])
 def test_the_labels_charts_show_come_back_from_the_cf_attributes(default_grids, name, variable,
                                                                   label):
-    from apps.ui.charts import axis_label
+    from apps.ui.plots.charts import axis_label
 
     da = open_grid(default_grids[name])[variable]
     assert unit_label(da.attrs) == label

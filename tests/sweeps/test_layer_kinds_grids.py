@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from lab.points.decode_family import DecodeConfig
-from lab.points.serving import calc_goodput
-from lab.points.speculative import SpeculativeConfig, calc_speculative
+from lab.points.decode_points import DecodeConfig
+from lab.points.serving_points import calc_goodput
+from lab.points.speculative_points import SpeculativeConfig, calc_speculative
 from sweeps.grid_files import from_mapping
 from sweeps.grid_kinds import grid_kind
 from sweeps.runner import Runner

@@ -12,7 +12,7 @@ import pytest
 
 from cli.main import main
 from lab.errors import LabInputError
-from lab.points.serving import calc_context, calc_goodput, calc_prefill, calc_prefix
+from lab.points.serving_points import calc_context, calc_goodput, calc_prefill, calc_prefix
 from sweeps.grid_files import from_mapping, preset
 from sweeps.grid_kinds import grid_kind
 from sweeps.runner import Runner
@@ -152,7 +152,7 @@ def test_serving_specs_reject_what_calc_rejects(tmp_path):
 
 
 def test_changed_trace_makes_goodput_stale(tmp_path):
-    from lab.points.serving import DEFAULT_TRACE
+    from lab.points.serving_points import DEFAULT_TRACE
     from sweeps.store import StaleDatasetError
 
     trace = tmp_path / "trace.csv"
@@ -170,7 +170,7 @@ def test_changed_trace_makes_goodput_stale(tmp_path):
 def test_goodput_grid_takes_the_kv_precision(tmp_path):
     """kv_precision is a goodput constant (default bf16, the default grid's figures); an FP8
     cache grid equals calc goodput --kv-precision fp8 with the memory check on."""
-    from lab.points.decode_family import DecodeConfig
+    from lab.points.decode_points import DecodeConfig
 
     assert preset("default").resolve("goodput").constants["kv_precision"] == "bf16"
     section = {"kv_precision": "fp8", "memory_check": True, "model": "llama-3.1-70b",

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lab.errors import LabInputError
-from lab.points.speculative import SpeculativeConfig, calc_speculative
+from lab.points.speculative_points import SpeculativeConfig, calc_speculative
 from sweeps.datasets import open_dataset
 from sweeps.grid_files import from_mapping
 from sweeps.grid_kinds import grid_kind

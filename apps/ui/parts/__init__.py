@@ -1,0 +1,2 @@
+"""Parts of a page: inputs and their widgets, cards, prediction, the calculation, sources,
+uploads and downloads."""

@@ -1,0 +1,89 @@
+"""The prediction a reader commits to before the reveal."""
+
+from __future__ import annotations
+
+import panel as pn
+import panel_material_ui as pmui
+import param
+from panel.viewable import Viewer
+
+from apps.ui.shell.held_size import BUTTON_WIDTH
+from apps.ui.shell.plain_text import markdown_literal, shown_error
+from lab.experiments.base import Experiment
+
+UNDECIDED = "Not sure yet"
+"""The choice selected before the reader commits to one."""
+
+
+def verdict(choice: str | None, choices: tuple[str, ...], answer: int) -> str:
+    """``Right.``, ``Not quite.`` or just the answer when nothing was chosen."""
+    if choice in (None, UNDECIDED):
+        return f"The answer: {choices[answer]}."
+    if choice == choices[answer]:
+        return f"Right: {choices[answer]}."
+    return f"Not quite. The answer: {choices[answer]}."
+
+
+class PredictionView(Viewer):
+    """Question, choices and a reveal button; the answer explains itself with live numbers."""
+
+    experiment = param.ClassSelector(class_=Experiment, doc="The experiment asked about.")
+    choice = param.Selector(default=UNDECIDED, objects=[UNDECIDED], label="Your prediction",
+                            doc="Pick an answer before revealing it.")
+    reveal = param.Event(label="Reveal the answer", doc="Show the answer and why.")
+    revealed = param.Boolean(default=False, doc="Whether the answer is shown.")
+    committed = param.String(default=None, allow_None=True,
+                             doc="The reader's first choice: the choices lock on it and the "
+                                 "verdict is for it.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        prediction = self.experiment.prediction
+        self.param.choice.objects = [UNDECIDED, *prediction.choices]
+        # As wide as the column and the button fixed, from the start (apps.ui.shell.held_size).
+        self._choices = pmui.RadioBoxGroup.from_param(self.param.choice, label="", inline=True,
+                                                      sizing_mode="stretch_width")
+        self._button = pmui.Button.from_param(self.param.reveal, variant="contained",
+                                              color="primary", disabled=True,
+                                              width=BUTTON_WIDTH)
+        self.param.watch(self._lock, ["choice", "revealed"])
+        self._answer = pn.pane.Markdown(
+            pn.bind(self._answer_text, self.param.revealed, self.param.choice,
+                    self.experiment.param.result),
+            sizing_mode="stretch_width", css_classes=["lab-answer"])
+
+    def _lock(self, *_events) -> None:
+        """The first choice is the answer: the choices lock on it (a later one sent anyway is
+        set back) and the reveal opens."""
+        if self.committed is None and self.choice != UNDECIDED:
+            self.committed = self.choice
+        elif self.committed is not None and self.choice != self.committed:
+            self.choice = self.committed
+        self._button.disabled = self.revealed or self.committed is None
+        self._choices.disabled = self.committed is not None
+
+    @param.depends("reveal", watch=True)
+    def _on_reveal(self) -> None:
+        if self.revealed or self.committed is None:
+            return
+        self.revealed = True
+
+    def _answer_text(self, revealed: bool, choice, _result) -> str:
+        if not revealed:
+            return ""
+        prediction = self.experiment.prediction
+        head = verdict(self.committed, prediction.choices, prediction.answer)
+        if self.experiment.error:
+            reason = markdown_literal(shown_error(self.experiment) or "")
+            return f"**{head}** (The explanation needs valid inputs: {reason})"
+        return f"**{head}** {self.experiment.explanation()}"
+
+    def parts(self) -> list:
+        """The question, the choices, the button and the answer, for a page's own column."""
+        return [pn.pane.Markdown(f"**Predict first.** {self.experiment.prediction.question} "
+                                 "(Your first choice is your answer.)",
+                                 sizing_mode="stretch_width"),
+                self._choices, self._button, self._answer]
+
+    def __panel__(self):
+        return pn.Column(*self.parts(), sizing_mode="stretch_width")

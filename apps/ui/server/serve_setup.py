@@ -1,0 +1,34 @@
+"""``panel serve --setup`` script: build the main pages once before the server takes requests,
+and let at most a few pages load at once (:mod:`apps.ui.server.page_gate`); check ``--basic-auth``
+logins with :mod:`apps.ui.server.logins`; send no server path in any page (:func:`hide_server_paths`).
+
+``inference-lab serve`` passes it; with plain Panel:
+``panel serve apps/*.py --setup apps/ui/server/serve_setup.py``.
+"""
+
+import logging
+
+from apps.ui.panel_compat import (
+    answer_long_requests,
+    check_logins,
+    gate_page_requests,
+    hide_server_paths,
+)
+from apps.ui.server.page_gate import PageGate, configured_limit, default_limit
+from apps.ui.server.warmup import warm_up
+from apps.ui.shell.app import build_page
+
+log = logging.getLogger("bokeh")
+answer_long_requests()
+check_logins()
+log.info("Inference Lab: pages prepared in %.1f s.", warm_up(build_page))
+hide_server_paths()  # after the warm-up: every page's models are defined by now
+try:
+    pages_at_once = configured_limit()
+except ValueError as error:  # plain `panel serve` with a bad value; inference-lab serve refuses it
+    pages_at_once = default_limit()
+    log.error("Inference Lab: %s Using the default, %d.", error, pages_at_once)
+if pages_at_once:
+    gate_page_requests(PageGate(pages_at_once))
+    log.info("Inference Lab: pages load %d at a time; later readers wait their turn.",
+             pages_at_once)

@@ -1,0 +1,154 @@
+"""The one road from a page's URL to its inputs, and back: :class:`UrlInputs`.
+
+Every page that keeps inputs in its URL goes through here (an architecture test checks that no
+other module of ``apps`` reads the query into a ``param`` object or calls Panel's
+``Location.sync``). From a URL only the declared set is accepted (:mod:`apps.ui.shell.url_values`:
+catalog ids, numbers inside the widgets' bounds, ``true``/``false``); anything else keeps the
+value in force and is reported in one sentence. Selectors are made strict on the page's copy,
+so no later route can set a path either. Nothing here opens a file.
+
+Panel's own ``Location.sync`` is not used: it parses the whole query with
+``panel.util.parse_query``, which raises on a value of more than 4,300 digits (Python's
+integer-string limit) and so blanks the page, and it applies a link's values all or nothing.
+Here the query is read with :func:`urllib.parse.parse_qsl` only, a value longer than
+:data:`MAX_URL_VALUE_CHARS` is refused before anything parses it, and each value is judged on
+its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from urllib.parse import parse_qsl, urlencode
+
+import panel as pn
+import param
+
+from apps.ui.shell.url_values import quoted, strict_selectors, url_problems
+
+MAX_URL_VALUE_CHARS = 256
+"""Longest query value a page reads, characters (no input's value is longer; a longer one is
+refused unparsed: a 5,000-digit number would exceed Python's integer-string limit)."""
+
+Report = Callable[[str | None], None]
+"""Where a page's one-sentence messages go (``InputMessage.say``)."""
+
+
+def query_pairs(search: str) -> list[tuple[str, str]]:
+    """The ``(key, value)`` pairs of the query ``search`` (``?a=1&b=x``), blanks kept."""
+    return parse_qsl(search[1:] if search.startswith("?") else search, keep_blank_values=True)
+
+
+def screened(search: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """The query's pairs without over-long values, and one sentence per value dropped."""
+    kept, problems = [], []
+    for key, value in query_pairs(search):
+        if len(value) > MAX_URL_VALUE_CHARS:
+            problems.append(f"The link's {quoted(key)}= value is {len(value):,} characters "
+                            f"long (at most {MAX_URL_VALUE_CHARS} are read), so it was ignored.")
+        else:
+            kept.append((key, value))
+    return kept, problems
+
+
+def as_search(pairs: list[tuple[str, str]]) -> str:
+    """``pairs`` as a query string with its ``?`` ('' when empty)."""
+    return "?" + urlencode(pairs) if pairs else ""
+
+
+def url_text(parameter: param.Parameter, value: object) -> str:
+    """``value`` of ``parameter`` as the URL shows it (as Panel's URL sync writes it)."""
+    shown = parameter.serialize(value)
+    return shown if isinstance(shown, str) else json.dumps(shown)
+
+
+def url_inputs(target: param.Parameterized) -> list[str]:
+    """Inputs of an experiment kept in the URL: all but free-text ones (a file path must not
+    come from a link)."""
+    return [n for n in target.input_names() if not isinstance(target.param[n], param.String)]
+
+
+class UrlInputs:
+    """Keeps ``names`` of ``target`` in the page's URL query, accepting only what a page may set.
+
+    On construction the link's values are applied (those in ``first`` before the rest, with
+    ``after_first()`` called in between: a value may decide what another accepts), the refused
+    ones reported through ``report`` in one sentence each, and the URL rewritten to the values
+    in force. Selectors among ``names`` refuse any value not listed, whatever sets them, except
+    those in ``lenient`` (their list follows another input; the URL's value is still judged
+    against the list in force). Later, each input change is written into the URL (other query
+    keys kept) and each URL change from the browser is judged the same way. Without a server
+    location (a notebook, a unit test without one) nothing is synced.
+    """
+
+    def __init__(self, target: param.Parameterized, names: Sequence[str], report: Report, *,
+                 first: Sequence[str] = (), after_first: Callable[[], None] | None = None,
+                 lenient: Sequence[str] = ()):
+        self.target, self.names, self.report = target, list(names), report
+        self.first = [n for n in first if n in self.names]
+        self.after_first = after_first
+        strict_selectors(target, [n for n in self.names if n not in lenient])
+        self._written: str | None = None
+        self._watchers: list = []
+        self.location = pn.state.location
+        self.problems: list[str] = []
+        if self.location is None:
+            return
+        self.problems = self._apply(self.location.search)
+        self._watchers = [target.param.watch(self._to_url, self.names),
+                          self.location.param.watch(self._from_url, "search")]
+        self._to_url()
+        if self.problems:
+            report(" ".join(self.problems))
+
+    def close(self) -> None:
+        """Stop syncing and take this object's keys out of the URL (the page replaced its
+        inputs, e.g. the grid explorer opened another dataset)."""
+        if self.location is None or not self._watchers:
+            return
+        self.target.param.unwatch(self._watchers[0])
+        self.location.param.unwatch(self._watchers[1])
+        self._watchers = []
+        pairs, _ = screened(self.location.search)
+        search = as_search([(k, v) for k, v in pairs if k not in self.names])
+        if search != self.location.search:
+            self.location.search = search
+
+    def _apply(self, search: str) -> list[str]:
+        """Apply the accepted values of ``search`` (``first`` ones first); the refusals."""
+        pairs, problems = screened(search)
+        clean = as_search(pairs)
+        rest = [n for n in self.names if n not in self.first]
+        for group, between in ((self.first, self.after_first), (rest, None)):
+            if not group:
+                continue
+            accepted, refused = url_problems(self.target, group, clean)
+            problems += refused
+            try:
+                self.target.param.update(accepted)
+            except ValueError as exc:  # a combination the inputs refuse; the values stay
+                problems.append(f"The link's values were not applied: {exc}")
+            if between is not None:
+                between()
+        return problems
+
+    def _to_url(self, *_events) -> None:
+        """Write every input in force into the URL's query; other keys are kept (over-long
+        values dropped), each synced key once."""
+        pairs, _ = screened(self.location.search)
+        values = {n: url_text(self.target.param[n], getattr(self.target, n))
+                  for n in self.names if getattr(self.target, n) is not None}
+        query = dict(pairs)
+        query.update(values)
+        search = as_search(list(query.items()))
+        self._written = search
+        if search != self.location.search:
+            self.location.search = search
+
+    def _from_url(self, event) -> None:
+        """A URL changed from the browser: apply what the page accepts, report the rest."""
+        if event.new == self._written:  # the page's own write, maybe seen late in a batch
+            return
+        problems = self._apply(event.new)
+        self.report(" ".join(problems) if problems else None)
+        self._to_url()

@@ -1,0 +1,173 @@
+"""Experiment 9's page: measured kernel times against the lab's floors.
+
+Laid out like the other experiment pages (docs/model.md) from the same building blocks — the
+prediction, the cards, “Show the calculation”, the limits — around
+:class:`lab.measured.experiment.FloorsAgainstMeasurements`. Its chart is a heatmap of measured
+/ floor over batch × context (decode) or one line per shape (prefill, GEMM); points below
+their floor are flagged with the sentence that says why they cannot be, and a reader can
+upload their own measurements (:mod:`apps.ui.parts.measured_upload`).
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import holoviews as hv
+import numpy as np
+import panel as pn
+import param
+from panel.viewable import Viewer
+
+from apps.ui.panel_compat import param_widgets
+from apps.ui.parts.calculation import CalculationView
+from apps.ui.parts.cards import CardsView
+from apps.ui.parts.input_widgets import InputMessage, input_panel
+from apps.ui.parts.measured_upload import MeasurementsUpload
+from apps.ui.parts.prediction import PredictionView
+from apps.ui.plots.charts import CANVAS, heatmap
+from apps.ui.shell.busy import BusyNote
+from apps.ui.shell.theme import CARD_CSS
+from apps.ui.shell.url_sync import UrlInputs
+from apps.ui.views.page_shell import experiment_page
+from lab.measured.calc import POINT_AXES
+from lab.measured.experiment import FloorsAgainstMeasurements
+
+INPUTS = ("kind", "shape", "tp", "batch", "context", "m", "gpu")
+"""The inputs offered as widgets and kept in the URL, ``kind`` first: the shapes on offer
+depend on it (the data set comes from the upload and is never in the URL)."""
+
+CHART_NOTE = ("Measured kernel times (not the lab's ideal) divided by the lab's floor for the "
+              "same work; 1× is the floor. Hover for the measured time, the floor and the "
+              "achieved bandwidth.")
+"""Caption under the chart."""
+
+INTRO = ("Real kernels sit near the lab's floor once there is enough work — and far above it "
+         "when there is not. Every other page shows an ideal phase cost. This one puts real H100 "
+         "kernel times beside the lab's floor for the same work, with the formulas of "
+         "experiments 1 and 8.")
+"""The page's introduction, under the headline."""
+
+SELECTED_COLOR = "#D55E00"
+"""Outline of the selected point on the heatmap (Okabe–Ito vermillion)."""
+
+BELOW_LABEL = "below the floor"
+"""Legend entry of the points faster than their floor (a cross each)."""
+
+FLAG_CSS = """
+.lab-below-floor { border-left: 4px solid #D55E00; padding: 8px 12px; margin: 6px 0;
+  background: rgba(213,94,0,0.08); }
+"""
+
+
+def ratio_lines(ds, x: str) -> hv.Overlay:
+    """Measured / floor against ``x`` (log axis), one line per shape, with the floor at 1×."""
+    label = "prompt tokens n" if x == "context" else "GEMM rows m (tokens)"
+    style = {"logx": True, "responsive": True, "height": 420, "xlabel": label,
+             "ylabel": "Measured / floor (×)", "backend_opts": CANVAS}
+    layers = []
+    for shape in ds["shape"].values:
+        row = ds.sel(shape=shape)
+        ok = np.isfinite(row["ratio"].values)
+        xs, ys = row[x].values[ok].astype(float), row["ratio"].values[ok]
+        layers.append(hv.Curve((xs, ys), x, "ratio", label=str(shape)).opts(**style))
+        layers.append(hv.Scatter((xs, ys), x, "ratio", label=str(shape)).opts(
+            size=5, tools=["hover"], **style))
+    below = ds["ratio"].where(ds["ratio"] < 1.0)  # faster than the floor allows
+    bx = np.broadcast_to(ds[x].values, below.shape)[np.isfinite(below.values)].astype(float)
+    layers.append(hv.Scatter((bx, below.values[np.isfinite(below.values)]), x, "ratio",
+                             label=BELOW_LABEL).opts(
+        marker="x", size=10, line_width=2, color=SELECTED_COLOR, tools=["hover"], **style))
+    layers.append(hv.HLine(1.0).opts(color="black", line_dash="dashed", line_width=1))
+    # The legend below the plot, in columns: beside it, it covered the largest m.
+    return hv.Overlay(layers).opts(legend_position="bottom", legend_cols=2, responsive=True,
+                                   height=520, padding=0.05,
+                                   title="Measured / floor (dashed: the floor, 1×)")
+
+
+class MeasuredPage(Viewer):
+    """Headline, prediction, inputs and upload, cards, flag, chart, calculation, limits."""
+
+    experiment = param.ClassSelector(class_=FloorsAgainstMeasurements, doc="The experiment shown.")
+
+    def __init__(self, **params):
+        params.setdefault("experiment", FloorsAgainstMeasurements())
+        super().__init__(**params)
+        exp = self.experiment
+        self._last_plot = None
+        self.message = InputMessage()
+        # ``shape`` stays lenient on set: a new kind moves it to that kind's shapes before the
+        # list on offer follows; a link's shape is checked against its kind's list below.
+        self.url = UrlInputs(exp, list(INPUTS), self.message.say, first=["kind"],
+                             after_first=self._offer_kind_shapes, lenient=["shape"])
+        self.inputs = input_panel(exp, list(INPUTS), report=self.message.say)
+        exp.param.watch(self._show_kind_inputs, "kind")
+        self._show_kind_inputs()
+        self.upload = MeasurementsUpload(experiment=exp)
+        self.prediction = PredictionView(experiment=exp)
+        self.cards = CardsView(experiment=exp)
+        self.calculation = CalculationView(experiment=exp)
+        self.flag = pn.pane.HTML(pn.bind(self._flag_html, exp.param.result),
+                                 stylesheets=[FLAG_CSS], sizing_mode="stretch_width",
+                                 css_classes=["lab-measured-flag"])
+        self.regions = pn.pane.HTML(pn.bind(self._regions_html, exp.param.result),
+                                    sizing_mode="stretch_width",
+                                    css_classes=["lab-measured-regions"])
+        self.chart = pn.pane.HoloViews(pn.bind(self._plot, exp.param.result),
+                                       sizing_mode="stretch_width", min_height=440)
+        self.busy = BusyNote()  # the chart follows the result within the calculation's span
+        self.busy.follow(exp, "computing")
+
+    def _offer_kind_shapes(self) -> None:
+        """Offer the shapes of the kind now in force (a link's kind is applied first)."""
+        exp = self.experiment
+        exp.param.shape.objects = exp.shapes() or [exp.shape]
+
+    def _show_kind_inputs(self, *_events) -> None:
+        """Show only the inputs that pick a point of the kind in force (no GEMM m for decode;
+        no batch, context or tp for GEMM); a wide count's slider follows its box."""
+        used = POINT_AXES.get(self.experiment.kind, ())
+        for name in {axis for axes in POINT_AXES.values() for axis in axes}:
+            if name in param_widgets(self.inputs):
+                param_widgets(self.inputs)[name].visible = name in used
+
+    def _flag_html(self, _result) -> str:
+        r = self.experiment.result
+        if not r or not r["below_floor_count"]:
+            return ""
+        return (f'<div class="lab-below-floor" role="note"><b>{r["below_floor_count"]:,} point(s) '
+                f'of this kind are below their floor.</b> The lowest: '
+                f'{escape(r["worst_sentence"])}</div>')
+
+    def _regions_html(self, _result) -> str:
+        if self.experiment.result is None:
+            return ""
+        return f"<p>{escape(self.experiment.regions())}</p>"
+
+    def _plot(self, _result):
+        """The heatmap or the lines for the current kind (the last good one while invalid)."""
+        exp = self.experiment
+        if exp.result is None and self._last_plot is not None:
+            return self._last_plot
+        source = exp if exp.result is not None else FloorsAgainstMeasurements()
+        ds = source.chart_data()
+        if source.kind == "decode":
+            title = f"Measured / floor, decode attention {source.shape} at tp {source.tp}"
+            grid = heatmap(ds, "ratio", x="batch", y="context")
+            here = hv.Points([(f"{source.batch:,}", f"{source.context:,}")], kdims=grid.kdims,
+                             label="selected point").opts(
+                marker="square", size=16, fill_alpha=0, line_color=SELECTED_COLOR, line_width=3)
+            plot = (grid * here).opts(title=title)
+        else:
+            plot = ratio_lines(ds, "context" if source.kind == "prefill" else "m")
+        self._last_plot = plot
+        return plot
+
+    def __panel__(self):
+        chart = pn.Column(self.busy, self.chart,
+                          pn.pane.Markdown(f"*{CHART_NOTE}*", sizing_mode="stretch_width"),
+                          sizing_mode="stretch_width")
+        return experiment_page(
+            self.experiment, intro=INTRO, prediction=[self.prediction],
+            inputs=[self.message, self.inputs, self.upload],
+            results=[self.cards, self.flag, self.regions, chart, self.calculation],
+            stylesheets=[CARD_CSS])

@@ -1,0 +1,282 @@
+"""Experiment 11's page: real engines' TPOT and TTFT against the floor plus named terms.
+
+Laid out like the other experiment pages from the same building blocks — the prediction, the
+cards, “Show the calculation”, the limits — around
+:class:`lab.served.served_experiment.FromFloorToServed`. Its charts: measured against predicted TPOT
+per row (log–log, hover shows every term), and the terms of the selected row stacked on its
+floor beside the measurement. A reader can upload their own rows (:class:`ServedUpload`).
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import holoviews as hv
+import numpy as np
+import panel as pn
+import panel_material_ui as pmui
+import param
+from panel.viewable import Viewer
+
+from apps.ui.parts.calculation import CalculationView
+from apps.ui.parts.cards import CardsView
+from apps.ui.parts.input_widgets import InputMessage, input_panel
+from apps.ui.parts.prediction import PredictionView
+from apps.ui.parts.table_upload import TableUpload
+from apps.ui.plots.charts import CANVAS
+from apps.ui.shell.busy import BusyNote
+from apps.ui.shell.theme import CARD_CSS, OKABE_ITO, PROSE_CSS
+from apps.ui.shell.url_sync import UrlInputs
+from apps.ui.views.page_shell import experiment_page
+from lab.catalog.loader import gpu_catalog
+from lab.catalog.lookup import model_catalog
+from lab.served.refit_note import unfitted_sentence
+from lab.served.served_calc import TERM_NAMES, TERMS
+from lab.served.served_experiment import FromFloorToServed
+from lab.served.served_loader import REQUIRED, parse_served
+from lab.served.vllm_bench import PRECISIONS, RunSetup, looks_like_json
+
+INPUTS = ("model", "gpu", "engine", "mode", "workload", "min_concurrency", "row",
+          "below_floor_only")
+"""The inputs offered as widgets and kept in the URL (the data set comes from the upload)."""
+
+INTRO = ("How far above the lab's floor is a real engine, and which named terms explain the gap? "
+         "Public TTFT and TPOT measurements of TensorRT-LLM, vLLM and SGLang beside the floor of "
+         "experiment 1 and the terms of docs/model.md §11, each prediction made without the "
+         "row's workload.")
+"""The page's introduction, under the headline."""
+
+DEFINITIONS = """
+**What the measured numbers are.** *TTFT* (time to first token): from sending a request to
+receiving its first output token — queueing and the prefill of its prompt. *TPOT* (time per
+output token): the rest of the request's time divided by its other output tokens,
+`(end-to-end − TTFT) / (osl − 1)`; averaged over a run it is close to the mean *inter-token
+latency* (the gap between two streamed tokens), which also counts stalls when a prefill runs.
+*End-to-end latency* = TTFT + (osl − 1) · TPOT. *Concurrency* is how many clients keep one
+request each in flight; the *batch* is how many sequences one decode step actually advances —
+at most the concurrency, less while requests are queued, prefilling or finishing, and split
+over the decode workers when disaggregated.
+"""
+
+CHART_NOTE = ("Each point is one measured run the lab models: measured TPOT against the "
+              "lab's out-of-sample prediction (floor + terms; the dashed line is perfect). "
+              "Hover for the floor and every term.")
+
+TERM_COLORS = {"floor": "#0072B2", "allreduce": "#009E73", "prefill": "#E69F00",
+               "queue": "#E69F00", "fixed": "#CC79A7", "residual": "#999999"}
+"""Colours of the stacked terms (Okabe–Ito)."""
+
+
+def scatter(ds) -> hv.Overlay:
+    """Measured against predicted TPOT, log–log, with the terms on hover."""
+    ok = np.isfinite(ds["tpot_predicted_ms"].values)
+    sub = ds.isel(row=np.flatnonzero(ok))
+    vdims = ["measured", "floor", "allreduce", "prefill", "step", "fixed", "residual",
+             "ttft_measured", "ttft_predicted", "ttft_floor", "ttft_queue", "ttft_fixed"]
+    data = {"predicted": sub["tpot_predicted_ms"].values,
+            "measured": sub["tpot_measured_ms"].values,
+            "floor": sub["tpot_floor_ms"].values,
+            "allreduce": sub["tpot_term_allreduce_ms"].values,
+            "prefill": sub["tpot_term_prefill_ms"].values,
+            "step": sub["tpot_term_step_ms"].values,
+            "fixed": sub["tpot_term_fixed_ms"].values,
+            "residual": sub["tpot_measured_ms"].values - sub["tpot_predicted_ms"].values,
+            "ttft_measured": sub["ttft_measured_ms"].values,
+            "ttft_predicted": sub["ttft_predicted_ms"].values,
+            "ttft_floor": sub["ttft_floor_ms"].values,
+            "ttft_queue": sub["ttft_term_queue_ms"].values,
+            "ttft_fixed": sub["ttft_term_fixed_ms"].values}
+    style = {"logx": True, "logy": True, "responsive": True, "height": 420,
+             "xlabel": "Predicted TPOT (ms, out of sample)", "ylabel": "Measured TPOT (ms)",
+             "backend_opts": CANVAS}
+    points = hv.Scatter(data, "predicted", vdims).opts(
+        size=5, alpha=0.6, tools=["hover"], **style)
+    values = np.concatenate([data["predicted"], data["measured"]]) if ok.any() else np.ones(1)
+    lo, hi = float(np.nanmin(values)), float(np.nanmax(values))
+    line = hv.Curve([(lo, lo), (hi, hi)]).opts(color="black", line_dash="dashed", line_width=1)
+    return (points * line).opts(title="Measured against predicted TPOT, one point per row")
+
+
+BAR_NAMES = {("tpot", "allreduce"): "all-reduce + all-to-all",
+             ("tpot", "prefill"): "interleaved prefill",
+             ("tpot", "step"): "step beyond the floor",
+             ("tpot", "fixed"): "fixed time × layers",
+             ("ttft", "queue"): "queue, (c − 1)/2 prefills",
+             ("ttft", "fixed"): "fixed time to 1st token"}
+"""The stacked bar's short names of the terms (the legend fits a phone; the hover and the
+dataset keep the full names, ``TERM_NAMES``; the scatter's hover shows those)."""
+
+
+BAR_COLOURS = [*OKABE_ITO, "#999999"]
+"""One colour per stacked part (floor, four TPOT terms, measured, two TTFT terms): eight
+distinct colours, colour-blind safe (the default cycle gave two terms the same red)."""
+
+
+def terms_bar(record: dict) -> hv.Bars:
+    """The selected row's TPOT and TTFT: floor and each term stacked, and the measurement."""
+    rows = []
+    for metric, terms in (("TPOT", TERMS["tpot"]), ("TTFT", TERMS["ttft"])):
+        key = metric.lower()
+        predicted = f"{metric} predicted"
+        rows.append((predicted, "floor", record.get(f"{key}_floor_ms") or 0.0))
+        for term in terms:
+            rows.append((predicted, BAR_NAMES.get((key, term), TERM_NAMES[key, term]),
+                         record.get(f"{key}_term_{term}_ms") or 0.0))
+        rows.append((f"{metric} measured", "measured", record.get(f"{key}_measured_ms") or 0.0))
+    return hv.Bars(rows, ["bar", "term"], "ms").opts(
+        stacked=True, responsive=True, height=380, invert_axes=True, tools=["hover"],
+        legend_position="bottom", legend_opts={"ncols": 1, "nrows": "auto", "label_text_font_size": "10px",
+                                               "margin": 0, "padding": 4},  # fits a phone
+        title="Selected row: floor + terms", cmap=BAR_COLOURS,
+        backend_opts=CANVAS, xlabel="", ylabel="ms")
+
+
+NOT_STATED = "not in the file"
+"""The choice of a run-setup input that states nothing."""
+TP_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+"""Tensor-parallel degrees offered beside the upload (others: the CLI or --metadata tp=…)."""
+
+
+class ServedUpload(TableUpload):
+    """Upload a serving CSV or ``vllm bench serve`` results, or go back to the shipped public
+    rows. A JSON upload is read with the GPU, tp, precision and model chosen beside it (what
+    vLLM does not save); changing one reads the last JSON upload again."""
+
+    experiment = param.ClassSelector(class_=FromFloorToServed,
+                                     doc="The experiment whose data the upload replaces.")
+    file_label = "Upload your serving runs (CSV or vllm bench serve JSON)"
+    reset_label = "Use the shipped public rows"
+    shipped_text = "the shipped public rows"
+    status_class = "lab-served-status"
+    accept = ".csv,.json,.jsonl"
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._json: tuple[bytes, str] | None = None
+        choose = lambda label, values: pmui.Select(  # noqa: E731
+            label=label, options={NOT_STATED: "", **{str(v): v for v in values}}, value="",
+            sizing_mode="stretch_width")
+        self._gpu = choose("GPU of your vllm runs", gpu_catalog())
+        self._tp = choose("tp of your vllm runs", TP_CHOICES)
+        self._precision = choose("Precision (default: the checkpoint's)", PRECISIONS)
+        self._model = choose("Model (when model_id is a local path)", model_catalog())
+        for widget in self.setup_inputs():
+            widget.param.watch(self._setup_changed, "value")
+
+    def setup(self) -> RunSetup:
+        """The GPU, tp, precision and model chosen beside the upload."""
+        return RunSetup(gpu=self._gpu.value or "", tp=self._tp.value or None,
+                        precision=self._precision.value or "", model=self._model.value or "")
+
+    def setup_inputs(self) -> list:
+        return [self._gpu, self._tp, self._precision, self._model]
+
+    def parse(self, data: bytes, name: str):
+        if looks_like_json(data[:4096].decode("utf-8-sig", errors="replace")):
+            self._json = (data, name)
+            return parse_served(data, name, self.setup())
+        self._json = None
+        return parse_served(data, name)
+
+    def _setup_changed(self, _event) -> None:
+        if self._json is not None:
+            self._load(*self._json)
+
+    def _use_shipped(self, event) -> None:
+        self._json = None
+        super()._use_shipped(event)
+
+    def use(self, table) -> None:
+        if table is None:
+            self.experiment.param.update(measurements=None, row="")
+        else:
+            self.experiment.param.update(measurements=table, row="", model="all", gpu="all",
+                                         engine="all", mode="all", workload="all")
+
+    def help_markdown(self) -> str:
+        return (f"**Your own runs**: a CSV with the columns `{','.join(REQUIRED)}`, optional "
+                "`batch_size`, `precision`, `tp_size`, …, or the JSON of `vllm bench serve "
+                "--save-result` (one run per file or per line, `--request-rate inf` with "
+                "`--max-concurrency`), whose GPU and tp you choose below (docs/model.md §11)")
+
+
+class ServedPage(Viewer):
+    """Headline, prediction, inputs and upload, cards, charts, definitions, calculation."""
+
+    experiment = param.ClassSelector(class_=FromFloorToServed, doc="The experiment shown.")
+
+    def __init__(self, **params):
+        params.setdefault("experiment", FromFloorToServed())
+        super().__init__(**params)
+        exp = self.experiment
+        self._last = (None, None)
+        self.message = InputMessage()
+        self.url = UrlInputs(exp, list(INPUTS), self.message.say,
+                             lenient=["model", "gpu", "engine", "mode", "workload"])
+        self.inputs = input_panel(exp, list(INPUTS), report=self.message.say)
+        self.upload = ServedUpload(experiment=exp)
+        self.prediction = PredictionView(experiment=exp)
+        self.cards = CardsView(experiment=exp)
+        self.calculation = CalculationView(experiment=exp)
+        self.scatter = pn.pane.HoloViews(pn.bind(self._scatter, exp.param.result),
+                                         sizing_mode="stretch_width", min_height=440)
+        self.bar = pn.pane.HoloViews(pn.bind(self._bar, exp.param.result),
+                                     sizing_mode="stretch_width", min_height=340)
+        self.flag = pn.pane.HTML(pn.bind(self._flag_html, exp.param.result),
+                                 sizing_mode="stretch_width", css_classes=["lab-served-flag"])
+        self.refit = pn.pane.HTML(pn.bind(self._refit_html, exp.param.result),
+                                  sizing_mode="stretch_width", css_classes=["lab-served-refit"])
+        self.busy = BusyNote()
+        self.busy.follow(exp, "computing")
+
+    def _scatter(self, _result):
+        exp = self.experiment
+        if exp.result is None and self._last[0] is not None:
+            return self._last[0]
+        plot = scatter(exp.chart_data() if exp.result is not None else
+                       FromFloorToServed().chart_data())
+        self._last = (plot, self._last[1])
+        return plot
+
+    def _bar(self, _result):
+        exp = self.experiment
+        if exp.result is None:
+            return self._last[1] if self._last[1] is not None else hv.Bars([])
+        plot = terms_bar(exp.result["selected"])
+        self._last = (self._last[0], plot)
+        return plot
+
+    def _flag_html(self, _result) -> str:
+        r = self.experiment.result
+        if not r:
+            return ""
+        p = r["selected"]
+        if not p["modelled"]:
+            return f'<p role="note">Not modelled: {escape(p["reason"])}.</p>'
+        if p.get("below_floor_sentence"):
+            return f'<p role="note">{escape(p["below_floor_sentence"])}</p>'
+        return ""
+
+    def _refit_html(self, _result) -> str:
+        """One sentence when some of the reader's modelled rows cannot be refitted."""
+        exp = self.experiment
+        if exp.result is None or exp.measurements is None:
+            return ""
+        table = exp.table()
+        modelled = np.asarray(table["modelled"].values, dtype=bool)
+        predicted = modelled & np.isfinite(np.asarray(table["tpot_predicted_ms"].values))
+        sentence = unfitted_sentence(int(modelled.sum()), int(predicted.sum()))
+        return f'<p role="note">{escape(sentence)}</p>' if sentence else ""
+
+    def __panel__(self):
+        charts = pn.Column(self.busy, self.refit, self.scatter,
+                           pn.pane.Markdown(f"*{CHART_NOTE}*", sizing_mode="stretch_width"),
+                           self.flag, self.bar, sizing_mode="stretch_width")
+        definitions = pn.pane.Markdown(DEFINITIONS, stylesheets=[PROSE_CSS],
+                                       sizing_mode="stretch_width",
+                                       css_classes=["lab-served-definitions"])
+        return experiment_page(
+            self.experiment, intro=INTRO, prediction=[self.prediction],
+            inputs=[self.message, self.inputs, self.upload],
+            results=[self.cards, charts, definitions, self.calculation],
+            stylesheets=[CARD_CSS])

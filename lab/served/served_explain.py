@@ -1,0 +1,71 @@
+"""“Show the calculation” for one served row: floor, named terms, prediction and residual.
+
+Takes a row record of :func:`lab.served.served_calc.row_record` (milliseconds) and returns
+:class:`~lab.derivations.decode_steps.Step` rows in the order of docs/model.md §11; rounding
+happens here.
+"""
+
+from __future__ import annotations
+
+from lab.derivations.decode_steps import Step
+from lab.units import fmt_number
+
+
+def _ms(value) -> str:
+    return "n/a" if value is None else f"{fmt_number(value, 2)} ms"
+
+
+def _x(value) -> str:
+    return "n/a" if value is None else fmt_number(value, 3)
+
+
+def row_steps(r: dict, _gpu=None) -> list[Step]:
+    """The derivation of one row (a row the lab does not model: the reason only)."""
+    steps = [Step("Row", "", r["label"]),
+             Step("Measured", "", f"TPOT {_ms(r['tpot_measured_ms'])}, TTFT "
+                  f"{_ms(r['ttft_measured_ms'])}")]
+    if not r["modelled"]:
+        return [*steps, Step("Not modelled", "", r["reason"])]
+    steps += [
+        Step("TPOT floor", f"one ideal decode step of B = {r['batch_floor']:,} sequences per "
+             f"worker at S = isl + osl/2 = {fmt_number(r['context_mid'], 0)} tokens, tp "
+             f"{r['tp']}, attention DP {r['attention_dp']}, KV cache {r['kv_precision_floor']} "
+             "(§0; with attention DP each rank its B/dp sequences, lab.models.attention_dp)",
+             _ms(r["tpot_floor_ms"])),
+        Step("Communication term", "all-reduces 2·L·(2·(tp−1)/tp·(B/dp)·d·2 B / link + 5 µs) "
+             f"(§3) + expert all-to-all over ep {r['moe_ep']} (issue 26)",
+             _ms(r["tpot_term_allreduce_ms"])),
+    ]
+    if r["mode"] == "agg":
+        steps.append(Step(
+            "Interleaved prefill term", f"k_prefill · P_step = {_x(r['tpot_k_prefill'])} · "
+            f"{_ms(r['prefill_step_basis_ms'])} (B/osl prompts per step, each one request's "
+            "ideal prefill)", _ms(r["tpot_term_prefill_ms"])))
+    else:
+        stated = ("the listed decode pools hold every client" if r["batch_stated"] else
+                  "batch per decode worker inferred from the concurrency")
+        steps.append(Step(
+            "Decode step term", f"(k_step − 1) · floor = ({_x(r['tpot_k_step'])} − 1) · "
+            f"{_ms(r['tpot_floor_ms'])} (no prefill interleaves; {stated})",
+            _ms(r["tpot_term_step_ms"])))
+    steps += [
+        Step("Fixed time per layer", f"t_layer · L = {_ms(r['tpot_t_layer_ms'])} · "
+             f"{fmt_number(r['layers'], 0)} layers (fitted on the other workloads)",
+             _ms(r["tpot_term_fixed_ms"])),
+        Step("TPOT predicted", "floor + communication + prefill or step + fixed",
+             _ms(r["tpot_predicted_ms"])),
+        Step("TPOT residual", "measured − predicted", _ms(r["tpot_term_residual_ms"])),
+        Step("TTFT floor", f"one prefill of isl = {r['isl']:,} tokens alone at tp "
+             f"{r['prefill_tp']}: linear phase + causal attention pairs (§0, §8)",
+             _ms(r["ttft_floor_ms"])),
+        Step("Queue term", f"k_queue · (c − 1)/2 · floor / workers = {_x(r['ttft_k_queue'])} · "
+             f"({r['concurrency']:,} − 1)/2 · {_ms(r['ttft_floor_ms'])} / {r['prefill_workers']}",
+             _ms(r["ttft_term_queue_ms"])),
+        Step("Fixed time to first token", "t_first (fitted on the other workloads)",
+             _ms(r["ttft_term_fixed_ms"])),
+        Step("TTFT predicted", "floor + queue + fixed", _ms(r["ttft_predicted_ms"])),
+        Step("TTFT residual", "measured − predicted", _ms(r["ttft_term_residual_ms"])),
+    ]
+    if r.get("below_floor_sentence"):
+        steps.append(Step("Below the floor", "", r["below_floor_sentence"]))
+    return steps
