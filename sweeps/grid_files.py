@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lab.errors import LabInputError, shown
-from lab.limits import MAX_SPEC_BYTES
+from lab.limits import MAX_BATCH, MAX_SPEC_BYTES
 from lab.models.kv_shapes import KV_PRECISIONS
 from sweeps.grid_kinds import GRIDS, grid_kind
 from sweeps.grid_schema import ExperimentSpec, expand_section
@@ -43,7 +43,7 @@ PRESETS: dict[str, dict] = {
                 "decode": {"kv_precision": list(KV_PRECISIONS)}},
     "large": {
         "decode": {
-            "batch": {"range": [1, 1024]},
+            "batch": {"range": [1, MAX_BATCH]},
             "context": {"logspace": [128, 131072], "num": 121},
             "variables": LARGE_VARIABLES,
             "float_dtype": "float32",

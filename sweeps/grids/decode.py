@@ -75,7 +75,7 @@ SCHEMA = Schema(
         tp_rule(list(TP_DEGREES)),
         precision_rule(list(PRECISIONS)),
         kv_precision_rule(["bf16"]),  # the default preset takes both (sweeps.grid_files)
-        Rule("batch", "int", "batch", "sequences", 1, MAX_BATCH, default={"pow2": [1, 1024]}),
+        Rule("batch", "int", "batch", "sequences", 1, MAX_BATCH, default={"pow2": [1, MAX_BATCH]}),
         Rule("context", "int", "context", "tokens", 1, MAX_CONTEXT,
              default={"pow2": [128, 131072]}),
     ),

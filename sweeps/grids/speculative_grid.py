@@ -56,7 +56,7 @@ def _finalize(spec: ExperimentSpec) -> ExperimentSpec:
 SCHEMA = Schema(
     experiment="speculative",
     axes=(
-        Rule("batch", "int", "batch", "sequences", 1, MAX_BATCH, default={"pow2": [1, 1024]}),
+        Rule("batch", "int", "batch", "sequences", 1, MAX_BATCH, default={"pow2": [1, MAX_BATCH]}),
         Rule("context", "int", "context", "tokens", 1, MAX_CONTEXT,
              default={"pow2": [128, 131072]}),
         Rule("k", "int", "draft tokens k", "tokens", 0, MAX_DRAFT_TOKENS,
