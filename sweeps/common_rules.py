@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from lab.catalog import gpu_catalog, model_catalog
+from lab.limits import BUDGET_RANGE, MAX_PAGE, MAX_RESERVE_GB, MAX_TP
 from lab.models.decode_step import PRECISIONS
 from lab.models.kv_shapes import KV_PRECISIONS
-from lab.points.decode_points import BUDGET_RANGE, MAX_PAGE, MAX_RESERVE_GB, MAX_TP
 from sweeps.grid_schema import Rule
 
 

@@ -30,6 +30,7 @@ from lab.limits import (
     MAX_CONTEXT,
     MAX_MEASURED_TP,
     MAX_MS,
+    MAX_TABLE_ROWS,
     MAX_TOKENS_CONTEXT,
     MODEL_FIELD_LIMITS,
 )
@@ -50,8 +51,8 @@ USER_COLUMNS = {
 the shipped files carry in their names (``tp`` defaults to 1 when absent). A ``dtype`` column
 is optional (``bf16`` or ``fp8``; attention must be ``bf16``); other columns are ignored."""
 
-MAX_MEASUREMENT_ROWS = 100_000
-"""Most points one measurements file may hold."""
+MAX_MEASUREMENT_ROWS = MAX_TABLE_ROWS
+"""Most points one measurements file may hold (the lab's one table limit)."""
 MAX_LATENCY_US = MAX_MS * 1000
 """Longest kernel time accepted, µs (the lab's largest time input)."""
 FILE = TableFile("Measurements", MAX_MEASUREMENT_ROWS, text_kind="a text CSV file")

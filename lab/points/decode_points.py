@@ -14,7 +14,7 @@ import numpy as np
 
 from lab.catalog import GPUSpec, ModelSpec, get_gpu, get_model
 from lab.errors import LabInputError
-from lab.limits import (  # the decode family's limits, re-exported for the grids
+from lab.limits import (
     BUDGET_RANGE,
     EP_DEGREES,
     MAX_ALLREDUCE_LATENCY_US,

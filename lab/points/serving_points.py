@@ -17,6 +17,8 @@ import numpy as np
 from lab.catalog.moe_spec import MoESpec, by_kind, routes_experts
 from lab.errors import LabInputError
 from lab.limits import (  # re-exported for the experiments and the grids
+    MAX_BATCH,
+    MAX_CONTEXT,
     MAX_MS,
     MAX_PREFIX_BLOCK,
     MAX_PREFIX_REQUESTS,
@@ -39,7 +41,7 @@ from lab.models.memory import kv_free_bytes
 from lab.models.moe_params import active_linear_params
 from lab.models.prefill import chunk_sweep, prefill_metrics
 from lab.models.prefix import prefix_metrics
-from lab.points.decode_points import MAX_BATCH, MAX_CONTEXT, DecodeConfig, calc_decode, prepare, to_python
+from lab.points.decode_points import DecodeConfig, calc_decode, prepare, to_python
 from lab.points.validity import check_range
 from lab.shipped import default_trace
 from lab.units import GB, MS

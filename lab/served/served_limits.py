@@ -3,10 +3,10 @@ the ``vllm bench serve`` reader (:mod:`lab.served.vllm_bench`); docs/model.md §
 
 from __future__ import annotations
 
-from lab.limits import MAX_BATCH
+from lab.limits import MAX_BATCH, MAX_TABLE_ROWS
 
-MAX_SERVED_ROWS = 100_000
-"""Most rows one file may hold."""
+MAX_SERVED_ROWS = MAX_TABLE_ROWS
+"""Most rows one file may hold (the lab's one table limit)."""
 MAX_PARALLEL = 1024
 """Largest parallelism or worker count accepted in a cell."""
 MAX_CONCURRENCY = 100 * MAX_BATCH

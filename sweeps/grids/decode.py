@@ -15,19 +15,13 @@ from types import SimpleNamespace
 import numpy as np
 
 from lab.catalog import gpu_table, model_table
-from lab.limits import TP_DEGREES
+from lab.limits import MAX_ALLREDUCE_LATENCY_US, MAX_BATCH, MAX_CONTEXT, TP_DEGREES
 from lab.models.decode_metrics import UNITS, decode_metrics
 from lab.models.decode_step import PRECISIONS
 from lab.models.inputs import DecodeInputs
 from lab.models.memory import DEFAULT_BUDGET_FRACTION, DEFAULT_PAGE_TOKENS, DEFAULT_RESERVE_BYTES
 from lab.models.parallel import DEFAULT_ALLREDUCE_LATENCY_S
-from lab.points.decode_points import (
-    MAX_ALLREDUCE_LATENCY_US,
-    MAX_BATCH,
-    MAX_CONTEXT,
-    allreduce_options,
-    memory_options,
-)
+from lab.points.decode_points import allreduce_options, memory_options
 from lab.points.validity import REASON_TEXT, Reason
 from lab.units import GB, US_PER_S
 from sweeps.build import axis_view

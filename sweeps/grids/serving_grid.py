@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 
 from lab.errors import LabInputError
-from lab.limits import MAX_PREFIX_BLOCK, MAX_PREFIX_REQUESTS, MIN_LIMIT_MS
+from lab.limits import MAX_BATCH, MAX_CONTEXT, MAX_PREFIX_BLOCK, MAX_PREFIX_REQUESTS, MIN_LIMIT_MS
 from lab.models import context_growth, prefill, prefix
 from lab.models.goodput import UNITS as GOODPUT_UNITS
 from lab.models.goodput import goodput_metrics, load_trace, simulate
-from lab.points.decode_points import MAX_BATCH, MAX_CONTEXT, DecodeConfig, prepare
+from lab.points.decode_points import DecodeConfig, prepare
 from lab.points.serving_points import (
     CONTEXT_DEFAULTS,
     DEFAULT_TRACE,
