@@ -218,7 +218,7 @@ def parse_rows(data: bytes, name: str, setup: vllm_bench.RunSetup | None = None)
     if vllm_bench.looks_like_json(text):
         return _unique([_row(row, where) for where, row in vllm_bench.run_rows(text, name, setup)],
                        name)
-    if setup is not None and setup.stated():
+    if setup is not None and setup.stated() and text.strip():
         raise LabInputError(f"Serving file {name} is a CSV, which names the GPU, tp, precision "
                             "and model in its rows; --gpu, --tp, --precision and --model are for "
                             "vllm bench serve JSON results.")

@@ -229,3 +229,14 @@ def test_text_in_a_run_stays_text():
     """HTML in a run's strings is kept as text (the page escapes every string it shows)."""
     ds = parse_served(json.dumps(vllm_result(engine="<b>x</b>")).encode(), "r.json", SETUP)
     assert _one(ds, "engine") == "<b>x</b>"
+
+
+def test_an_empty_file_with_run_flags_says_it_is_empty(tmp_path, capsys):
+    """An empty file given --gpu/--tp is neither JSON nor CSV: it says it has no rows, not that
+    it is a CSV naming its own GPU."""
+    empty = tmp_path / "empty.json"
+    empty.write_bytes(b"")
+    assert main(["calc", "served", "--measurements", str(empty), "--gpu", "h100-sxm",
+                 "--tp", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "has no data rows" in err and "is a CSV" not in err
