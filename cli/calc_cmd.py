@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cli import calc_measured, calc_served
+from cli import calc_measured, calc_plan, calc_served
 from cli.calc_generic import register_record
 from lab.experiments.registry import experiments
 
 HAND_WRITTEN: dict[str, Callable] = {
     "measured": calc_measured.register,
     "served": calc_served.register,
+    "plan": calc_plan.register,
 }
 """The experiments with a hand-written ``calc`` subcommand: by slug, the function adding it
 to the ``calc`` subparsers."""

@@ -8,6 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from cli.storage_flags import add_storage_option
 from lab.errors import LabInputError
 from sweeps.paths import DATASET_NAMES
 
@@ -18,6 +19,12 @@ def _run(args: argparse.Namespace) -> int:
     ignore_file_size_signal()
     from sweeps.datasets import open_dataset
     from sweeps.export import check_output, format_for, select, write
+    from sweeps.object_store import is_url, parse_storage_options, set_storage_options
+
+    set_storage_options(parse_storage_options(args.storage_option))
+    if is_url(args.output):
+        raise LabInputError(f"-o {args.output} is a URL; export writes a local file (or -), so "
+                            "give a path and copy it to the store afterwards.")
 
     to_stdout = args.output == STDOUT
     if to_stdout:
@@ -73,6 +80,7 @@ def register(subparsers) -> None:
                         "once complete; an existing one is replaced only if this tool wrote it; "
                         "- writes CSV (or --format parquet) to standard output")
     parser.add_argument("--dataset", metavar="PATH",
-                        help="a .zarr store written by `sweep --out` to export from instead of "
-                        "the lab's dataset")
+                        help="a .zarr store written by `sweep --out` (a path or an object "
+                        "store URL, s3://…) to export from instead of the lab's dataset")
+    add_storage_option(parser)
     parser.set_defaults(func=_run)

@@ -12,12 +12,13 @@ import sys
 from collections.abc import Sequence
 
 from cli import calc_cmd as calc
+from cli import calc_plan
 from cli import catalog_cmd, export_cmd, serve_cmd, sweep_cmd
 from lab import __version__
 from lab.errors import LabInputError
 from lab.experiments.registry import count_words
 
-COMMAND_MODULES = (calc, catalog_cmd, sweep_cmd, export_cmd, serve_cmd)
+COMMAND_MODULES = (calc, catalog_cmd, sweep_cmd, export_cmd, serve_cmd, calc_plan)
 """Modules that register a top-level subcommand, in ``--help`` order."""
 
 EXIT_BAD_INPUT = 2

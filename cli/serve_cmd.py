@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import re
 import secrets
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from apps.ui.server.logins import LOGINS_ENV, logins_for
 from apps.ui.server.page_gate import LIMIT_ENV, configured_limit
+from cli.storage_flags import add_storage_option
 from lab.errors import LabInputError
 from lab.units import MIB
 from sweeps.catalog_of_datasets import DATASETS_ENV
@@ -137,7 +139,14 @@ def checked_prefix(prefix: str) -> str:
 
 
 def checked_datasets(folder: str) -> str:
-    """``--datasets``' folder as an absolute path, or one sentence when it is no folder."""
+    """``--datasets``' folder as an absolute path (an object store prefix, ``s3://bucket/grids/``,
+    as given once its bucket answers), or one sentence when it is no folder."""
+    from sweeps.object_store import is_url
+
+    if is_url(folder):
+        from sweeps.remote_grid import check_prefix
+
+        return check_prefix(folder)
     path = Path(folder).expanduser()
     if not path.is_dir():
         raise LabInputError(f"--datasets {folder!r} is not a folder; give the folder holding "
@@ -169,6 +178,12 @@ def _run(args: argparse.Namespace) -> int:
         raise LabInputError(f"Port {args.port} is not between 0 and 65535.")
     if args.num_procs < 0:
         raise LabInputError(f"--num-procs {args.num_procs} is negative (0 means one per CPU).")
+    if args.storage_option:  # secrets too: the server's environment, never its command line
+        from sweeps.object_store import OPTIONS_ENV, parse_storage_options, set_storage_options
+
+        options = parse_storage_options(args.storage_option)
+        set_storage_options(options)
+        os.environ[OPTIONS_ENV] = json.dumps(options)
     if args.datasets is not None:
         os.environ[DATASETS_ENV] = checked_datasets(args.datasets)  # read by the grid page
     limit = pages_at_once(args)
@@ -215,8 +230,10 @@ def register(subparsers) -> None:
                         help="answer GET <prefix>/liveness without a login, for health checks "
                         "(default on)")
     parser.add_argument("--datasets", metavar="DIR", default=None,
-                        help="folder whose NAME.zarr datasets the grid explorer lists "
+                        help="folder whose NAME.zarr datasets the grid explorer lists, or an "
+                        "object store prefix (s3://bucket/grids/) "
                         "(default: the lab's data directory)")
+    add_storage_option(parser)
     parser.add_argument("--show", action="store_true", help="open a browser tab")
     parser.add_argument("panel_options", nargs="*", metavar="-- PANEL_SERVE_OPTION",
                         help="any other `panel serve` option, after --, passed on as given "

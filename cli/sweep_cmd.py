@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from cli.storage_flags import add_storage_option
 from sweeps.paths import DATASET_NAMES
 
 
@@ -16,9 +17,11 @@ def _run(args: argparse.Namespace) -> int:
     tune_allocator()  # this process exists to compute the grid (threaded scheduler included)
     from sweeps.grid_files import load_grid
     from sweeps.job import plan_sweep, run_sweep
+    from sweeps.object_store import parse_storage_options, set_storage_options
     from sweeps.performance import checked_report_path, performance_report
     from sweeps.runner import runner
 
+    set_storage_options(parse_storage_options(args.storage_option))
     grid = load_grid(args.grid)
     plan = plan_sweep(grid, args.experiment, args.out)  # bad input fails before any cluster
     report_path = checked_report_path(args.performance_report, args.scheduler)
@@ -56,11 +59,13 @@ def register(subparsers) -> None:
                         "(default: every one the grid covers)")
     parser.add_argument("--out", metavar="PATH",
                         help="output directory (one NAME.zarr per experiment) or, for one "
-                        "experiment, a path ending in .zarr (default: the lab's datasets, "
-                        "datasets/grids or $INFERENCE_LAB_DATA)")
+                        "experiment, a path ending in .zarr; or an object store URL "
+                        "(s3://bucket/grids/, gs://…, abfs://…) that every worker writes to "
+                        "(default: the lab's datasets, datasets/grids or $INFERENCE_LAB_DATA)")
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="address of a running Dask scheduler (tcp://host:8786), or "
                         "'threads' for no cluster (default: start a local cluster)")
+    add_storage_option(parser)
     parser.add_argument("--workers", type=int, metavar="N",
                         help="worker processes of the local cluster, 1 to 64 (default: one per CPU, "
                         "at most 8)")

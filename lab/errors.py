@@ -60,3 +60,16 @@ def shown_number(value) -> str:
     except (TypeError, ValueError):
         pass
     return shown(value)
+
+
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+"""Unicode's bidirectional controls: shown as they are, they reorder the text around them (a
+U+202E in a link's value made an echoed sentence read backwards)."""
+
+
+def without_bidi(text: str) -> str:
+    """``text`` with each bidirectional control written as its escape (``\\u202e``), so a
+    sentence quoting an untrusted value reads in the order it was written."""
+    if not any(c in text for c in BIDI_CONTROLS):
+        return text
+    return "".join(f"\\u{ord(c):04x}" if c in BIDI_CONTROLS else c for c in text)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lab.errors import LabInputError
+from sweeps.object_store import is_url
 from sweeps.paths import DATASET_NAMES, data_dir
 
 if TYPE_CHECKING:
@@ -35,14 +36,27 @@ MAX_LISTED = 200
 """Most stores of the folder listed (the experiments' and presets' names always are)."""
 
 
-def datasets_dir() -> Path:
-    """The folder the explorer lists: ``$INFERENCE_LAB_DATASETS`` or the data directory."""
+def datasets_dir() -> Path | str:
+    """The folder the explorer lists: ``$INFERENCE_LAB_DATASETS`` (a folder, or an object store
+    prefix such as ``s3://bucket/grids/``) or the data directory."""
     override = os.environ.get(DATASETS_ENV)
+    if is_url(override):
+        return override.rstrip("/")
     return Path(override).expanduser() if override else data_dir()
 
 
-def _stores(directory: Path) -> list[str]:
+def _folder(directory: str | Path | None) -> Path | str:
+    if directory is None:
+        return datasets_dir()
+    return str(directory).rstrip("/") if is_url(directory) else Path(directory)
+
+
+def _stores(directory: Path | str) -> list[str]:
     """Names of the ``NAME.zarr`` folders in ``directory`` (none when it cannot be listed)."""
+    if is_url(directory):
+        from sweeps.remote_grid import list_stores
+
+        return list_stores(directory, NAME)
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError:
@@ -52,7 +66,7 @@ def _stores(directory: Path) -> list[str]:
         stem = entry.name[:-5] if entry.name.endswith(".zarr") else None
         if stem and NAME.fullmatch(stem) and not stem.startswith("."):
             try:
-                if entry.is_dir():
+                if entry.is_dir() and stays_inside(Path(entry.path), Path(directory)):
                     names.append(stem)
             except OSError:
                 continue
@@ -61,24 +75,38 @@ def _stores(directory: Path) -> list[str]:
     return names
 
 
+def stays_inside(path: Path, folder: Path) -> bool:
+    """Whether the local ``path`` (a store, maybe a symbolic link) resolves inside ``folder``:
+    a link out of the datasets folder is neither listed nor opened (issue 38)."""
+    if not path.is_symlink():
+        return True
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder))
+
+
 def dataset_names(directory: str | Path | None = None) -> list[str]:
     """Every dataset name the explorer offers: the experiments' grids, the presets, then the
     folder's other stores (user sweeps), alphabetically."""
-    folder = Path(directory) if directory is not None else datasets_dir()
+    folder = _folder(directory)
     known = [*DATASET_NAMES, *PRESET_STORES]
     return known + [n for n in _stores(folder) if n not in known]
 
 
 def making_command(name: str, directory: str | Path | None = None) -> str:
     """The command that writes dataset ``name`` where the explorer reads it."""
-    folder = Path(directory) if directory is not None else datasets_dir()
-    out = "" if folder == data_dir() else f" --out {folder / (name + '.zarr')}"
+    folder = _folder(directory)
+    store = dataset_location(folder, name)
+    out = "" if folder == data_dir() else f" --out {store}"
     if name in DATASET_NAMES:
         return f"inference-lab sweep --experiment {name}{out}"
     if name in PRESET_STORES:
         return (f"inference-lab sweep --grid {name} --experiment {PRESET_STORES[name]} "
-                f"--out {folder / (name + '.zarr')}")
-    return f"inference-lab sweep --grid YOUR_GRID.toml --out {folder / (name + '.zarr')}"
+                f"--out {store}")
+    return f"inference-lab sweep --grid YOUR_GRID.toml --out {store}"
+
+
+def dataset_location(folder: Path | str, name: str) -> Path | str:
+    """Where dataset ``name`` of ``folder`` is (a path, or a URL under an object store prefix)."""
+    return f"{folder}/{name}.zarr" if is_url(folder) else folder / f"{name}.zarr"
 
 
 def open_named(name: str, directory: str | Path | None = None) -> xr.Dataset:
@@ -93,12 +121,21 @@ def open_named(name: str, directory: str | Path | None = None) -> xr.Dataset:
     from sweeps.datasets import open_dataset
     from sweeps.store import MissingDatasetError
 
-    folder = Path(directory) if directory is not None else datasets_dir()
+    folder = _folder(directory)
     if name not in dataset_names(folder):
         raise LabInputError(f"There is no dataset '{name[:40]}' here; the datasets are "
                             f"{', '.join(dataset_names(folder)[:16])}.")
-    path = folder / f"{name}.zarr"
-    if not path.exists():
+    path = dataset_location(folder, name)
+    if is_url(path):
+        from sweeps.remote_grid import exists_url
+
+        there = exists_url(path)
+    else:
+        if not stays_inside(path, folder):  # a preset's name linked out of the folder
+            raise LabInputError(f"There is no dataset '{name[:40]}' here; a dataset of the "
+                                "folder is a folder inside it, not a link out of it.")
+        there = path.exists()
+    if not there:
         raise MissingDatasetError(f"The dataset '{name}' has not been computed yet; run "
                                   f"`{making_command(name, folder)}` to write it.")
     # An explicit path: a stale or damaged store is reported, never recomputed in a request.

@@ -97,7 +97,8 @@ def _as_path(name: str | os.PathLike) -> Path | None:
 
 
 def open_dataset(name: str | os.PathLike, *, path: str | Path | None = None,
-                 compute_missing: bool = True, refresh: bool = False) -> xr.Dataset:
+                 compute_missing: bool = True, refresh: bool = False,
+                 storage_options: dict | None = None) -> xr.Dataset:
     """The grid dataset of experiment ``name`` as a lazy ``xarray.Dataset``.
 
     Parameters
@@ -119,6 +120,11 @@ def open_dataset(name: str | os.PathLike, *, path: str | Path | None = None,
         not given, the dataset computed from the ``default`` preset) is still recomputed when
         it is stale, whatever ``compute_missing`` says: a newer lab changed the default grid,
         and the lab wrote that dataset; any other stale dataset is reported.
+    storage_options : dict, optional
+        fsspec options for a URL (``s3://bucket/grids/decode.zarr``, as ``name`` or ``path``),
+        e.g. ``{"endpoint_url": …}``; credentials otherwise come from the environment. A
+        dataset at a URL is opened through its pointer (:mod:`sweeps.remote_grid`), never
+        computed.
 
     Returns
     -------
@@ -135,6 +141,7 @@ def open_dataset(name: str | os.PathLike, *, path: str | Path | None = None,
     from sweeps import metadata as md
     from sweeps.conventions import cf_units
     from sweeps.grid_kinds import grid_kind
+    from sweeps.object_store import is_url
     from sweeps.store import (
         CorruptDatasetError,
         StaleDatasetError,
@@ -146,6 +153,13 @@ def open_dataset(name: str | os.PathLike, *, path: str | Path | None = None,
     )
     from sweeps.swap import has_leftovers, recover
 
+    if is_url(name) or is_url(path):  # object storage: never computed (sweeps.remote_grid)
+        from sweeps.remote_grid import open_grid_url_options
+
+        if is_url(name) and path is not None:
+            raise LabInputError("Give the dataset's path once: as the first argument or as "
+                                "path=, not both.")
+        return open_grid_url_options(str(name if is_url(name) else path), storage_options)
     store_path = _as_path(name)
     if store_path is not None:
         if path is not None:

@@ -11,6 +11,7 @@ from lab.errors import LabInputError
 from sweeps.grid_files import GridSpec
 from sweeps.grid_kinds import grid_kind
 from sweeps.grid_schema import ExperimentSpec
+from sweeps.object_store import check_url, is_url, join
 from sweeps.paths import dataset_path
 from sweeps.runner import Runner
 from sweeps.store import write_experiment
@@ -21,7 +22,7 @@ class SweepResult:
     """One written dataset: experiment, path, cells and wall time (s)."""
 
     experiment: str
-    path: Path
+    path: Path | str
     cells: int
     seconds: float
 
@@ -31,12 +32,23 @@ class SweepResult:
         return self.cells / self.seconds if self.seconds > 0 else float("inf")
 
 
-def output_paths(experiments: Sequence[str], out: str | Path | None) -> dict[str, Path]:
+def output_paths(experiments: Sequence[str], out: str | Path | None) -> dict[str, Path | str]:
     """Where each experiment's dataset goes.
 
     ``out`` ending in ``.zarr`` names the store of a single experiment; any other ``out`` is
-    a directory receiving ``<experiment>.zarr``; None is the lab's data directory.
+    a directory receiving ``<experiment>.zarr``; None is the lab's data directory. An fsspec
+    URL (``s3://bucket/grids/``) stays a URL (:mod:`sweeps.remote_grid`); a scheme the lab
+    cannot store grids in is refused in one sentence.
     """
+    if is_url(out):
+        url = check_url(str(out))
+        if url.endswith(".zarr"):
+            if len(experiments) != 1:
+                raise LabInputError(f"--out {out} names one Zarr store but the sweep covers "
+                                    f"{len(experiments)} experiments; give a prefix or one "
+                                    "--experiment.")
+            return {experiments[0]: url}
+        return {name: join(url, f"{name}.zarr") for name in experiments}
     if out is not None and str(out).rstrip("/").endswith(".zarr"):
         if len(experiments) != 1:
             raise LabInputError(f"--out {out} names one Zarr store but the sweep covers "
@@ -52,7 +64,7 @@ class SweepPlan:
 
     grid_name: str
     specs: dict[str, ExperimentSpec]
-    paths: dict[str, Path]
+    paths: dict[str, Path | str]
 
 
 def plan_sweep(grid: GridSpec, experiments: Sequence[str] | None,
@@ -73,13 +85,17 @@ def plan_sweep(grid: GridSpec, experiments: Sequence[str] | None,
     LabInputError
         A bad spec or output, or an output path holding something this lab did not write.
     """
+    from sweeps.remote_grid import check_replaceable_url
     from sweeps.store import check_replaceable
 
     names = tuple(experiments or grid.experiments)
     specs = {name: grid.resolve(name) for name in names}
     paths = output_paths(names, out)
     for path in paths.values():
-        check_replaceable(path)
+        if is_url(path):
+            check_replaceable_url(path)
+        else:
+            check_replaceable(path)
     return SweepPlan(grid.name, specs, paths)
 
 
@@ -94,7 +110,12 @@ def run_sweep(plan: SweepPlan, run: Runner,
             shape = " × ".join(f"{d} {n}" for d, n in zip(spec.axes, spec.shape, strict=True))
             report(f"{name}: {spec.cells:,} cells ({shape}) → {path}")
         start = time.perf_counter()
-        write_experiment(grid_kind(name), spec, plan.grid_name, path, run)
+        if is_url(path):
+            from sweeps.remote_grid import write_experiment_url
+
+            write_experiment_url(grid_kind(name), spec, plan.grid_name, path, run)
+        else:
+            write_experiment(grid_kind(name), spec, plan.grid_name, path, run)
         results.append(SweepResult(name, path, spec.cells, time.perf_counter() - start))
         if report:
             r = results[-1]

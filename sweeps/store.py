@@ -37,6 +37,14 @@ from sweeps.build import coordinate_array, file_digest, output_dtypes, region_ta
 from sweeps.conventions import cf_units, consolidate
 from sweeps.grid_kinds import GridKind, grid_kind
 from sweeps.grid_schema import OPTION_KEYS, ExperimentSpec, expand_section
+from sweeps.local_store_checks import (
+    MAX_METADATA_BYTES,
+    LocalStoreError,
+    check_arrays,
+    check_chunk_file,
+    check_entries,
+    read_regular_file,
+)
 from sweeps.runner import Runner, WorkersLostError
 from sweeps.swap import (
     TMP_MARK,
@@ -109,6 +117,10 @@ class VerifiedStore(WrapperStore):
 
     async def get(self, key, prototype, byte_range=None):
         """The bytes of ``key``, checked against the manifest when it records ``key``."""
+        try:
+            check_chunk_file(self._path, key)
+        except LocalStoreError as problem:
+            raise corrupt(self._path, str(problem)) from None
         try:
             buffer = await self._store.get(key, prototype, byte_range)
         except OSError as exc:
@@ -297,10 +309,10 @@ def _root_attrs(path: Path) -> dict:
     if path.is_file():
         raise CorruptDatasetError(f"{path} is a file, not a dataset (a dataset is a Zarr "
                                   "store, a folder).")
-    if path.is_dir() and not (path / files.ZARR_META).exists():
+    if path.is_dir() and not os.path.lexists(path / files.ZARR_META):
         raise _missing_root(path)
     try:
-        meta = json.loads((path / files.ZARR_META).read_text(encoding="utf-8"))
+        meta = json.loads(_read_local_metadata(path).decode("utf-8"))
         attrs = meta.get("attributes", {}) if isinstance(meta, dict) else None
         if not isinstance(attrs, dict):
             raise ValueError("its root metadata is not a Zarr group's")
@@ -309,6 +321,27 @@ def _root_attrs(path: Path) -> dict:
         raise CorruptDatasetError(f"The dataset at {path} is unreadable ({type(exc).__name__}: "
                                   f"{reason}); delete it and {_fix(path)}.") from None
     return attrs
+
+
+def _read_local_metadata(path: Path) -> bytes:
+    """The root metadata of the local store at ``path``: a regular file, bounded in size,
+    never a link or a FIFO (:mod:`sweeps.local_store_checks`)."""
+    try:
+        return read_regular_file(path / files.ZARR_META, MAX_METADATA_BYTES, files.ZARR_META)
+    except LocalStoreError as problem:
+        raise corrupt(path, str(problem)) from None
+
+
+def _check_local_store(path: Path) -> None:
+    """Only regular files and folders inside the local store at ``path``, and no array claiming
+    chunks or coordinates larger than the lab reads: else one sentence."""
+    try:
+        check_entries(path)
+        check_arrays(path)
+    except LocalStoreError as problem:
+        raise corrupt(path, str(problem)) from None
+    except OSError as error:
+        raise corrupt(path, f"it cannot be listed: {files.os_reason(error)}") from None
 
 
 def grid_name_of(path: Path) -> object:
@@ -402,6 +435,7 @@ def open_grid_spec(path: str | Path, *,
     if not path.exists():
         raise MissingDatasetError(f"There is no dataset at {path}; {fix}.")
     attrs = _root_attrs(path)
+    _check_local_store(path)
     missing = [a for a in md.REQUIRED_ATTRS if a not in attrs]
     if missing:
         raise CorruptDatasetError(f"The dataset at {path} is incomplete or not written by a "

@@ -21,11 +21,21 @@ re-checks each hook here:
   imported;
 - :func:`answer_long_requests` (``DocHandler.prepare``, Tornado's
   ``HTTP1ConnectionParameters``): an over-long page address gets HTTP 414 and a sentence;
-  called by the server's start-up only.
+  called by the server's start-up only;
+- :func:`check_logins` (``BasicLoginHandler._validate``, ``.post``, ``.set_cookie``,
+  ``panel.auth._validate_next_url``): logins checked off the event loop, throttled and logged,
+  cookies ``SameSite=Lax`` (``Secure`` over https);
+- :func:`quiet_anonymous_autoload` (``AutoloadJsHandler.get_session``): an anonymous autoload
+  request is redirected without a traceback;
+- :func:`build_pages_off_loop` (Bokeh's ``ApplicationContext.create_session_if_needed``,
+  ``panel.io.state._thread_id_``): a page's document is built on a worker thread, so the
+  event loop keeps answering (``/liveness``, other readers' websockets) during a burst.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import contextvars
 import functools
@@ -34,21 +44,31 @@ import inspect
 import io
 import logging
 import os
+import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl, urlencode
 
+import bokeh.io.doc as bokeh_doc
 import panel as pn
 import panel_material_ui as pmui
 from bokeh.core.has_props import is_DataModel
+from bokeh.document import Document
 from bokeh.model import Model
-from panel.auth import BasicLoginHandler
+from bokeh.protocol.exceptions import ProtocolError
+from bokeh.server.contexts import ApplicationContext, BokehSessionContext, _RequestProxy
+from bokeh.server.session import ServerSession
+from bokeh.util.token import get_token_payload
+from panel.auth import BasicLoginHandler, _validate_next_url
 from panel.io.document import _cleanup_doc
 from panel.io.location import Location
-from panel.io.server import DocHandler
+from panel.io.server import AutoloadJsHandler, DocHandler
 from panel.util import edit_readonly, parse_query
+from tornado.escape import url_escape
 from tornado.http1connection import HTTP1ConnectionParameters
+from tornado.web import Finish, RequestHandler
 
 from apps.ui.parts.upload_limits import (
     MAX_REASON_CHARS,
@@ -57,7 +77,7 @@ from apps.ui.parts.upload_limits import (
     limit_sentence,
     shown_name,
 )
-from apps.ui.server.logins import LOGINS_ENV, Logins, logins_for
+from apps.ui.server.logins import LOGINS_ENV, Logins, LoginThrottle, login_log_line, logins_for
 from apps.ui.server.page_gate import PageGate, Ticket
 from apps.ui.server.waiting_page import TURN_COOKIE, TURN_HEADER, YOUR_TURN, waiting_page
 from lab.errors import LabInputError
@@ -112,13 +132,15 @@ def gate_page_requests(gate: PageGate) -> None:
     """Send every page load of this server process through ``gate`` (process-wide; a
     second call replaces the gate).
 
-    Only a browser's navigation to a page is gated (``Sec-Fetch-Dest: document``), once the
-    visitor is logged in: other clients only fetch the HTML, which costs the server its build
-    alone. A load admitted builds its session as usual, and the session gives the place back
+    Every page request of a logged-in visitor is counted. A browser's navigation
+    (``Sec-Fetch-Dest: document``) admitted builds its session as usual, and the session gives the place back
     on its ``document_ready`` event (the browser has drawn the page); :meth:`PageGate.sent`
     covers a browser that disconnects or never connects. A load that has to wait gets
     :func:`~apps.ui.server.waiting_page.waiting_page`, whose request for its turn (header
-    :data:`~apps.ui.server.waiting_page.TURN_HEADER`) is answered here when the turn comes."""
+    :data:`~apps.ui.server.waiting_page.TURN_HEADER`) is answered here when the turn comes.
+    Any other page request (a script's, ``curl``'s) waits its turn on the server and gives its
+    place back once its page is sent (:func:`_script_page`): it costs the server the build
+    alone."""
     already = getattr(DocHandler, "_lab_gate", None) is not None
     DocHandler._lab_gate = gate
     if already:
@@ -133,8 +155,10 @@ def gate_page_requests(gate: PageGate) -> None:
             self.set_header("Content-Type", "text/plain; charset=utf-8")
             self.write(YOUR_TURN if await gate.turn(reader) else "not in line")
             return None
-        if self.request.headers.get("Sec-Fetch-Dest") != "document" or not self.current_user:
+        if not self.current_user:  # the login page's redirect
             return await _settled(original_get(self, *args, **kwargs))
+        if self.request.headers.get("Sec-Fetch-Dest") != "document":
+            return await _script_page(self, gate, original_get, *args, **kwargs)
         ticket = None
         for name in self.request.cookies:
             if name.startswith(TURN_COOKIE):
@@ -150,7 +174,7 @@ def gate_page_requests(gate: PageGate) -> None:
                 self.set_status(503)
                 self.set_header("Retry-After", "10")
                 self.set_header("Content-Type", "text/plain; charset=utf-8")
-                self.write("Too many readers are waiting for the lab; try again in a minute.")
+                self.write(TOO_MANY_WAITING)
                 return None
             self.set_header("Content-Type", "text/html; charset=utf-8")
             self.write(waiting_page(*place))
@@ -164,6 +188,8 @@ def gate_page_requests(gate: PageGate) -> None:
 
     async def get_session(self):
         session = await _settled(original_get_session(self))
+        if session is None:  # redirected to the login page
+            return None
         ticket = _TICKET.get()
         if ticket is not None and not ticket.done and ticket.session is None:
             ticket.session = session
@@ -172,6 +198,129 @@ def gate_page_requests(gate: PageGate) -> None:
         return session
 
     DocHandler.get, DocHandler.get_session = get, get_session
+
+
+class _PerThreadStack:
+    """Bokeh's stack of patched current documents (``bokeh.io.doc._PATCHED_CURDOCS``), one per
+    thread: a page built on a worker thread must not become the current document of a callback
+    running meanwhile on the event loop (the stack is a plain module-wide list)."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def _stack(self) -> list:
+        stack = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
+        return stack
+
+    def __len__(self) -> int:
+        return len(self._stack())
+
+    def __getitem__(self, index):
+        return self._stack()[index]
+
+    def append(self, item) -> None:
+        self._stack().append(item)
+
+    def pop(self, *args):
+        return self._stack().pop(*args)
+
+    def clear(self) -> None:
+        self._stack().clear()
+
+
+_BUILDER = concurrent.futures.ThreadPoolExecutor(max_workers=1,
+                                                 thread_name_prefix="lab-page-build")
+"""The thread that builds the pages' documents, one at a time, first come first served."""
+
+
+def build_pages_off_loop() -> None:
+    """Build each new session's document on :data:`_BUILDER`'s thread instead of the event
+    loop (process-wide; idempotent; called by the server's start-up).
+
+    Bokeh's ``ApplicationContext.create_session_if_needed`` runs the app script
+    (``initialize_document``) on the event loop: a page costs 0.3–0.9 s of CPU there, so sixty
+    readers arriving together held every other request, ``/liveness`` included, for a minute.
+    Here the same steps run with the build awaited on the worker thread (with the request's
+    context variables), the loop answering everything else meanwhile; the document is then
+    handed to the loop's thread (``panel.io.state._thread_id_``) as if built there. Bokeh's
+    current-document stack is made per thread first (:class:`_PerThreadStack`)."""
+    if getattr(ApplicationContext, "_lab_off_loop", False):
+        return
+    bokeh_doc._PATCHED_CURDOCS = _PerThreadStack()
+
+    async def create_session_if_needed(self, session_id, request=None, token=None):
+        if len(session_id) == 0:
+            raise ProtocolError("Session ID must not be empty")
+        if session_id not in self._sessions and session_id not in self._pending_sessions:
+            future = self._pending_sessions[session_id] = asyncio.Future()
+            try:
+                doc = Document()
+                session_context = BokehSessionContext(session_id, self.server_context, doc,
+                                                      logout_url=self._logout_url)
+                if request is not None:
+                    payload = get_token_payload(token) if token else {}
+                    if ("cookies" in payload and "headers" in payload
+                            and "Cookie" not in payload["headers"]):
+                        payload["headers"]["Cookie"] = "; ".join(
+                            f"{k}={v}" for k, v in payload["cookies"].items())
+                    session_context._request = _RequestProxy(
+                        request, arguments=payload.get("arguments"),
+                        cookies=payload.get("cookies"), headers=payload.get("headers"))
+                session_context._token = token
+                doc._session_context = weakref.ref(session_context)
+                try:
+                    await self._application.on_session_created(session_context)
+                except Exception as error:
+                    logging.getLogger("bokeh").error("Failed to run session creation hooks %r",
+                                                     error, exc_info=True)
+                context = contextvars.copy_context()
+                await asyncio.get_running_loop().run_in_executor(
+                    _BUILDER, context.run, self._application.initialize_document, doc)
+                pn.state._thread_id_[doc] = threading.get_ident()  # the loop's, from now on
+                session = ServerSession(session_id, doc, io_loop=self._loop, token=token)
+            except BaseException as error:
+                del self._pending_sessions[session_id]
+                future.set_exception(error)
+                future.exception()  # retrieved: the caller gets the error below
+                raise
+            del self._pending_sessions[session_id]
+            self._sessions[session_id] = session
+            session_context._set_session(session)
+            self._session_contexts[session_id] = session_context
+            future.set_result(session)
+        if session_id in self._pending_sessions:
+            return await self._pending_sessions[session_id]
+        return self._sessions[session_id]
+
+    ApplicationContext.create_session_if_needed = create_session_if_needed
+    ApplicationContext._lab_off_loop = True
+
+
+TOO_MANY_WAITING = "Too many readers are waiting for the lab; try again in a minute."
+
+
+async def _script_page(handler, gate: PageGate, original_get, *args, **kwargs):
+    """A page request that is no browser's navigation (a script, ``curl``, a prefetch): it
+    waits its turn in the gate's line on the server (it runs no waiting page), and holds its
+    place while its page is built and sent."""
+    ticket = gate.enter()
+    if ticket is None:
+        place = gate.wait_in_line()
+        if place is None:
+            handler.set_status(503)
+            handler.set_header("Retry-After", "10")
+            handler.set_header("Content-Type", "text/plain; charset=utf-8")
+            handler.write(TOO_MANY_WAITING)
+            return None
+        if await gate.turn(place[0]):
+            ticket = gate.claim(place[0])
+    try:
+        return await _settled(original_get(handler, *args, **kwargs))
+    finally:
+        if ticket is not None:
+            gate.leave(ticket)
 
 
 def parse_query_value_by_value() -> None:
@@ -243,6 +392,27 @@ def answer_long_requests() -> None:
     DocHandler._lab_long_requests = True
 
 
+def quiet_anonymous_autoload() -> None:
+    """An autoload script requested without a login gets the login page's redirect and
+    nothing in the log (process-wide; idempotent; called by the server's start-up).
+
+    Panel's ``AutoloadJsHandler.get`` awaits ``get_session``, which Tornado's ``authenticated``
+    decorator turns into a redirect returning None for a visitor not logged in; awaiting None
+    wrote a ``TypeError`` traceback per request, so anyone could flood the log."""
+    if getattr(AutoloadJsHandler, "_lab_quiet", False):
+        return
+    original = AutoloadJsHandler.get_session
+
+    async def get_session(self):
+        session = await _settled(original(self))
+        if session is None:  # redirected to the login page: the answer is complete
+            raise Finish()
+        return session
+
+    AutoloadJsHandler.get_session = get_session
+    AutoloadJsHandler._lab_quiet = True
+
+
 def _login_option(handler) -> str | dict | None:
     """The ``--basic-auth`` value the server was started with: from :data:`LOGINS_ENV` when
     ``inference-lab serve`` started it, else where Panel's own ``BasicLoginHandler._validate``
@@ -288,6 +458,56 @@ def check_logins() -> None:
         return logins.check(username, password)
 
     BasicLoginHandler._validate = _validate
+    BasicLoginHandler.post = _post_login
+    BasicLoginHandler.set_cookie = _set_login_cookie
+
+
+LOGIN_THROTTLE = LoginThrottle()
+"""Failed logins of this server process, per user name and per client address."""
+
+_LOGIN_CHECKS = concurrent.futures.ThreadPoolExecutor(max_workers=2,
+                                                      thread_name_prefix="lab-login")
+"""Threads that check passwords (a bcrypt check holds its thread, not the event loop)."""
+
+TOO_MANY_LOGINS = ("Too many failed logins for this user name or from this address; try "
+                   "again in {seconds} s.")
+
+
+async def _post_login(self) -> None:
+    """Panel's login form, checked off the event loop and throttled
+    (:class:`~apps.ui.server.logins.LoginThrottle`); every failure and every refusal is
+    logged once with the user name and the client address, never the password."""
+    username = self.get_argument("username", "")
+    password = self.get_argument("password", "")
+    address = self.request.remote_ip or "unknown address"
+    log = logging.getLogger("bokeh")
+    wait = LOGIN_THROTTLE.retry_after(username, address)
+    if wait:
+        log.warning(login_log_line(f"refused for {wait} s (too many failures)", username,
+                                   address))
+        self.set_status(429)
+        self.set_header("Retry-After", str(wait))
+        self.set_header("Content-Type", "text/plain; charset=utf-8")
+        self.finish(TOO_MANY_LOGINS.format(seconds=wait))
+        return
+    loop = asyncio.get_running_loop()
+    valid = await loop.run_in_executor(_LOGIN_CHECKS, self._validate, username, password)
+    if valid:
+        self.set_current_user(username)
+        self.redirect(_validate_next_url(self.get_cookie("next_url", pn.state.base_url)))
+        return
+    LOGIN_THROTTLE.failed(username, address)
+    log.warning(login_log_line("failed", username, address))
+    self.redirect(self.request.uri + "?error=" + url_escape("Invalid username or password!"))
+
+
+def _set_login_cookie(self, name, value, *args, **kwargs) -> None:
+    """The login handler's cookies: ``SameSite=Lax``, and ``Secure`` when the request came over
+    https (directly, or through a proxy trusted with ``--use-xheaders``)."""
+    kwargs.setdefault("samesite", "Lax")
+    if self.request.protocol == "https":
+        kwargs.setdefault("secure", True)
+    RequestHandler.set_cookie(self, name, value, *args, **kwargs)
 
 
 def server_path(text: str) -> bool:

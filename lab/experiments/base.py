@@ -3,7 +3,8 @@
 An experiment's inputs are ``param`` parameters (bounds, defaults, units in ``label``/``doc``).
 Whenever an input changes, :meth:`Experiment.compute` runs and sets ``result`` (a JSON-ready
 record from :mod:`lab.points.decode_points`) or, for bad input, ``error`` (one sentence) with ``result`` None;
-``computing`` is True while it runs.
+``computing`` is True while it runs. A new reason while ``result`` stays None also triggers
+``result``, so a view that follows ``result`` alone never shows a stale reason.
 Subclasses add the text of the seven elements: headline, prediction, cards, chart data, the
 substituted derivation, and the limits with their sources.
 
@@ -129,7 +130,10 @@ class Experiment(param.Parameterized):
             try:
                 result = self.compute()
             except LabInputError as exc:
+                unchanged = self.result is None and self.error != str(exc)
                 self.param.update(result=None, error=str(exc))
+                if unchanged:  # a new reason: views that follow ``result`` show it too
+                    self.param.trigger("result")
             else:
                 self.param.update(result=result, error=None)
         finally:

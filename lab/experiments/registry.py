@@ -97,6 +97,9 @@ EXPERIMENTS: list[ExperimentRecord] = [
                      "lab.served.served_explain:row_steps",
                      "lab.served.served_experiment:FromFloorToServed",
                      dataset="lab.served.served_calc:served_table"),
+    ExperimentRecord(12, "plan", "lab.plan.plan_calc:calc_plan",
+                     "lab.plan.plan_calc:plan_steps",
+                     "lab.plan.plan_experiment:PlanDeployment"),
 ]
 """Every experiment, in order (its position is its number)."""
 

@@ -98,6 +98,16 @@ class FloorsAgainstMeasurements(TableExperiment):
         shapes = np.asarray(table["shape"].values).astype(str)
         return list(dict.fromkeys(shapes[kinds == (kind or self.kind)].tolist()))
 
+    def tps(self) -> list[int]:
+        """The tp degrees (GPUs) measured for the selected kind and shape, ascending (those of
+        the kind when the shape has none; the selected tp when the kind has none)."""
+        table = self.table()
+        kinds = np.asarray(table["kind"].values).astype(str) == self.kind
+        shapes = np.asarray(table["shape"].values).astype(str) == str(self.shape)
+        tps = np.asarray(table["tp"].values)
+        found = tps[kinds & shapes] if (kinds & shapes).any() else tps[kinds]
+        return sorted({int(t) for t in found}) or [int(self.tp)]
+
     @param.depends("kind", "measurements", watch=True)
     def _first_point_of_kind(self) -> None:
         """On a new kind or data set, select a measured point of that kind (the default point,

@@ -2,94 +2,177 @@
 
 Named terms, each a formula on the row (milliseconds)::
 
-    agg:    TPOT = floor + communication + k_prefill · P_step + t_layer · L   (+ residual)
-    disagg: TPOT = k_step · floor + communication + t_layer · L               (+ residual)
-    TTFT = floor + k_queue · (c − 1)/2 · floor / workers + t_first           (+ residual)
+    agg:    TPOT = floor + comm + k_prefill · P_step + t_layer · L + t_moe · L_moe
+                   + t_seq · L · B/dp                                          (+ residual)
+    disagg: TPOT = floor + comm + (k_step − 1) · floor  [pools stated]
+                 | comm + k_inferred · floor             [batch inferred]
+                   + t_layer · L + t_moe · L_moe                               (+ residual)
+    TTFT = floor + k_queue · (c − 1)/2 · floor / workers + t_first
+           + k_chunk · ⌈isl / chunk⌉ · (TPOT floor + comm)   [agg]             (+ residual)
 
 - ``floor``: :mod:`lab.served.served_floors` (one ideal decode step; one request's ideal prefill);
-- ``communication``: experiment 3's ring all-reduces of the attention's tensor-parallel ranks
+- ``comm``: experiment 3's ring all-reduces of the attention's tensor-parallel ranks
   and, with expert parallelism, the all-to-all (:mod:`lab.models.attention_dp`), not fitted;
 - ``P_step`` (aggregated): an engine that finishes ``B/osl`` requests per decode step admits as
   many new prompts, each prefilled in a pass of its own between decode steps: ``B/osl`` times
   one request's ideal prefill (weights read and FLOPs, :mod:`lab.served.served_floors`);
-  ``k_prefill`` ≥ 0, fitted: what one interleaved prefill costs in ideal prefills
-  (1/k_prefill is the fraction of its roofline it reaches);
-- ``k_step`` ≥ 0 (disaggregated, where no prefill interleaves), fitted: the decode step's time
-  in ideal steps (1/k_step is the fraction of the roofline it reaches); shown as the term
+  ``k_prefill`` ≥ 0, fitted: what one interleaved prefill costs in ideal prefills;
+- ``k_step`` ≥ 1 (disaggregated rows whose listed decode pools hold every client), fitted: the
+  decode step's time in ideal steps, never faster than the roofline; the term
   ``(k_step − 1) · floor``;
-- ``t_layer`` ≥ 0, fitted: the fixed time every layer of every decode step costs (kernel
-  launches and synchronisation that no byte or FLOP explains), times the model's ``L``
-  layers, so one coefficient serves a 32-layer and a 94-layer model of one engine × GPU;
+- ``k_inferred`` ≥ 0 (disaggregated rows whose batch per decode worker is inferred, an upper
+  bound): the step that ran in steps of the upper bound's floor (below 1 when the pools were
+  larger than listed); the term ``(k_inferred − 1) · floor``;
+- ``t_layer`` ≥ 0: the fixed time every layer of every decode step costs (kernel launches and
+  synchronisation that no byte or FLOP explains), times the model's ``L`` layers;
+- ``t_moe`` ≥ 0: what an MoE layer costs beyond it (router, expert dispatch and combine
+  kernels), times the model's ``L_moe`` MoE layers (per-layer fixed cost by layer kind);
+- ``t_seq`` ≥ 0 (aggregated): a fixed time per sequence per layer of a step (per-sequence
+  attention-kernel, sampling and scheduling work), times ``L · B/dp`` (one rank's sequences);
 - the queue: ``c`` clients sent together wait on average behind ``(c − 1)/2`` prefills of the
-  ones ahead, shared by the prefill workers; ``k_queue`` ≥ 0, fitted: how many ideal prefills
-  one queued prefill costs (≥ 1 when a prefill runs below peak, below 1 when prefills batch);
-- ``t_first`` ≥ 0, fitted: the fixed time before the first token (tokenising, scheduling, the
-  first decode step; for disaggregated rows the KV transfer).
+  ones ahead, shared by the prefill workers; ``k_queue`` ≥ 0, fitted;
+- ``t_first`` ≥ 0, fitted: the fixed time before the first token;
+- the chunks (aggregated): chunked prefill splits a prompt into ``⌈isl / chunk⌉`` chunks, each
+  scheduled into one decode step of the running batch (``chunk`` =
+  :data:`lab.served.served_floors.PREFILL_CHUNK` tokens), so the first token waits that many
+  steps; ``k_chunk`` ≥ 0, fitted: those steps in ideal steps.
 
-Two coefficients per metric and group (engine × GPU × mode), fitted by non-negative least
-squares on the relative error. Every stored prediction is **out of sample**: a row's
-coefficients are fitted on the rows of its group *with another (isl, osl) workload* (leave one
-workload out). A row whose group has no other workload gets no prediction.
+At most :data:`MAX_COEFFICIENTS` coefficients per metric and group (engine × GPU × mode), fitted
+by non-negative least squares on the relative error, each run once (copies of a run, rows with
+identical measured TTFT and TPOT, count once). Every stored prediction is **out of sample**: a
+row's coefficients are fitted on the rows of its group *with another (isl, osl) workload*
+(leave one workload out). A row whose group has no other workload gets no prediction.
 """
 
 from __future__ import annotations
 
-import contextlib
+import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-TPOT_COEFFICIENTS = {"agg": ("k_prefill", "t_layer_ms"), "disagg": ("k_step", "t_layer_ms")}
-"""TPOT's fitted coefficients per mode: interleaved prefill's cost per ideal prefill (agg) or
-the decode step's time per ideal step (disagg); fixed ms per layer per step."""
-TTFT_COEFFICIENTS = ("k_queue", "t_first_ms")
-"""TTFT's fitted coefficients: cost of one queued prefill per ideal prefill; fixed ms."""
+TPOT_COEFFICIENTS = {"agg": ("k_prefill", "t_layer_ms", "t_moe_layer_ms", "t_seq_layer_ms"),
+                     "disagg": ("k_step", "t_layer_ms", "t_moe_layer_ms", "k_inferred")}
+"""TPOT's fitted coefficients per mode, in column order: interleaved prefill's cost per ideal
+prefill (agg) or the decode step's time per ideal step (disagg, pools stated; stored as
+``1 +`` the fitted excess); fixed ms per layer per step; fixed ms per MoE layer per step; ms
+per sequence per layer (agg) or the inferred-batch rows' step per upper-bound floor (disagg)."""
+LEGACY_TPOT_COEFFICIENTS = {"agg": ("k_prefill", "t_layer_ms"), "disagg": ("k_step", "t_layer_ms")}
+"""The two-coefficient design's names (:func:`tpot_design` without the keyword columns)."""
+MAX_COEFFICIENTS = 4
+"""At most this many fitted coefficients per metric per engine × GPU × mode (issue 41)."""
+TTFT_COEFFICIENTS = ("k_queue", "t_first_ms", "k_chunk")
+"""TTFT's fitted coefficients: cost of one queued prefill per ideal prefill; fixed ms; the
+decode steps a prompt's chunks ride, per ideal step (agg)."""
+
+
+def _gauss(a: list[list[float]], b: list[float]) -> list[float] | None:
+    """Solve ``a x = b`` (a few unknowns) by Gaussian elimination with partial pivoting in
+    Python floats, one fixed order of operations; None when singular."""
+    k = len(b)
+    m = [[*row, rhs] for row, rhs in zip(a, b, strict=True)]
+    for col in range(k):
+        pivot = max(range(col, k), key=lambda r: abs(m[r][col]))
+        if not abs(m[pivot][col]) > 1e-12 * max(1.0, max(abs(v) for v in m[pivot][:k])):
+            return None
+        m[col], m[pivot] = m[pivot], m[col]
+        for r in range(col + 1, k):
+            f = m[r][col] / m[col][col]
+            for c in range(col, k + 1):
+                m[r][c] -= f * m[col][c]
+    x = [0.0] * k
+    for r in range(k - 1, -1, -1):
+        x[r] = (m[r][k] - sum(m[r][c] * x[c] for c in range(r + 1, k))) / m[r][r]
+    return x
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """``Σ a·b`` correctly rounded (:func:`math.fsum`): the same float on every CPU, whatever
+    BLAS kernel or summation order the machine would pick."""
+    return math.fsum((a * b).tolist())
+
+
+def nnls(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Least-squares ``θ ≥ 0`` of ``x @ θ ≈ y`` for a few columns (at most
+    :data:`MAX_COEFFICIENTS`), exact: the normal equations of every active set, each sum
+    correctly rounded (:func:`math.fsum`) and solved in Python floats, so the coefficients are
+    bit for bit the same on every CPU (no BLAS or LAPACK call; issue 41)."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    k = x.shape[1]
+    if k > MAX_COEFFICIENTS:
+        raise ValueError(f"at most {MAX_COEFFICIENTS} coefficients per fit, not {k}")
+    cols = [np.ascontiguousarray(x[:, j]) for j in range(k)]
+    scale = [math.sqrt(_dot(c, c)) for c in cols]
+    unit = [c / s if s > 0 else c for c, s in zip(cols, scale, strict=True)]
+    gram = [[_dot(unit[i], unit[j]) for j in range(k)] for i in range(k)]
+    rhs = [_dot(unit[i], y) for i in range(k)]
+    yy = _dot(y, y)
+    best, best_err = [0.0] * k, yy
+    for size in range(1, k + 1):
+        for active in itertools.combinations([j for j in range(k) if scale[j] > 0], size):
+            sol = _gauss([[gram[i][j] for j in active] for i in active], [rhs[i] for i in active])
+            if sol is None or not all(v >= 0 and math.isfinite(v) for v in sol):
+                continue
+            theta = [0.0] * k
+            for j, v in zip(active, sol, strict=True):
+                theta[j] = v
+            # |y − Xθ|² = y·y − 2 θ·(Xᵀy) + θᵀ(XᵀX)θ, every term from the rounded sums above
+            err = math.fsum([yy, *(-2.0 * theta[i] * rhs[i] for i in range(k)),
+                             *(theta[i] * gram[i][j] * theta[j]
+                               for i in range(k) for j in range(k))])
+            if err < best_err:
+                best, best_err = theta, err
+    return np.array([v / s if s > 0 else 0.0 for v, s in zip(best, scale, strict=True)])
 
 
 def nnls2(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Least-squares ``θ ≥ 0`` of ``x @ θ ≈ y`` for two columns (exact: every active set)."""
-    best, best_err = np.zeros(2), float(np.sum(y ** 2))
-    candidates = []
-    with contextlib.suppress(np.linalg.LinAlgError):
-        candidates.append(np.linalg.lstsq(x, y, rcond=None)[0])
-    for j in range(2):
-        col = x[:, j]
-        denom = float(col @ col)
-        if denom > 0:
-            theta = np.zeros(2)
-            theta[j] = float(col @ y) / denom
-            candidates.append(theta)
-    for theta in candidates:
-        if np.all(theta >= 0) and np.all(np.isfinite(theta)):
-            err = float(np.sum((x @ theta - y) ** 2))
-            if err < best_err:
-                best, best_err = theta, err
-    return best
+    """Two-column :func:`nnls` (kept for callers of the two-coefficient fit)."""
+    return nnls(x, y)
 
 
 def fit(base: np.ndarray, columns: np.ndarray, measured: np.ndarray) -> np.ndarray:
     """Coefficients ``θ ≥ 0`` of ``measured ≈ base + columns @ θ`` minimising the squared
     relative error (rows weighted by 1/measured)."""
     weight = 1.0 / measured
-    return nnls2(columns * weight[:, None], (measured - base) * weight)
+    return nnls(columns * weight[:, None], (measured - base) * weight)
 
 
 @dataclass(frozen=True)
 class Design:
-    """One metric's model: the fixed part and the two columns its coefficients multiply."""
+    """One metric's model: the fixed part and the columns its coefficients multiply."""
 
     base: np.ndarray
     columns: np.ndarray
     measured: np.ndarray
 
 
-def tpot_design(floor, communication, prefill_basis, layers, agg, measured) -> Design:
-    """Aggregated rows: TPOT = floor + communication + k_prefill · P_step + t_layer · L;
-    disaggregated rows: TPOT = k_step · floor + communication + t_layer · L (the first
-    column is ``P_step`` or the floor, as ``agg`` says; a group holds one mode)."""
+def tpot_design(floor, communication, prefill_basis, layers, agg, measured, *,
+                moe_layers=None, sequences=None, stated=None) -> Design:
+    """TPOT's design (columns in :data:`TPOT_COEFFICIENTS` order).
+
+    Without the keyword arguments, the two-coefficient design: aggregated rows TPOT = floor +
+    communication + k_prefill · P_step + t_layer · L, disaggregated rows k_step · floor +
+    communication + t_layer · L. With ``moe_layers`` (``L_moe`` per row), ``sequences`` (one
+    rank's decode sequences ``B/dp``) and ``stated`` (the disaggregated row's listed pools hold
+    every client), the four-coefficient design of the module docstring: a stated
+    disaggregated row keeps its floor in the fixed part (``k_step − 1 ≥ 0``, never faster than
+    the roofline), an inferred one's floor is the fourth column."""
     agg = np.asarray(agg, dtype=bool)
-    return Design(np.where(agg, floor + communication, communication),
-                  np.column_stack([np.where(agg, prefill_basis, floor), layers]), measured)
+    if moe_layers is None and sequences is None and stated is None:
+        return Design(np.where(agg, floor + communication, communication),
+                      np.column_stack([np.where(agg, prefill_basis, floor), layers]), measured)
+    zeros = np.zeros_like(np.asarray(floor, dtype=float))
+    moe_layers = zeros if moe_layers is None else np.asarray(moe_layers, dtype=float)
+    sequences = zeros if sequences is None else np.asarray(sequences, dtype=float)
+    stated = np.ones_like(agg) if stated is None else np.asarray(stated, dtype=bool)
+    keeps_floor = agg | stated
+    return Design(np.where(keeps_floor, floor, 0.0) + communication,
+                  np.column_stack([np.where(agg, prefill_basis, np.where(stated, floor, 0.0)),
+                                   layers, moe_layers,
+                                   np.where(agg, layers * sequences,
+                                            np.where(stated, 0.0, floor))]), measured)
 
 
 def queue_basis(ttft_floor, concurrency, prefill_workers):
@@ -97,24 +180,42 @@ def queue_basis(ttft_floor, concurrency, prefill_workers):
     return (concurrency - 1) / 2.0 * ttft_floor / prefill_workers
 
 
-def ttft_design(floor, concurrency, prefill_workers, measured) -> Design:
-    """TTFT = floor + k_queue · queue + t_first."""
-    return Design(floor, np.column_stack([queue_basis(floor, concurrency, prefill_workers),
-                                          np.ones_like(floor)]), measured)
+def ttft_design(floor, concurrency, prefill_workers, measured, *, chunk_basis=None) -> Design:
+    """TTFT = floor + k_queue · queue + t_first (+ k_chunk · chunk_basis when given:
+    ``⌈isl/chunk⌉`` decode steps of the running batch, aggregated rows; 0 disaggregated)."""
+    columns = [queue_basis(floor, concurrency, prefill_workers), np.ones_like(floor)]
+    if chunk_basis is not None:
+        columns.append(np.asarray(chunk_basis, dtype=float))
+    return Design(floor, np.column_stack(columns), measured)
+
+
+def first_of_each_run(rows: np.ndarray, runs: np.ndarray | None) -> np.ndarray:
+    """``rows`` (a mask) keeping one row of each run (``runs``: a key per row, equal for the
+    copies of a run); all of ``rows`` when ``runs`` is None."""
+    if runs is None:
+        return rows
+    index = np.flatnonzero(rows)
+    _, first = np.unique(np.asarray(runs)[index], return_index=True)
+    out = np.zeros_like(rows)
+    out[index[np.sort(first)]] = True
+    return out
 
 
 def leave_one_workload_out(design: Design, groups: np.ndarray, workloads: np.ndarray,
-                           usable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                           usable: np.ndarray, *, runs: np.ndarray | None = None
+                           ) -> tuple[np.ndarray, np.ndarray]:
     """Out-of-sample coefficients per row: fitted on the usable rows of the row's group with
-    another workload. Returns ``(theta (n × 2), fitted_on (n,))``; NaN and 0 where none."""
-    n = design.base.shape[0]
-    theta = np.full((n, 2), np.nan)
+    another workload (each run once when ``runs`` names them, :func:`first_of_each_run`).
+    Returns ``(theta (n × columns), fitted_on (n,))``; NaN and 0 where none. ``workloads`` may
+    be any key (the input length alone gives the stricter split)."""
+    n, k = design.columns.shape
+    theta = np.full((n, k), np.nan)
     fitted_on = np.zeros(n, dtype=np.int64)
     for group in np.unique(groups[usable]):
         in_group = usable & (groups == group)
         for workload in np.unique(workloads[in_group]):
             rows = in_group & (workloads == workload)
-            train = in_group & (workloads != workload)
+            train = first_of_each_run(in_group & (workloads != workload), runs)
             if not train.any():
                 continue
             theta[rows] = fit(design.base[train], design.columns[train], design.measured[train])
@@ -122,11 +223,12 @@ def leave_one_workload_out(design: Design, groups: np.ndarray, workloads: np.nda
     return theta, fitted_on
 
 
-def fit_all(design: Design, groups: np.ndarray, usable: np.ndarray) -> dict:
+def fit_all(design: Design, groups: np.ndarray, usable: np.ndarray, *,
+            runs: np.ndarray | None = None) -> dict:
     """In-sample coefficients per group (for display: what the terms mean physically)."""
     out = {}
     for group in np.unique(groups[usable]):
-        rows = usable & (groups == group)
+        rows = first_of_each_run(usable & (groups == group), runs)
         out[str(group)] = fit(design.base[rows], design.columns[rows], design.measured[rows])
     return out
 

@@ -18,23 +18,27 @@ import xarray as xr
 from lab.errors import LabInputError, shown
 from lab.served import gap
 from lab.served.served_floors import add_floors
-from lab.served.served_loader import shipped_rows
+from lab.served.served_loader import COPY_KEY, shipped_rows
 from lab.units import fmt_number
 
 TARGETS = {"tpot": {"median": 0.10, "p90": 0.30}, "ttft": {"median": 0.30, "p90": 0.80}}
 """The issue's targets for |predicted − measured| / measured over all modelled rows."""
 METRICS = ("tpot", "ttft")
 """The two measured latencies."""
-TERMS = {"tpot": ("allreduce", "prefill", "step", "fixed"), "ttft": ("queue", "fixed")}
+TERMS = {"tpot": ("allreduce", "prefill", "step", "fixed", "moe", "sequence"),
+         "ttft": ("queue", "fixed", "chunk")}
 """The named terms of each metric, in the order they stack on the floor."""
 TERM_NAMES = {
     ("tpot", "allreduce"): "all-reduces and expert all-to-all",
     ("tpot", "prefill"): "prefill interleaved into the step",
     ("tpot", "step"): "step beyond the floor, (k_step − 1)·floor",
     ("tpot", "fixed"): "fixed time per layer × layers",
+    ("tpot", "moe"): "fixed time per MoE layer × MoE layers",
+    ("tpot", "sequence"): "time per sequence per layer × layers × B/dp",
     ("tpot", "residual"): "residual (unexplained)",
     ("ttft", "queue"): "queue behind (c − 1)/2 prefills",
     ("ttft", "fixed"): "fixed time to first token",
+    ("ttft", "chunk"): "decode steps the prompt's chunks ride",
     ("ttft", "residual"): "residual (unexplained)",
 }
 """How each term is named on the page and in the text output."""
@@ -53,53 +57,97 @@ def _workloads(table: xr.Dataset) -> np.ndarray:
                                                   strict=True)])
 
 
+def _input_lengths(table: xr.Dataset) -> np.ndarray:
+    """The stricter split's key: the input length alone (``isl``)."""
+    return np.asarray(table["isl"].values).astype(str)
+
+
+def run_keys(table: xr.Dataset) -> np.ndarray:
+    """One key per row, equal for the copies of one run (:data:`COPY_KEY`: the measured TTFT
+    and TPOT to every digit on the same engine, system, workload and concurrency)."""
+    parts = [np.asarray(table[k].values) for k in COPY_KEY]
+    return np.array(["|".join(repr(v.item() if hasattr(v, "item") else v) for v in values)
+                     for values in zip(*parts, strict=True)])
+
+
+def first_rows_of_runs(table: xr.Dataset) -> np.ndarray:
+    """True on the first row of each distinct run (per-run figures count a run once)."""
+    return gap.first_of_each_run(np.ones(table.sizes["row"], dtype=bool), run_keys(table))
+
+
 def _designs(table: xr.Dataset) -> dict[str, gap.Design]:
     v = {k: np.nan_to_num(np.asarray(table[k].values, dtype=float)) for k in (
         "tpot_floor_ms", "tpot_term_allreduce_ms", "prefill_step_basis_ms", "ttft_floor_ms",
-        "concurrency", "prefill_workers", "tpot_measured_ms", "ttft_measured_ms", "layers")}
+        "concurrency", "prefill_workers", "tpot_measured_ms", "ttft_measured_ms", "layers",
+        "moe_layers", "batch_floor", "attention_dp", "chunk_basis_ms")}
     agg = np.asarray(table["mode"].values).astype(str) == "agg"
+    stated = np.asarray(table["batch_stated"].values, dtype=bool)
     return {"tpot": gap.tpot_design(v["tpot_floor_ms"], v["tpot_term_allreduce_ms"],
                                     v["prefill_step_basis_ms"], v["layers"], agg,
-                                    v["tpot_measured_ms"]),
+                                    v["tpot_measured_ms"], moe_layers=v["moe_layers"],
+                                    sequences=v["batch_floor"] / np.maximum(v["attention_dp"], 1),
+                                    stated=stated),
             "ttft": gap.ttft_design(v["ttft_floor_ms"], v["concurrency"],
-                                    v["prefill_workers"], v["ttft_measured_ms"])}
+                                    v["prefill_workers"], v["ttft_measured_ms"],
+                                    chunk_basis=v["chunk_basis_ms"])}
 
 
 def _var(values, long_name: str, units: str = "") -> tuple:
     return ("row", values, {"long_name": long_name, **({"units": units} if units else {})})
 
 
+def _predicted(design: gap.Design, theta: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """``base + columns @ θ`` row by row in a fixed order (NaN where not ``ok``)."""
+    total = design.base.copy()
+    for j in range(design.columns.shape[1]):
+        total = total + np.nan_to_num(design.columns[:, j] * theta[:, j])
+    return np.where(ok, total, np.nan)
+
+
 def served_table(data: xr.Dataset | None = None) -> xr.Dataset:
     """``data`` (default: the shipped rows) with floors, terms, out-of-sample predictions and
-    errors for every modelled row (NaN elsewhere), units in attrs (``open_dataset("served")``)."""
+    errors for every modelled row (NaN elsewhere), units in attrs (``open_dataset("served")``).
+
+    Each prediction leaves the row's (isl, osl) workload out of its group's fit; the
+    ``*_error_isl_out`` variables are the stricter split's errors (the row's input length left
+    out, so no row with its prompt length is fitted on)."""
     table = add_floors(shipped_rows() if data is None else data)
     modelled = np.asarray(table["modelled"].values, dtype=bool)
-    groups, workloads = _group_keys(table), _workloads(table)
+    groups, workloads, runs = _group_keys(table), _workloads(table), run_keys(table)
+    agg = np.asarray(table["mode"].values).astype(str) == "agg"
+    stated = np.asarray(table["batch_stated"].values, dtype=bool)
     out = table.copy()
     for metric, design in _designs(table).items():
-        theta, fitted_on = gap.leave_one_workload_out(design, groups, workloads, modelled)
+        theta, fitted_on = gap.leave_one_workload_out(design, groups, workloads, modelled,
+                                                      runs=runs)
         ok = modelled & np.isfinite(theta[:, 0])
         nan = lambda a, ok=ok: np.where(ok, a, np.nan)  # noqa: E731
-        first, second = (nan(design.columns[:, j] * theta[:, j]) for j in range(2))
-        predicted = nan(design.base + np.nan_to_num(first) + np.nan_to_num(second))
+        term = [nan(design.columns[:, j] * theta[:, j]) for j in range(theta.shape[1])]
+        predicted = _predicted(design, theta, ok)
         measured = design.measured
         if metric == "tpot":
-            agg = np.asarray(table["mode"].values).astype(str) == "agg"
             floor = np.asarray(table["tpot_floor_ms"].values)
-            # agg: the first column is P_step; disagg: the floor, k_step · floor = floor + term
-            out["tpot_term_prefill_ms"] = _var(np.where(agg, first, nan(0.0)),
+            # agg: the first column is P_step; disagg stated: the floor, (k_step − 1) · floor;
+            # disagg inferred: the fourth column is the floor, k_inferred · floor
+            out["tpot_term_prefill_ms"] = _var(np.where(agg, term[0], nan(0.0)),
                                                TERM_NAMES["tpot", "prefill"], "ms")
-            out["tpot_term_step_ms"] = _var(np.where(agg, nan(0.0), first - floor),
-                                            TERM_NAMES["tpot", "step"], "ms")
-            out["tpot_term_fixed_ms"] = _var(second, TERM_NAMES["tpot", "fixed"], "ms")
+            out["tpot_term_step_ms"] = _var(np.where(agg, nan(0.0), np.where(
+                stated, term[0], term[3] - floor)), TERM_NAMES["tpot", "step"], "ms")
+            out["tpot_term_fixed_ms"] = _var(term[1], TERM_NAMES["tpot", "fixed"], "ms")
+            out["tpot_term_moe_ms"] = _var(term[2], TERM_NAMES["tpot", "moe"], "ms")
+            out["tpot_term_sequence_ms"] = _var(np.where(agg, term[3], nan(0.0)),
+                                                TERM_NAMES["tpot", "sequence"], "ms")
             out["tpot_term_allreduce_ms"] = out["tpot_term_allreduce_ms"].where(
                 xr.DataArray(modelled, dims="row"))
             coefficient = {"k_prefill": np.where(agg, theta[:, 0], np.nan),
-                           "k_step": np.where(agg, np.nan, theta[:, 0]),
-                           "t_layer_ms": theta[:, 1]}
+                           "k_step": np.where(~agg & stated, 1.0 + theta[:, 0], np.nan),
+                           "k_inferred": np.where(~agg & ~stated, theta[:, 3], np.nan),
+                           "t_layer_ms": theta[:, 1], "t_moe_layer_ms": theta[:, 2],
+                           "t_seq_layer_ms": np.where(agg, theta[:, 3], np.nan)}
         else:
-            out["ttft_term_queue_ms"] = _var(first, TERM_NAMES["ttft", "queue"], "ms")
-            out["ttft_term_fixed_ms"] = _var(second, TERM_NAMES["ttft", "fixed"], "ms")
+            out["ttft_term_queue_ms"] = _var(term[0], TERM_NAMES["ttft", "queue"], "ms")
+            out["ttft_term_fixed_ms"] = _var(term[1], TERM_NAMES["ttft", "fixed"], "ms")
+            out["ttft_term_chunk_ms"] = _var(term[2], TERM_NAMES["ttft", "chunk"], "ms")
             coefficient = dict(zip(gap.TTFT_COEFFICIENTS, theta.T, strict=True))
         out[f"{metric}_predicted_ms"] = _var(
             predicted, f"{metric.upper()} predicted out of sample (floor + terms)", "ms")
@@ -107,6 +155,13 @@ def served_table(data: xr.Dataset | None = None) -> xr.Dataset:
             measured - predicted, f"{metric.upper()} residual: measured − predicted", "ms")
         out[f"{metric}_error"] = _var(gap.abs_error(predicted, measured),
                                       f"|{metric.upper()} predicted − measured| / measured", "1")
+        strict, _ = gap.leave_one_workload_out(design, groups, _input_lengths(table), modelled,
+                                               runs=runs)
+        strict_ok = modelled & np.isfinite(strict[:, 0])
+        out[f"{metric}_error_isl_out"] = _var(
+            gap.abs_error(_predicted(design, strict, strict_ok), measured),
+            f"|{metric.upper()} predicted − measured| / measured, the row's input length left "
+            "out of the fit (the stricter split)", "1")
         out[f"{metric}_floor_error"] = _var(
             gap.abs_error(np.asarray(table[f"{metric}_floor_ms"].values), measured),
             f"|{metric.upper()} floor − measured| / measured", "1")
@@ -116,15 +171,19 @@ def served_table(data: xr.Dataset | None = None) -> xr.Dataset:
             out[f"{metric}_{name}"] = _var(nan(values),
                                            f"{metric.upper()} coefficient {name} (out of sample)",
                                            "ms" if name.endswith("_ms") else "1")
-        out[f"{metric}_fitted_on"] = _var(fitted_on, f"rows {metric.upper()}'s coefficients were "
-                                          "fitted on (other workloads)", "1")
+        out[f"{metric}_fitted_on"] = _var(fitted_on, f"distinct runs {metric.upper()}'s "
+                                          "coefficients were fitted on (other workloads)", "1")
     out["below_floor"] = _var(modelled & (np.asarray(table["tpot_measured_ms"].values)
                                           < np.asarray(table["tpot_floor_ms"].values)),
                               "measured TPOT below its floor")
     out["group"] = _var(groups, "engine × GPU × mode (the coefficients' group)")
     out["workload"] = _var(workloads, "isl/osl (the left-out unit)")
+    out["first_of_run"] = _var(gap.first_of_each_run(np.ones(len(runs), dtype=bool), runs),
+                               "the first row of its run (copies: identical measured TTFT and "
+                               "TPOT on the same engine, system, workload and concurrency)")
     out.attrs.update({"docs": "docs/model.md, Experiment 11",
-                      "fit": "leave one (isl, osl) workload out per engine × GPU × mode"})
+                      "fit": "leave one (isl, osl) workload out per engine × GPU × mode, each "
+                             "distinct run once"})
     return out
 
 
@@ -188,24 +247,29 @@ def select_row(table: xr.Dataset, row_id: str | None) -> int:
 
 def error_table(table: xr.Dataset) -> tuple[dict, list[dict]]:
     """Median and p90 |error| overall and per engine × GPU × mode, floor alone and floor +
-    terms, for TPOT and TTFT (fractions)."""
+    terms, for TPOT and TTFT (fractions); each also per distinct run (``runs``: a run's copies
+    counted once) and under the stricter split (``isl_held_out``)."""
     groups = np.asarray(table["group"].values).astype(str)
     modelled = np.asarray(table["modelled"].values, dtype=bool)
+    first = np.asarray(table["first_of_run"].values, dtype=bool)
 
     def summary(mask: np.ndarray) -> dict:
-        out = {"rows": int(mask.sum())}
+        out = {"rows": int(mask.sum()), "runs": int((mask & first).sum())}
         for metric in METRICS:
             predicted = np.asarray(table[f"{metric}_error"].values)
+            strict = np.asarray(table[f"{metric}_error_isl_out"].values)
             out[metric] = {"floor": gap.error_summary(
                 np.asarray(table[f"{metric}_floor_error"].values)[mask & np.isfinite(predicted)]),
-                "floor_plus_terms": gap.error_summary(predicted[mask])}
+                "floor_plus_terms": gap.error_summary(predicted[mask]),
+                "floor_plus_terms_runs": gap.error_summary(predicted[mask & first]),
+                "isl_held_out": gap.error_summary(strict[mask])}
         return out
 
     overall = summary(modelled)
     disagg = np.asarray(table["mode"].values).astype(str) == "disagg"
     stated = np.asarray(table["batch_stated"].values, dtype=bool)
     overall["subsets"] = {name: summary(modelled & mask) for name, mask in (
-        ("agg", ~disagg), ("disagg, batch stated", disagg & stated),
+        ("agg", ~disagg), ("disagg", disagg), ("disagg, batch stated", disagg & stated),
         ("disagg, batch inferred", disagg & ~stated))}
     for metric in METRICS:
         got = overall[metric]["floor_plus_terms"]
@@ -217,22 +281,26 @@ def error_table(table: xr.Dataset) -> tuple[dict, list[dict]]:
 
 
 def coefficients(table: xr.Dataset) -> list[dict]:
-    """The coefficients fitted on *all* of each group's rows (what the terms mean physically;
-    the stored predictions use the leave-one-workload-out fits)."""
+    """The coefficients fitted on *all* of each group's rows, each run once (what the terms
+    mean physically; the stored predictions use the leave-one-workload-out fits)."""
     modelled = np.asarray(table["modelled"].values, dtype=bool)
     groups = np.asarray(table["group"].values).astype(str)
     designs = _designs(table)
-    fits = {m: gap.fit_all(designs[m], groups, modelled) for m in METRICS}
+    runs = run_keys(table)
+    fits = {m: gap.fit_all(designs[m], groups, modelled, runs=runs) for m in METRICS}
     modes = dict(zip(groups.tolist(), np.asarray(table["mode"].values).astype(str).tolist(),
                      strict=True))
     out = []
     for g in dict.fromkeys(groups[modelled].tolist()):
-        first, t_layer = fits["tpot"][g]
-        k_queue, t_first = fits["ttft"][g]
-        name = gap.TPOT_COEFFICIENTS[modes[g]][0]   # k_prefill (agg) or k_step (disagg)
-        out.append({"group": g, name: float(first), "t_layer_ms": float(t_layer),
+        tpot = dict(zip(gap.TPOT_COEFFICIENTS[modes[g]], (float(x) for x in fits["tpot"][g]),
+                        strict=True))
+        if modes[g] == "disagg":
+            tpot["k_step"] += 1.0  # fitted as the excess over the floor, k_step − 1 ≥ 0
+        first = tpot.get("k_prefill", tpot.get("k_step", 0.0))
+        out.append({"group": g, **tpot,
                     "fraction_of_roofline": float(1 / first) if first > 0 else None,
-                    "k_queue": float(k_queue), "t_first_ms": float(t_first)})
+                    **dict(zip(gap.TTFT_COEFFICIENTS, (float(x) for x in fits["ttft"][g]),
+                               strict=True))})
     return out
 
 
@@ -254,6 +322,7 @@ def calc_served(data: xr.Dataset | None = None, row_id: str | None = None,
         "inputs": {"row": row_id},
         "source": table.attrs.get("source", ""),
         "counts": {"rows": int(table.sizes["row"]),
+                   "distinct_runs": int(np.asarray(table["first_of_run"].values).sum()),
                    "modelled": int(np.asarray(table["modelled"].values).sum()),
                    "predicted": int(np.isfinite(np.asarray(table["tpot_predicted_ms"].values))
                                     .sum()),
@@ -292,6 +361,13 @@ def summary_lines(result: dict) -> list[str]:
             f"median {_pct(e['floor_plus_terms']['median'])}, p90 "
             f"{_pct(e['floor_plus_terms']['p90'])} (targets {_pct(t['median'])} and "
             f"{_pct(t['p90'])}: {verdict}).")
+    for metric in METRICS:
+        e = result["errors"][metric]
+        runs, strict = e["floor_plus_terms_runs"], e["isl_held_out"]
+        lines.append(f"{metric.upper()} per distinct run ({runs['rows']:,} runs, copies once): "
+                     f"median {_pct(runs['median'])}, p90 {_pct(runs['p90'])}; with the row's "
+                     f"input length held out of the fit (stricter): median "
+                     f"{_pct(strict['median'])}, p90 {_pct(strict['p90'])}.")
     lines.append("By mode (rows; TPOT median/p90; TTFT median/p90, floor + terms):")
     for name, sub in result["errors"]["subsets"].items():
         if not sub["rows"]:

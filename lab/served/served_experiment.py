@@ -27,9 +27,10 @@ FILTERS = ("model", "gpu", "engine", "mode", "workload")
 """Row filters, each a selector of the values in the data (plus :data:`ALL`)."""
 CHART_VARIABLES = ("tpot_measured_ms", "tpot_predicted_ms", "tpot_floor_ms",
                    "tpot_term_allreduce_ms", "tpot_term_prefill_ms", "tpot_term_step_ms",
-                   "tpot_term_fixed_ms",
+                   "tpot_term_fixed_ms", "tpot_term_moe_ms", "tpot_term_sequence_ms",
                    "ttft_measured_ms", "ttft_predicted_ms", "ttft_floor_ms",
-                   "ttft_term_queue_ms", "ttft_term_fixed_ms", "tpot_error", "ttft_error")
+                   "ttft_term_queue_ms", "ttft_term_fixed_ms", "ttft_term_chunk_ms",
+                   "tpot_error", "ttft_error")
 """Variables of :meth:`FromFloorToServed.chart_data` (every modelled, filtered row)."""
 
 
@@ -51,7 +52,7 @@ class FromFloorToServed(TableExperiment):
         "at every step, TPOT and TTFT are averages, and engines may use features a row does not "
         "name (CUDA graphs, speculative decoding, an FP8 KV cache). The floors are experiment "
         "1's ideal decode step and one request's ideal prefill; the terms are formulas with at "
-        "most two fitted coefficients per metric and engine × GPU × mode, fitted without the "
+        "most four fitted coefficients per metric and engine × GPU × mode, fitted without the "
         "row's own workload. Rows with hybrid linear or sparse attention, a tp that does not "
         "divide the KV heads, or no stated concurrency are counted, not modelled."
     )

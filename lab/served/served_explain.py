@@ -8,11 +8,16 @@ happens here.
 from __future__ import annotations
 
 from lab.derivations.decode_steps import Step
+from lab.served.served_floors import PREFILL_CHUNK
 from lab.units import fmt_number
 
 
 def _ms(value) -> str:
     return "n/a" if value is None else f"{fmt_number(value, 2)} ms"
+
+
+def _us(ms) -> str:
+    return "n/a" if ms is None else f"{fmt_number(ms * 1e3, 2)} µs"
 
 
 def _x(value) -> str:
@@ -41,19 +46,32 @@ def row_steps(r: dict, _gpu=None) -> list[Step]:
             "Interleaved prefill term", f"k_prefill · P_step = {_x(r['tpot_k_prefill'])} · "
             f"{_ms(r['prefill_step_basis_ms'])} (B/osl prompts per step, each one request's "
             "ideal prefill)", _ms(r["tpot_term_prefill_ms"])))
-    else:
-        stated = ("the listed decode pools hold every client" if r["batch_stated"] else
-                  "batch per decode worker inferred from the concurrency")
+    elif r["batch_stated"]:
         steps.append(Step(
             "Decode step term", f"(k_step − 1) · floor = ({_x(r['tpot_k_step'])} − 1) · "
-            f"{_ms(r['tpot_floor_ms'])} (no prefill interleaves; {stated})",
+            f"{_ms(r['tpot_floor_ms'])} (no prefill interleaves; the listed decode pools hold "
+            "every client; k_step ≥ 1, never faster than the roofline)",
             _ms(r["tpot_term_step_ms"])))
+    else:
+        steps.append(Step(
+            "Decode step term", f"(k_inferred − 1) · floor = ({_x(r['tpot_k_inferred'])} − 1) · "
+            f"{_ms(r['tpot_floor_ms'])} (no prefill interleaves; the batch per decode worker is "
+            "inferred from the concurrency, an upper bound)", _ms(r["tpot_term_step_ms"])))
     steps += [
         Step("Fixed time per layer", f"t_layer · L = {_ms(r['tpot_t_layer_ms'])} · "
              f"{fmt_number(r['layers'], 0)} layers (fitted on the other workloads)",
              _ms(r["tpot_term_fixed_ms"])),
-        Step("TPOT predicted", "floor + communication + prefill or step + fixed",
-             _ms(r["tpot_predicted_ms"])),
+        Step("Fixed time per MoE layer", f"t_moe · L_moe = {_ms(r['tpot_t_moe_layer_ms'])} · "
+             f"{fmt_number(r['moe_layers'], 0)} MoE layers", _ms(r["tpot_term_moe_ms"])),
+    ]
+    if r["mode"] == "agg":
+        steps.append(Step(
+            "Time per sequence per layer", f"t_seq · L · B/dp = {_us(r['tpot_t_seq_layer_ms'])} · "
+            f"{fmt_number(r['layers'], 0)} · {fmt_number(r['batch_floor'] / r['attention_dp'], 1)}",
+            _ms(r["tpot_term_sequence_ms"])))
+    steps += [
+        Step("TPOT predicted", "floor + communication + prefill or step + per-layer, per-MoE-"
+             "layer and per-sequence times", _ms(r["tpot_predicted_ms"])),
         Step("TPOT residual", "measured − predicted", _ms(r["tpot_term_residual_ms"])),
         Step("TTFT floor", f"one prefill of isl = {r['isl']:,} tokens alone at tp "
              f"{r['prefill_tp']}: linear phase + causal attention pairs (§0, §8)",
@@ -63,7 +81,14 @@ def row_steps(r: dict, _gpu=None) -> list[Step]:
              _ms(r["ttft_term_queue_ms"])),
         Step("Fixed time to first token", "t_first (fitted on the other workloads)",
              _ms(r["ttft_term_fixed_ms"])),
-        Step("TTFT predicted", "floor + queue + fixed", _ms(r["ttft_predicted_ms"])),
+    ]
+    if r["mode"] == "agg":
+        steps.append(Step(
+            "Chunk term", f"k_chunk · ⌈isl / {PREFILL_CHUNK:,}⌉ · (TPOT floor + communication) = "
+            f"{_x(r['ttft_k_chunk'])} · {_ms(r['chunk_basis_ms'])} (each chunk of the prompt "
+            "rides one decode step of the running batch)", _ms(r["ttft_term_chunk_ms"])))
+    steps += [
+        Step("TTFT predicted", "floor + queue + fixed + chunks", _ms(r["ttft_predicted_ms"])),
         Step("TTFT residual", "measured − predicted", _ms(r["ttft_term_residual_ms"])),
     ]
     if r.get("below_floor_sentence"):

@@ -15,8 +15,10 @@ Nothing here is a new formula: every time comes from :mod:`lab.models` (docs/mod
   every weight the pass touches), 0 when disaggregated;
 - whether the row states its decode batch: a disaggregated row whose listed decode pools
   (``decode_batch × decode_workers``) do not hold every client leaves the batch per decode
-  worker to be inferred (:func:`decode_batch`); shown, not fitted apart (its rows share their
-  engine × GPU × mode's two coefficients).
+  worker to be inferred (:func:`decode_batch`), an upper bound; its floor has a coefficient of
+  its own (``k_inferred``, :mod:`lab.served.gap`);
+- the chunk basis (aggregated): ``⌈isl / PREFILL_CHUNK⌉`` decode steps of the running batch
+  (TPOT floor + communication), the steps a chunked prompt rides before its first token.
 
 A row the lab cannot model exactly keeps NaN floors and a ``reason``; nothing is guessed.
 """
@@ -86,6 +88,10 @@ FLOOR_UNITS = {
     "kv_precision_floor": ("KV-cache precision the TPOT floor reads (fp8 when the batch does "
                            "not fit at 2 bytes)", ""),
     "layers": ("the model's layers (the per-layer fixed time's basis)", "layers"),
+    "moe_layers": ("the model's MoE layers (the per-MoE-layer fixed time's basis; 0 dense)",
+                   "layers"),
+    "chunk_basis_ms": ("⌈isl / chunk⌉ decode steps of the running batch (TPOT floor + "
+                       "communication) a chunked prompt rides (agg; 0 disagg)", "ms"),
     "batch_floor": ("decode batch the floors use: one decode worker's sequences in steady "
                     "state", "sequences"),
     "tpot_term_allreduce_ms": ("tensor-parallel all-reduces and expert-parallel all-to-all "
@@ -98,6 +104,12 @@ FLOOR_UNITS = {
                      "decode workers); else the batch per decode worker is inferred", ""),
 }
 """``(long_name, units)`` of every variable :func:`add_floors` adds."""
+
+
+PREFILL_CHUNK = 2048
+"""Prompt tokens one chunk of chunked prefill carries (vLLM's default ``max_num_batched_tokens``
+for online serving; TTFT's chunk term, docs/model.md §11): out of sample 2,048 predicted TTFT
+best of 512–8,192 over the shipped rows (docs/model.md §11)."""
 
 
 def _model_id(path: str) -> str:
@@ -202,7 +214,10 @@ def _floors(model, gpu, precision: str, rows: list[dict]) -> dict:
     interleaved = np.where(agg, batch / osl * ttft_floor, 0.0)
     communication = (layout_allreduce_time(model, gpu, batch, tp, dp)
                      + layout_all_to_all_time(model, gpu, batch, tp, dp, moe_ep))
+    chunks = np.where(agg, np.ceil(isl / PREFILL_CHUNK), 0.0)
     return {"tpot_floor_ms": step * 1e3, "ttft_floor_ms": ttft_floor * 1e3,
+            "chunk_basis_ms": chunks * (step + communication) * 1e3,
+            "moe_layers": np.full(len(rows), float(getattr(model, "moe_layers", 0) or 0)),
             "tpot_term_allreduce_ms": communication * 1e3,
             "prefill_step_basis_ms": interleaved * 1e3, "context_mid": context,
             "fits_bf16_kv": fits, "kv_precision_floor": np.where(fits, "bf16", "fp8"),
@@ -265,7 +280,8 @@ def add_floors(table: xr.Dataset) -> xr.Dataset:
     out = {"model_id": np.full(n, "", dtype=object), "gpu": np.full(n, "", dtype=object),
            "precision": np.full(n, "", dtype=object), "reason": np.full(n, "", dtype=object)}
     for name in ("tpot_floor_ms", "ttft_floor_ms", "tpot_term_allreduce_ms",
-                 "prefill_step_basis_ms", "context_mid", "layers", "batch_floor",
+                 "prefill_step_basis_ms", "context_mid", "layers", "moe_layers",
+                 "chunk_basis_ms", "batch_floor",
                  "_prefill_compute_ms"):
         out[name] = np.full(n, np.nan)
     out["kv_precision_floor"] = np.full(n, "", dtype=object)

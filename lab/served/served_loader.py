@@ -66,6 +66,8 @@ TEXT_VARIABLES = {
     "precision_listed": ("precision as the row lists it (empty: the checkpoint's)", ""),
     "gemm_quant": ("GEMM weight format as listed", ""),
     "moe_quant": ("MoE weight format as listed", ""),
+    "layout_from": ("id of the copy whose listed pools this row's layout is (empty: its own)",
+                    ""),
 }
 """Text columns: ``(long_name, units)``."""
 NUMBER_VARIABLES = {
@@ -104,16 +106,22 @@ def _ms(text: str, column: str, where: str) -> float:
     return time_cell(text, column, where, MAX_MS, "ms")
 
 
-def _concurrency(row: dict, where: str) -> int:
-    batch = (row.get("batch_size") or "").strip()
-    if batch:
-        return _whole(batch, "batch_size", where, 1, MAX_CONCURRENCY)
+def stated_concurrency(row: dict, where: str) -> int:
+    """The concurrency a row states in words: ``silicon_concurrency=N`` in
+    ``silicon_data_source``, else ``_cN_`` in its id; 0 when neither says."""
     for column, pattern in (("silicon_data_source", _CONCURRENCY_IN_SOURCE),
                             ("id", _CONCURRENCY_IN_ID)):
         match = pattern.search(row.get(column) or "")
         if match:
             return _whole(match.group(1), column, where, 1, MAX_CONCURRENCY)
-    return 0  # not stated: the row is kept and counted as not modelled
+    return 0
+
+
+def _concurrency(row: dict, where: str) -> int:
+    batch = (row.get("batch_size") or "").strip()
+    if batch:
+        return _whole(batch, "batch_size", where, 1, MAX_CONCURRENCY)
+    return stated_concurrency(row, where)  # 0: not stated, kept and counted as not modelled
 
 
 SQUARED_LAYOUT_SOURCES = ("db-dump/", "source_file=2026-04-06.csv")
@@ -159,8 +167,11 @@ def _row(row: dict, where: str) -> dict:
 
     if mode == "agg":
         tp, dp = layout("")
-        if (row.get("batch_size") or "").strip() and one(par["attention_dp_size"]) > 1:
-            concurrency *= one(par["attention_dp_size"])  # batch_size is one rank's share
+        if (row.get("batch_size") or "").strip() and one(par["attention_dp_size"]) > 1 \
+                and stated_concurrency(row, where) != concurrency:
+            # batch_size is one rank's share (batch_size × dp is the concurrency the row
+            # states), unless batch_size is itself the concurrency the row states
+            concurrency *= one(par["attention_dp_size"])
         decode = {"tp": tp, "pp": one(par["pp_size"]), "attention_dp": dp,
                   "moe_ep": one(par["moe_ep_size"]), "decode_batch": max(concurrency, 1),
                   "decode_workers": 1}
@@ -189,10 +200,45 @@ def _row(row: dict, where: str) -> dict:
         "moe_quant": (row.get("moe_quant_mode") or "").strip().lower(),
         "isl": _whole(row["isl"], "isl", where, 1, MAX_CONTEXT),
         "osl": _whole(row["osl"], "osl", where, 1, MAX_CONTEXT),
-        "concurrency": concurrency, **decode, **prefill,
+        "concurrency": concurrency, **decode, **prefill, "layout_from": "",
         "ttft_measured_ms": _ms(row["silicon_ttft_ms"], "silicon_ttft_ms", where),
         "tpot_measured_ms": _ms(row["silicon_tpot_ms"], "silicon_tpot_ms", where),
     }
+
+
+POOL_FIELDS = ("tp", "pp", "attention_dp", "moe_ep", "decode_batch", "decode_workers",
+               "prefill_tp", "prefill_pp", "prefill_attention_dp", "prefill_moe_ep",
+               "prefill_workers")
+"""The fields of a row's decode and prefill pools (what :func:`borrow_pools` copies)."""
+COPY_KEY = ("engine", "system", "mode", "isl", "osl", "concurrency", "ttft_measured_ms",
+            "tpot_measured_ms")
+"""Two rows agreeing on all of these are one run exported twice (its copies): the measured
+TTFT and TPOT to every digit, on the same engine, system, workload and concurrency."""
+
+
+def pools_hold_every_client(row: dict) -> bool:
+    """Whether a row's listed decode pools hold its clients (agg: always):
+    ``concurrency ≤ decode_batch × decode_workers``."""
+    return row["mode"] == "agg" or row["concurrency"] <= row["decode_batch"] * row["decode_workers"]
+
+
+def borrow_pools(rows: list[dict]) -> list[dict]:
+    """Rows with the layout their copies list (issue 41): a disaggregated row whose listed
+    decode pools do not hold every client takes the decode and prefill pools
+    (:data:`POOL_FIELDS`) of a copy of the same run (:data:`COPY_KEY`) whose pools do, and
+    names it in ``layout_from``. 303 shipped rows: one export writes the layout as tp with one
+    worker, another exports the same runs with their pools."""
+    listed = {}
+    for r in rows:
+        if r["mode"] == "disagg" and pools_hold_every_client(r):
+            listed.setdefault(tuple(r[k] for k in COPY_KEY), r)
+    out = []
+    for r in rows:
+        copy = listed.get(tuple(r[k] for k in COPY_KEY))
+        if r["mode"] == "disagg" and copy is not None and not pools_hold_every_client(r):
+            r = {**r, **{k: copy[k] for k in POOL_FIELDS}, "layout_from": copy["id"]}
+        out.append(r)
+    return out
 
 
 def _csv_rows(text: str, name: str) -> list[dict]:
@@ -227,6 +273,7 @@ def parse_rows(data: bytes, name: str, setup: vllm_bench.RunSetup | None = None)
 
 def rows_dataset(rows: list[dict], source: str) -> xr.Dataset:
     """Checked rows as a Dataset over ``row`` (coordinate ``id``), units on every variable."""
+    rows = borrow_pools(rows)
     ds = table_dataset("row", len(rows),
                        {**TEXT_VARIABLES, **NUMBER_VARIABLES, **MEASURED_VARIABLES},
                        lambda name: [r[name] for r in rows],

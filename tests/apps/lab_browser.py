@@ -196,3 +196,103 @@ def overflow(page, name: str) -> dict | None:
         return None
     screenshot(page, name)
     return got
+
+
+REACH = """() => {
+  const CONTROLS = 'input, button, textarea, select, a[href], [role="slider"], '
+    + '[role="combobox"], [role="button"], [role="switch"]';
+  const SKIP = '.MuiToolbar-root, .MuiDrawer-root, .bk-toolbar';
+  const up = (el) => el.parentNode instanceof ShadowRoot ? el.parentNode.host : el.parentElement;
+  const inside = (el, outer) => { for (let e = el; e; e = up(e)) if (e === outer) return true;
+                                  return false; };
+  const within = (el, sel) => { for (let e = el; e; e = up(e)) if (e.matches && e.matches(sel))
+                                  return true;
+                                return false; };
+  const hitAt = (x, y) => {  // the element a tap at (x, y) reaches, through shadow roots
+    let root = document, hit = null;
+    for (;;) {
+      const h = root.elementFromPoint(x, y);
+      if (!h || h === hit) return hit;
+      hit = h;
+      if (!h.shadowRoot) return hit;
+      root = h.shadowRoot;
+    }
+  };
+  const name = (el) => {
+    for (let e = el; e; e = up(e)) {
+      const c = typeof e.className === 'string' && e.className.match(/lab-[\\w-]+/);
+      if (c) return `${c[0]} ${el.tagName.toLowerCase()}`;
+    }
+    return (el.getAttribute('aria-label') || el.textContent || el.tagName).trim().slice(0, 40);
+  };
+  const controls = [];
+  const walk = (root) => {
+    for (const el of root.querySelectorAll('*')) {
+      if (el.matches(CONTROLS)) controls.push(el);
+      if (el.shadowRoot) walk(el.shadowRoot);
+    }
+  };
+  walk(document);
+  const box = (el) => el.getClientRects()[0] || el.getBoundingClientRect();  // a link's 1st line
+  const targets = [];
+  for (let el of controls) {
+    if (el.type === 'hidden' || within(el, SKIP)) continue;
+    let style = getComputedStyle(el);
+    // A visually hidden input (a slider's range, 0-size or clipped) is tapped through its
+    // drawn parent (the slider's thumb).
+    if (el.type === 'range' || style.clip.startsWith('rect(0px') || box(el).width < 3) {
+      el = up(el);
+      style = getComputedStyle(el);
+    }
+    const r = box(el);
+    if (r.width < 3 || r.height < 3 || style.visibility === 'hidden'
+        || style.pointerEvents === 'none' || targets.includes(el)) continue;
+    targets.push(el);
+  }
+  const missed = [];
+  for (const el of targets) {
+    el.scrollIntoView({block: 'center', inline: 'center', behavior: 'instant'});
+    const r = box(el);
+    const hit = hitAt(r.x + r.width / 2, r.y + r.height / 2);
+    if (!inside(hit, el)) missed.push(`${name(el)} is covered by ${hit ? name(hit) : 'nothing'}`);
+  }
+  // The page's blocks: the leaves of Bokeh's view tree (a widget, a pane, a chart), each with
+  // what it paints beyond its box (content that overflows it).
+  const blocks = [];
+  const visit = (view) => {
+    if (!view || !view.el) return;
+    const kids = view.child_views ? [...view.child_views] : [];
+    const kind = view.model.constructor.__name__;
+    if (kids.length && !/Figure|Plot/.test(kind)) { kids.forEach(visit); return; }
+    if (within(view.el, SKIP)) return;
+    const r = view.el.getBoundingClientRect();
+    if (r.width < 2 || r.height < 2) return;
+    const paints = /Figure|Plot/.test(kind) || getComputedStyle(view.el).overflowY !== 'visible'
+      ? r.height : Math.max(r.height, view.el.scrollHeight);
+    const label = (view.model.css_classes || []).join(' ') || kind;
+    blocks.push({label, el: view.el, x0: r.left, x1: r.right, y0: r.top, y1: r.top + paints});
+  }
+  for (const view of Object.values(Bokeh.index)) visit(view);
+  const overlaps = [];
+  for (const [i, a] of blocks.entries()) for (const b of blocks.slice(i + 1)) {
+    const w = Math.min(a.x1, b.x1) - Math.max(a.x0, b.x0);
+    const h = Math.min(a.y1, b.y1) - Math.max(a.y0, b.y0);
+    if (w > 2 && h > 2 && !a.el.contains(b.el) && !b.el.contains(a.el))
+      overlaps.push(`${a.label} overlaps ${b.label} by ${Math.round(w)}×${Math.round(h)} px`);
+  }
+  return {controls: targets.length, blocks: blocks.length, problems: [...missed, ...overlaps]};
+}"""
+"""Whether every control of the page can be tapped, in one call: each input, button, select,
+slider, switch and link outside the header and the menu is scrolled to the middle of the
+window and ``elementFromPoint`` at its centre must be that control or inside it; and no two
+of the page's blocks (the leaves of Bokeh's layout: a widget, a pane, a chart, with any content
+that runs past their box) overlap. Returns the number of controls and blocks checked and a
+sentence per problem."""
+
+
+def unreachable(page) -> list[str]:
+    """One sentence per control a tap at its centre does not reach and per pair of blocks
+    drawn over each other (:data:`REACH`); checks that the page has controls or blocks at all."""
+    got = page.evaluate(REACH)
+    assert got["blocks"] > 0, got
+    return got["problems"]

@@ -12,7 +12,7 @@ import re
 
 import param
 import pytest
-from lab_browser import open_page, overflow, screenshot, set_number, wait_idle
+from lab_browser import open_page, overflow, screenshot, set_number, unreachable, wait_idle
 from playwright.sync_api import expect
 
 from apps.ui.plots.charts import numeric_variables, sweep_axis
@@ -64,7 +64,8 @@ def test_every_page_loads_without_errors(lab_url, lab_page, console_errors, view
     """Every page loads at 1440×900 with no error and no wider than the window (issue 29 item
     14 at desktop size; the phone size is ``test_phone_browser.py``'s, the grid explorer's
     own overflow is ``test_grid_browser.py``'s); an overflowing page's screenshot is kept
-    under test-artifacts/."""
+    under test-artifacts/. A tap at the centre of each of its controls reaches that control,
+    and no two blocks overlap (issue 37 item 2)."""
     lab_page.set_viewport_size({"width": 1440, "height": 900})
     open_page(lab_page, url(lab_url, view))
     expect(lab_page.locator(".MuiToolbar-root").first).to_contain_text("Inference Lab")
@@ -79,6 +80,7 @@ def test_every_page_loads_without_errors(lab_url, lab_page, console_errors, view
     screenshot(lab_page, f"page-{view or 'landing'}")
     if view != "grid":
         assert overflow(lab_page, f"overflow-{view or 'home'}-desktop") is None
+    assert unreachable(lab_page) == [], view
     assert console_errors == []
 
 

@@ -348,3 +348,27 @@ def test_selectors_of_dimensions_on_an_axis_are_greyed_and_say_where(document, s
     assert widgets["tp"].disabled and widgets["tp"].label.endswith("— on the x axis")
     assert not widgets["batch"].disabled and "—" not in widgets["batch"].label
     assert all(w.visible for w in widgets.values())
+
+
+def test_a_chunk_that_disagrees_with_its_data_is_one_sentence(document, small_store, tmp_path):
+    """Issue 38 item 2: a store whose metadata claims another chunk shape than its chunks hold
+    (checksums recomputed) is a sentence on the page, not a traceback and a blank page."""
+    import json
+
+    from sweeps.build import file_digest
+
+    store = shutil.copytree(small_store, tmp_path / "small.zarr")
+    meta_path = store / "step_time_s" / "zarr.json"
+    meta = json.loads(meta_path.read_text())
+    meta["chunk_grid"]["configuration"]["chunk_shape"][0] = 2  # the chunks hold 1 model
+    meta_path.write_text(json.dumps(meta))
+    root = json.loads((store / "zarr.json").read_text())
+    root["attributes"]["file_digests"]["step_time_s/zarr.json"] = file_digest(
+        meta_path.read_bytes())
+    (store / "zarr.json").write_text(json.dumps(root))
+    view = page(document, store)
+    shown = message(view)
+    assert "is corrupt" in shown and "step_time_s" in shown, shown
+    assert "Traceback" not in shown
+    fig = rendered(view)
+    assert "No data" in fig.title.text

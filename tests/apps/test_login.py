@@ -16,6 +16,7 @@ import os
 import re
 import secrets
 import sys
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -304,3 +305,122 @@ def test_no_password_or_cookie_secret_on_the_servers_command_line(auth_lab_url):
         line = " ".join(server.info["cmdline"])
         assert AUTH_PASSWORD not in line and "--cookie-secret" not in line
         assert "--basic-auth" not in line
+
+
+# -- issue 38 item 3: guessing is slow, logged and never holds the server ------------------
+def test_a_bcrypt_cost_above_12_is_refused_at_start_in_one_sentence(tmp_path, capsys):
+    import bcrypt
+
+    dear = bcrypt.hashpw(b"hunter2", bcrypt.gensalt(4)).decode().replace("$2b$04$", "$2y$14$")
+    path = written(tmp_path, f"alice:pw\nbob:{dear}\n")
+    assert main(["serve", "--basic-auth", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Line 2 of the logins file users.txt (user 'bob')" in err
+    assert "cost of 14" in err and "at most 12" in err and "$2y$" not in err
+
+
+def test_a_json_file_naming_a_user_twice_is_refused(tmp_path, capsys):
+    path = written(tmp_path, '{"alice": "hunter2", "bob": "pw", "alice": "hunter3"}',
+                   "users.json")
+    assert main(["serve", "--basic-auth", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "The logins file users.json names the user 'alice' twice" in err
+    assert err.count("\n") == 1 and "hunter" not in err
+
+
+def test_an_unknown_user_costs_a_fixed_decoy_not_the_dearest_hash(tmp_path, monkeypatch):
+    import bcrypt
+
+    dear = bcrypt.hashpw(b"pw", bcrypt.gensalt(12)).decode().replace("$2b$", "$2y$")
+    logins = Logins.from_file(written(tmp_path, f"{CAROL}\nbob:{dear}\n"))
+    checked = []
+    real = bcrypt.checkpw
+    monkeypatch.setattr(bcrypt, "checkpw", lambda pw, h: checked.append(h) or real(pw, h))
+    assert not logins.check("mallory", "pw")
+    assert len(checked) == 1 and checked[0][4:6] == b"05"  # htpasswd -B's default cost
+
+
+def test_five_failures_in_a_minute_throttle_the_user_and_the_address():
+    from apps.ui.server.logins import LoginThrottle
+
+    now = [1000.0]
+    throttle = LoginThrottle(clock=lambda: now[0])
+    for _ in range(5):
+        assert throttle.retry_after("alice", "10.0.0.1") == 0
+        throttle.failed("alice", "10.0.0.1")
+        now[0] += 1
+    assert throttle.retry_after("alice", "10.0.0.9") == 56  # the user, from anywhere
+    assert throttle.retry_after("bob", "10.0.0.1") == 56  # the address, any user
+    assert throttle.retry_after("bob", "10.0.0.9") == 0
+    now[0] += 56
+    assert throttle.retry_after("alice", "10.0.0.1") == 0
+
+
+def test_an_anonymous_autoload_request_writes_no_traceback(login_server):
+    """Issue 38 item 4: anyone may ask for a page's autoload script; without a login it is
+    refused (a redirect to the login page), and the log gets no traceback."""
+    base, proc, _ = login_server
+    before = server_log(proc)
+    for query in ("?bokeh-autoload-element=x&bokeh-app-path=/inference_lab", ""):
+        try:
+            with urllib.request.urlopen(f"{base}/inference_lab/autoload.js{query}",
+                                        timeout=60) as response:
+                body = response.read().decode()
+        except urllib.error.HTTPError as error:
+            assert error.code in (400, 403), error.code
+            continue
+        assert "login-form" in body  # redirected to the login page
+    import time
+
+    time.sleep(0.5)
+    log = server_log(proc)[len(before):]
+    assert "Traceback" not in log and "TypeError" not in log, log
+
+
+def test_login_cookies_are_samesite_lax_and_not_secure_over_plain_http(login_server):
+    base, _, _ = login_server
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    form = urllib.parse.urlencode({"username": "dave", "password": PASSWORDS["dave"]}).encode()
+    with pytest.raises(urllib.error.HTTPError) as redirected:  # 302 to the lab, not followed
+        urllib.request.build_opener(NoRedirect).open(f"{base}/login", data=form, timeout=60)
+    cookies = redirected.value.headers.get_all("Set-Cookie")
+    user = [c for c in cookies if c.startswith("user=")]
+    assert user and all("samesite=lax" in c.lower() for c in cookies), cookies
+    assert not any("secure" in c.lower().split(";")[-1] or "; secure" in c.lower()
+                   for c in cookies), cookies
+
+
+def test_two_hundred_wrong_passwords_are_throttled_after_five_and_each_logged(login_server):
+    """Also: the right password is refused while throttled, the log names user and address
+    but never a password, the login cookie is SameSite=Lax (Secure only over https)."""
+    base, proc, _ = login_server
+    before = server_log(proc)
+    form = urllib.parse.urlencode({"username": "alice", "password": WRONG}).encode()
+    codes, retry = [], None
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    opener = urllib.request.build_opener(NoRedirect)
+    for _ in range(200):
+        try:
+            with opener.open(f"{base}/login", data=form, timeout=30) as response:
+                codes.append(response.status)
+        except urllib.error.HTTPError as error:
+            codes.append(error.code)
+            retry = error.headers.get("Retry-After") or retry
+    assert codes[:5] == [302] * 5 and codes[5:] == [429] * 195, codes[:8]
+    assert retry is not None and 0 < int(retry) <= 60
+    good = urllib.parse.urlencode({"username": "alice", "password": PASSWORDS["alice"]}).encode()
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        opener.open(f"{base}/login", data=good, timeout=30)
+    assert refused.value.code == 429
+    log = server_log(proc)[len(before):]
+    lines = [line for line in log.splitlines() if "login" in line and "'alice'" in line]
+    assert len(lines) == 201 and all("127.0.0.1" in line for line in lines), lines[:3]
+    assert WRONG not in log and PASSWORDS["alice"] not in log

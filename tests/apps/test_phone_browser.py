@@ -1,9 +1,10 @@
 """Browser checks of issue 11's layout and state items: every page at phone size (390×844),
-and the theme and inputs carried across pages. Uses the session's served lab."""
+and the theme and inputs carried across pages; issue 37's taps and menu on a phone. Uses the
+session's served lab."""
 
 from __future__ import annotations
 
-from lab_browser import open_page, overflow
+from lab_browser import open_page, overflow, unreachable
 from playwright.sync_api import expect
 
 from apps.ui.shell.pages import GRID, all_pages, experiment_pages
@@ -17,13 +18,15 @@ def url(base: str, slug: str, query: str = "") -> str:
 
 
 def test_every_page_at_phone_size(lab_url, lab_page, console_errors):
-    """The menu starts closed, nothing is wider than the screen, and on experiment pages the
+    """The menu starts closed, nothing is wider than the screen, a tap at the centre of each
+    control reaches it and no two blocks overlap (issue 37 item 2), and on experiment pages the
     inputs sit above the results and every chart is (nearly) the screen's width."""
     lab_page.set_viewport_size(PHONE)
     experiments = {p.slug for p in experiment_pages()}
     for info in all_pages():
         open_page(lab_page, url(lab_url, info.slug))
         expect(lab_page.locator(".lab-nav")).to_have_count(0)  # the drawer starts closed
+        assert unreachable(lab_page) == [], info.slug
         width = lab_page.evaluate("() => document.documentElement.scrollWidth")
         assert width <= PHONE["width"] + 1, (info.slug, width)
         # Nor is the main area the document scrolls (the grid explorer's test checks its own).
@@ -38,6 +41,25 @@ def test_every_page_at_phone_size(lab_url, lab_page, console_errors):
             box = chart.bounding_box()
             assert box["width"] >= 0.85 * PHONE["width"], (info.slug, box)
     assert console_errors == []
+
+
+SIDEBAR_OPEN = ("() => [...Bokeh.documents].flatMap(d => [...d._all_models.values()])"
+                ".find(m => m.data && 'sidebar_open' in m.data).data.sidebar_open")
+"""Whether the template's menu is open, as the page's model holds it."""
+
+
+def test_the_menu_opens_on_a_phone(lab_url, lab_page):
+    """Issue 37 item 3: on a phone the menu button opens the menu (the menu's own component,
+    drawn again as the drawer opens, used to close it at once), and a link in it leads on."""
+    lab_page.set_viewport_size(PHONE)
+    open_page(lab_page, url(lab_url, "decode"))
+    expect(lab_page.locator(".lab-nav")).to_have_count(0)
+    lab_page.get_by_role("button", name="Open drawer").click()
+    link = lab_page.get_by_role("link", name="2. How many sequences fit")
+    expect(link).to_be_visible()
+    assert lab_page.evaluate(SIDEBAR_OPEN) is True
+    link.click()
+    lab_page.wait_for_url("**view=memory**")
 
 
 def test_theme_and_inputs_follow_the_reader_across_pages(lab_url, browser):

@@ -50,3 +50,54 @@ def small_decode_master(tmp_path_factory):
 def small_decode(small_decode_master, tmp_path):
     """A private copy of the small decode grid (path), free to modify."""
     return Path(shutil.copytree(small_decode_master, tmp_path / "small.zarr"))
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():
+    """A real S3-compatible server (moto's server mode) on a free local port, no network, with
+    the bucket ``lab``; credentials the standard way (``AWS_*`` environment variables, which
+    worker processes started later inherit). Yields the endpoint URL."""
+    import logging
+    import os
+
+    pytest.importorskip("moto.server")
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                                            "AWS_DEFAULT_REGION")}
+    os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
+                      AWS_DEFAULT_REGION="us-east-1")
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{server.get_host_and_port()[1]}"
+    boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="lab")
+    yield endpoint
+    server.stop()
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture
+def s3_options(s3_endpoint):
+    """This process's storage options name the local S3 server (reset afterwards)."""
+    from sweeps.object_store import set_storage_options
+
+    set_storage_options({"endpoint_url": s3_endpoint})
+    yield {"endpoint_url": s3_endpoint}
+    set_storage_options(None)
+
+
+@pytest.fixture(scope="session")
+def process_cluster(s3_endpoint):
+    """A Dask ``LocalCluster`` of two single-threaded worker *processes*, each with a temporary
+    folder of its own (nothing shared with the client but the S3 server)."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=":0", silence_logs=50) as cluster:
+        yield cluster

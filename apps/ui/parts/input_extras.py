@@ -3,20 +3,24 @@ in the model and GPU dropdowns, and number boxes that show small coefficients in
 
 Batch, context and the other wide counts are typed exactly in their number box; the slider
 under the box moves over the powers of two (a log scale), so 1 to 1,048,576 is reachable in
-twenty steps. Nothing here reads the server's state.
+twenty steps, and not past what the model in force allows (a context slider ends at the
+model's maximum context). Nothing here reads the server's state.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Callable, Sequence
 
 import panel as pn
 import panel_material_ui as pmui
 import param
 from bokeh.models import NumeralTickFormatter
 
-from apps.ui.panel_compat import param_widgets
-from lab.catalog import gpu_catalog, model_catalog
+from apps.ui.panel_compat import DimensionSlider, param_widgets
+from lab.catalog import get_model, gpu_catalog, model_catalog
+from lab.errors import LabInputError
 
 LOG_RATIO = 256
 """A whole-number input whose upper bound is at least this many times its lower (≥ 1) gets a
@@ -25,6 +29,10 @@ powers-of-two slider."""
 NUMBER_FORMAT = "0,0.[000000000]"
 """Display format of decimal boxes: up to nine decimals, so 5e-7 reads 0.0000005, not 0.0."""
 
+
+MODEL_LIMITS = {"context": "max_context"}
+"""Inputs whose largest sensible value is the model's own (``{input: ModelSpec field}``): a
+context past the model's maximum context is refused, so its slider does not offer it."""
 
 STEP_BUTTONS_SX = {"& .MuiIconButton-root, & button": {"color": "text.primary", "opacity": 0.9}}
 """The number boxes' − and + buttons in the theme's text colour: visible in dark as in light."""
@@ -48,35 +56,65 @@ def nearest_power(value: int, options: list[int]) -> int:
     return min(options, key=lambda o: abs(math.log2(o) - math.log2(max(value, 1))))
 
 
-def log2_slider(owner: param.Parameterized, name: str) -> pmui.DiscreteSlider:
+def slider_range(owner: param.Parameterized, name: str) -> tuple[int, int]:
+    """The values a powers-of-two slider offers for ``owner.name``: the input's bounds, the
+    upper one cut to the model's own limit where one applies (:data:`MODEL_LIMITS`; a context
+    ends at the model's maximum context, tokens). A model the catalog cannot resolve leaves
+    the bounds as they are."""
+    lo, hi = owner.param[name].bounds
+    field = MODEL_LIMITS.get(name)
+    if field is not None and "model" in owner.param:
+        with contextlib.suppress(LabInputError, OSError, ValueError, TypeError):
+            hi = min(hi, max(int(getattr(get_model(owner.model), field)), lo))
+    return lo, hi
+
+
+def model_limited(owner: param.Parameterized, name: str) -> bool:
+    """Whether the slider of ``owner.name`` ends at a limit of the model in force."""
+    return name in MODEL_LIMITS and "model" in owner.param
+
+
+def log2_slider(owner: param.Parameterized, name: str) -> DimensionSlider:
     """A slider over the powers of two for ``owner.name``: moving it sets the input, and it
     follows typed values to the nearest power (without changing them), so its label says the
     value it shows is the nearest power of two ("Requests N, nearest power of two: 128" while
-    N is 100), not the input's value."""
-    lo, hi = owner.param[name].bounds
-    options = powers_of_two(lo, hi)
-    slider = pmui.DiscreteSlider(options=options, value=nearest_power(getattr(owner, name),
-                                                                      options),
-                                 label=f"{owner.param[name].label}, nearest power of two",
-                                 sizing_mode="stretch_width", css_classes=[f"lab-log-{name}"])
+    N is 100), not the input's value. It offers :func:`slider_range` (following a new model)."""
+    return options_slider(owner, name, lambda: powers_of_two(*slider_range(owner, name)),
+                          label=f"{owner.param[name].label}, nearest power of two",
+                          css_class=f"lab-log-{name}",
+                          follows=["model"] if model_limited(owner, name) else [])
 
-    following = []  # non-empty while the slider is moved to follow a typed value
+
+def options_slider(owner: param.Parameterized, name: str, offered: Callable[[], list[int]], *,
+                   label: str, css_class: str, follows: Sequence[str] = ()) -> DimensionSlider:
+    """A slider over the whole numbers ``offered()`` for ``owner.name``: moving it sets the
+    input; it follows the input to the nearest value offered (on a log scale, without changing
+    the input) and offers ``offered()`` anew when an input of ``follows`` changes.
+
+    A :class:`~apps.ui.panel_compat.DimensionSlider`: panel-material-ui's own discrete slider
+    reads the released position back wrongly (a server error, the input unchanged)."""
+    options = offered()
+    slider = DimensionSlider(options=options, value=nearest_power(getattr(owner, name), options),
+                             label=label, sizing_mode="stretch_width", css_classes=[css_class])
+
+    following = []  # non-empty while the slider is moved to follow the inputs
 
     def moved(event) -> None:
         if not following and event.new is not None and event.new != getattr(owner, name):
             setattr(owner, name, int(event.new))
 
-    def typed(event) -> None:
-        near = nearest_power(event.new, options)
-        if slider.value != near:
+    def follow(*_events) -> None:
+        now = offered() or slider.options
+        near = nearest_power(getattr(owner, name), now)
+        if slider.options != now or slider.value != near:
             following.append(True)
             try:
-                slider.value = near
+                slider.param.update(options=now, value=near)
             finally:
                 following.clear()
 
     slider.param.watch(moved, "value")
-    owner.param.watch(typed, name)
+    owner.param.watch(follow, [name, *follows])
     return slider
 
 

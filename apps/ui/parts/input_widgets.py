@@ -13,6 +13,7 @@ from apps.ui.panel_compat import CheckedInput, IntSlider, param_widgets
 from apps.ui.parts.input_extras import improve, is_wide_count
 from apps.ui.shell.number_boxes import watch_typed
 from apps.ui.shell.url_values import page_value_problem
+from lab.errors import without_bidi
 
 SLIDER_MAX_SPAN = 4096
 """Integer inputs with a range up to this many values get a slider; wider ones a number box."""
@@ -106,6 +107,6 @@ class InputMessage(pn.pane.HTML):
 
     def say(self, sentence: str | None) -> None:
         """Show ``sentence`` (None or '' hides the message)."""
-        text = (f'<div class="lab-input-problem" role="alert">{escape(sentence)}</div>'
-                if sentence else "")
+        text = (f'<div class="lab-input-problem" role="alert">'
+                f'{escape(without_bidi(sentence))}</div>' if sentence else "")
         self.param.update(object=text, visible=bool(sentence))

@@ -17,11 +17,16 @@ the server's login handler checks each login against it (``apps/ui/panel_compat.
 from __future__ import annotations
 
 import base64
+import collections
 import hashlib
 import hmac
 import json
+import math
 import os
 import re
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +52,22 @@ readable by every local user (``ps``), its environment only by its owner."""
 
 MAX_FILE_BYTES = 1024 * 1024
 """Largest logins file read, bytes (about ten thousand bcrypt lines)."""
+
+MAX_BCRYPT_COST = 12
+"""Dearest bcrypt cost accepted (``htpasswd -B -C 12``, about 0.25 s of one core per check;
+each step doubles it, so one line of cost 31 would make every login take days)."""
+DECOY_COST = 5
+"""Cost of the bcrypt check an unknown user name pays (``htpasswd -B``'s default): fixed, so a
+dear hash in the file does not make every guess at a user name dear."""
+
+FAILURES_ALLOWED = 5
+"""Failed logins a user name, or a client address, may have in :data:`FAILURE_WINDOW_S`; the
+next attempt gets HTTP 429 until the oldest of them is that old."""
+FAILURE_WINDOW_S = 60.0
+"""Seconds a failed login counts against its user name and its client address."""
+MAX_TRACKED = 10_000
+"""Most user names and addresses whose failures are remembered at once (the oldest are
+forgotten first), so a flood of made-up names cannot grow the server's memory."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +102,12 @@ def stored_password(text: str, where: str) -> Password:
         if not BCRYPT_HASH.fullmatch(text):
             raise LabInputError(f"{where} has a malformed bcrypt hash (expected $2y$, a cost "
                                 "of 04-31 and 53 characters, as htpasswd -B writes it).")
+        cost = int(text[4:6])
+        if cost > MAX_BCRYPT_COST:
+            raise LabInputError(f"{where} has a bcrypt cost of {cost}, and the lab accepts at "
+                                f"most {MAX_BCRYPT_COST} (each step doubles every login's "
+                                f"time): write the line again with htpasswd -B -C "
+                                f"{MAX_BCRYPT_COST} or less.")
         return Password("bcrypt", text.encode("ascii"))
     if text.startswith(SHA_PREFIX):
         digest = text.removeprefix(SHA_PREFIX)
@@ -116,8 +143,11 @@ class Logins:
                  shared: Password | None = None) -> None:
         self._users = users or {}
         self._shared = shared
-        # checked when the user is unknown: an unknown user costs as much as the dearest known
-        self._decoy = max(self._users.values(), key=check_cost, default=None)
+        # checked when the user is unknown: a bcrypt check at the fixed DECOY_COST when the
+        # file holds bcrypt lines (else a plain comparison), never the dearest hash of the file
+        schemes = {p.scheme for p in self._users.values()}
+        self._decoy = (decoy_hash() if "bcrypt" in schemes
+                       else next(iter(self._users.values()), None))
 
     @classmethod
     def shared_password(cls, password: str) -> Logins:
@@ -158,8 +188,10 @@ class Logins:
         return len(self._users)
 
     def check(self, user: str, password: str) -> bool:
-        """Whether ``user`` may log in with ``password`` (constant time in the password;
-        an unknown user costs as much as a known one)."""
+        """Whether ``user`` may log in with ``password`` (constant time in the password; an
+        unknown user costs a bcrypt check at :data:`DECOY_COST`, as much as a user whose line
+        ``htpasswd -B`` wrote with its default cost). Seconds of CPU at a bcrypt line's cost:
+        call it off the server's event loop."""
         if self._shared is not None:
             return self._shared.matches(password)
         stored = self._users.get(user)
@@ -168,6 +200,18 @@ class Logins:
                 self._decoy.matches(password)
             return False
         return stored.matches(password)
+
+
+_DECOY: Password | None = None
+
+
+def decoy_hash() -> Password:
+    """A bcrypt hash of a random password at :data:`DECOY_COST`, made once per process."""
+    global _DECOY
+    if _DECOY is None:
+        salt = bcrypt.gensalt(DECOY_COST)
+        _DECOY = Password("bcrypt", bcrypt.hashpw(os.urandom(16).hex().encode(), salt))
+    return _DECOY
 
 
 def users_of_lines(text: str, name: str) -> dict[str, Password]:
@@ -195,8 +239,17 @@ def users_of_lines(text: str, name: str) -> dict[str, Password]:
 
 def users_of_json(text: str, name: str) -> dict[str, Password]:
     """The users of a JSON map ``{"user": "password", …}``."""
+    def no_repeats(pairs: list[tuple[str, object]]) -> dict:
+        seen: dict = {}
+        for key, value in pairs:
+            if key in seen:
+                raise LabInputError(f"The logins file {name} names the user {user_shown(key)} "
+                                    "twice; keep one entry per user.")
+            seen[key] = value
+        return seen
+
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=no_repeats)
     except json.JSONDecodeError as error:
         raise LabInputError(f"Line {error.lineno} of the logins file {name} is not valid "
                             f"JSON ({error.msg}).") from None
@@ -218,9 +271,16 @@ def users_of_map(data: dict, name: str) -> dict[str, Password]:
 
 
 def user_shown(user: object) -> str:
-    """A user name as a sentence quotes it: short and on one line."""
+    """A user name as a sentence quotes it: short and on one line (``repr`` escapes control
+    characters; bidirectional controls such as U+202E are escaped too)."""
     text = str(user)
-    return repr(text if len(text) <= 40 else text[:39] + "…")
+    shown = repr(text if len(text) <= 40 else text[:39] + "…")
+    return "".join(f"\\u{ord(c):04x}" if c in BIDI_CONTROLS else c for c in shown)
+
+
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                          "\u2066\u2067\u2068\u2069")
+"""Characters that reorder the text around them when shown (Unicode's bidirectional controls)."""
 
 
 def logins_for(option: str | dict) -> Logins:
@@ -236,3 +296,56 @@ def logins_for(option: str | dict) -> Logins:
         raise LabInputError("--basic-auth names no file (a value with a slash is read as a "
                             "path; a shared password cannot hold one).")
     return Logins.shared_password(option)
+
+
+class LoginThrottle:
+    """Failed logins counted per user name and per client address: after
+    :data:`FAILURES_ALLOWED` failures within :data:`FAILURE_WINDOW_S`, either one is refused
+    until the oldest of them is that old (the server answers HTTP 429 with ``Retry-After``).
+    Thread-safe; remembers at most :data:`MAX_TRACKED` names and addresses."""
+
+    def __init__(self, allowed: int = FAILURES_ALLOWED, window_s: float = FAILURE_WINDOW_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.allowed, self.window_s, self.clock = allowed, window_s, clock
+        self._failures: collections.OrderedDict[tuple[str, str], collections.deque] = \
+            collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def _recent(self, key: tuple[str, str], now: float) -> collections.deque:
+        times = self._failures.get(key)
+        if times is None:
+            return collections.deque()
+        while times and now - times[0] >= self.window_s:
+            times.popleft()
+        if not times:
+            del self._failures[key]
+        return times
+
+    def retry_after(self, user: str, address: str) -> int:
+        """Whole seconds until ``user`` may try again from ``address``; 0: now."""
+        now = self.clock()
+        wait = 0.0
+        with self._lock:
+            for key in (("user", user), ("address", address)):
+                times = self._recent(key, now)
+                if len(times) >= self.allowed:
+                    wait = max(wait, times[-self.allowed] + self.window_s - now)
+        return math.ceil(wait) if wait > 0 else 0
+
+    def failed(self, user: str, address: str) -> None:
+        """Count a failed login of ``user`` from ``address``."""
+        now = self.clock()
+        with self._lock:
+            for key in (("user", user), ("address", address)):
+                times = self._recent(key, now)
+                times.append(now)
+                self._failures[key] = times
+                self._failures.move_to_end(key)
+            while len(self._failures) > MAX_TRACKED:
+                self._failures.popitem(last=False)
+
+
+def login_log_line(outcome: str, user: str, address: str) -> str:
+    """One log line about a login attempt: the outcome, the user name (quoted, cut, control
+    characters escaped) and the client address; never the password."""
+    return f"Inference Lab: login {outcome} for user {user_shown(user)} from {address}."

@@ -1,6 +1,8 @@
 """``panel serve --setup`` script: build the main pages once before the server takes requests,
-and let at most a few pages load at once (:mod:`apps.ui.server.page_gate`); check ``--basic-auth``
-logins with :mod:`apps.ui.server.logins`; send no server path in any page (:func:`hide_server_paths`).
+and let at most a few pages load at once (:mod:`apps.ui.server.page_gate`), each built off the
+event loop (:func:`build_pages_off_loop`); check ``--basic-auth`` logins with
+:mod:`apps.ui.server.logins`; send no server path in any page (:func:`hide_server_paths`);
+return closed sessions' memory (:mod:`apps.ui.server.memory`).
 
 ``inference-lab serve`` passes it; with plain Panel:
 ``panel serve apps/*.py --setup apps/ui/server/serve_setup.py``.
@@ -8,12 +10,17 @@ logins with :mod:`apps.ui.server.logins`; send no server path in any page (:func
 
 import logging
 
+import panel as pn
+
 from apps.ui.panel_compat import (
     answer_long_requests,
+    build_pages_off_loop,
     check_logins,
     gate_page_requests,
     hide_server_paths,
+    quiet_anonymous_autoload,
 )
+from apps.ui.server.memory import session_closed
 from apps.ui.server.page_gate import PageGate, configured_limit, default_limit
 from apps.ui.server.warmup import warm_up
 from apps.ui.shell.app import build_page
@@ -21,6 +28,9 @@ from apps.ui.shell.app import build_page
 log = logging.getLogger("bokeh")
 answer_long_requests()
 check_logins()
+quiet_anonymous_autoload()
+build_pages_off_loop()  # the event loop keeps answering while pages are built
+pn.state.on_session_destroyed(session_closed)  # closed sessions' memory back after a burst
 log.info("Inference Lab: pages prepared in %.1f s.", warm_up(build_page))
 hide_server_paths()  # after the warm-up: every page's models are defined by now
 try:

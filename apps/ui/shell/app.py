@@ -16,7 +16,12 @@ import panel_material_ui as pmui
 from apps.ui.panel_compat import detach_busy, parse_query_value_by_value
 from apps.ui.parts.input_extras import catalog_names
 from apps.ui.parts.source_tables import sources_page
-from apps.ui.shell.browser_state import CARRIED, BrowserState, follow_browser
+from apps.ui.shell.browser_state import (
+    CARRIED,
+    DERIVATION_CARRIED,
+    BrowserState,
+    follow_browser,
+)
 from apps.ui.shell.landing import landing_page
 from apps.ui.shell.pages import (
     DERIVATION,
@@ -29,7 +34,8 @@ from apps.ui.shell.pages import (
     page_builder,
     page_slug,
 )
-from apps.ui.shell.theme import FONT_STACK, HEADER_CSS, LOADER_CSS
+from apps.ui.shell.theme import FONT_STACK, HEADER_CSS, LOADER_CSS, MAIN_CSS
+from apps.ui.shell.url_sync import OneHistoryEntry
 from apps.ui.shell.url_values import accepts, quoted
 from apps.ui.views.derivation import DerivationView
 from apps.ui.views.grid import GridExplorer
@@ -75,28 +81,41 @@ def page_content(slug: str):
     return build(experiment=cls())
 
 
-def carried_values(content, dark: bool) -> dict[str, str]:
-    """The query values a sidebar link carries to the next page: the model, GPU and precision
-    in force on ``content``'s experiment (only values its inputs accept: catalog ids, never
-    the raw URL's text), and the theme."""
+def carried_values(content, dark: bool, names: tuple[str, ...] = CARRIED,
+                   target: type | None = None) -> dict[str, str]:
+    """The query values a sidebar link carries to the next page: the inputs ``names`` in
+    force on ``content``'s experiment (only values its inputs accept, and ``target``'s — the
+    next page's experiment class — when given: catalog ids, never the raw URL's text), and the
+    theme."""
     exp = getattr(content, "experiment", None)
     values = {}
-    for name in CARRIED:
+    for name in names:
         if exp is None or name not in exp.param:
             continue
         value, ids = getattr(exp, name), catalog_names(name)  # model, GPU: catalog ids only
-        if accepts(exp.param[name], value) and (ids is None or value in ids.values()):
+        if (accepts(exp.param[name], value) and (ids is None or value in ids.values())
+                and (target is None or (name in target.param
+                                        and accepts(target.param[name], value)))):
             values[name] = str(value)
     values["theme"] = "dark" if dark else "default"
     return values
 
 
-def navigation_markdown(current: str, carried: dict[str, str]) -> str:
-    """Links to every page (each carrying ``carried`` in its address), the current one in bold."""
-    query = urlencode(carried)
+def derivation_values(content, dark: bool) -> dict[str, str]:
+    """What the link to the decode derivation carries: :data:`DERIVATION_CARRIED` where the
+    derivation accepts them (experiment 9's tp 64 is not a decode tp), and the theme."""
+    return carried_values(content, dark, DERIVATION_CARRIED, DerivationView.param.experiment.class_)
+
+
+def navigation_markdown(current: str, carried: dict[str, str],
+                        derivation: dict[str, str] | None = None) -> str:
+    """Links to every page (each carrying ``carried`` in its address; the derivation's
+    ``derivation`` when given), the current one in bold."""
     lines = []
     for info in all_pages():
         title = "Home" if info is HOME else info.title
+        query = urlencode(derivation if info is DERIVATION and derivation is not None
+                          else carried)
         link = href(info.slug)
         link = link + ("&" if "=" in link else "") + query if query else link
         lines.append(f"- **{title}**" if info.slug == current else f"- [{title}]({link})")
@@ -111,14 +130,15 @@ def navigation(current: str, carried: dict[str, str] | None = None) -> pn.pane.M
 
 def follow_carried(nav: pn.pane.Markdown, current: str, content, page: pmui.Page) -> None:
     """Keep ``nav``'s links carrying the values in force: rewritten when the experiment's
-    model, GPU or precision or the page's theme changes (a link opened in a new tab keeps
-    them too)."""
+    model, GPU or precision (for the derivation's link any decode input: tp, batch, …) or the
+    page's theme changes (a link opened in a new tab keeps them too)."""
     def update(*_events) -> None:
-        nav.object = navigation_markdown(current, carried_values(content, page.dark_theme))
+        nav.object = navigation_markdown(current, carried_values(content, page.dark_theme),
+                                         derivation_values(content, page.dark_theme))
 
     exp = getattr(content, "experiment", None)
     if exp is not None:
-        names = [n for n in CARRIED if n in exp.param]
+        names = [n for n in DERIVATION_CARRIED if n in exp.param]
         if names:
             exp.param.watch(update, names)
     page.param.watch(update, "dark_theme")
@@ -133,9 +153,9 @@ def build_page(slug: str | None = None) -> pmui.Page:
     content, nav = page_content(slug), navigation(slug)
     page = pmui.Page(
         title="Inference Lab" if slug == HOME.slug else f"Inference Lab · {title}",
-        sidebar=[nav, state], main=[content], theme_toggle=True,
+        sidebar=[nav, state, OneHistoryEntry()], main=[content], theme_toggle=True,
         theme_config=THEME, sidebar_width=290, busy_indicator=None,
-        stylesheets=[HEADER_CSS])
+        stylesheets=[HEADER_CSS, MAIN_CSS])
     page.config.raw_css = [*page.config.raw_css, LOADER_CSS]
     follow_browser(page, state)
     follow_carried(nav, slug, content, page)

@@ -2,7 +2,8 @@
 
 :class:`BrowserState` is an invisible component in the page: it reports the window's width
 (a phone starts with the menu closed) and the browser's dark preference. The sidebar links
-carry the model, GPU, precision and theme in their own address (``?view=memory&model=…&theme=
+carry the model, GPU, precision and theme in their own address (the derivation's link the whole
+decode configuration: tp, batch, context, …) (``?view=memory&model=…&theme=
 dark``; written by the server from the inputs in force, :func:`apps.ui.shell.app.carried_values`,
 so a link opened in a new tab keeps them too); a link followed in the tab gets the theme shown
 at that moment. The theme comes from the ``theme`` query argument first, else the browser's
@@ -16,6 +17,11 @@ import param
 
 CARRIED = ("model", "gpu", "precision")
 """Inputs a sidebar link carries to the next page (besides ``theme``)."""
+
+DERIVATION_CARRIED = (*CARRIED, "tp", "batch", "context", "kv_precision", "ep", "budget",
+                      "reserve_gb", "page")
+"""Inputs the sidebar's link to the decode derivation carries (besides ``theme``): the whole
+decode configuration it derives, where the page in force has it."""
 
 PHONE_WIDTH = 700
 """Windows narrower than this (CSS px) start with the menu closed."""
@@ -40,11 +46,14 @@ class BrowserState(pn.custom.JSComponent):
           window.matchMedia("(prefers-color-scheme: dark)").matches);
       };
       setTimeout(report, 0);  // once the model is connected, so the values reach the server
-      // The template's own state, set in the browser: a phone starts with the menu closed,
-      // and without a theme in the URL the browser's dark preference applies.
+      // The template's own state, set in the browser once per page load: a phone starts with
+      // the menu closed, and without a theme in the URL the browser's dark preference
+      // applies. This component sits in the menu, whose drawer on a phone draws it again each
+      // time it opens: closing the menu then would undo the menu button.
       setTimeout(() => {
         const page = pageModel();
-        if (!page) { return; }
+        if (!page || window.__labStarted) { return; }
+        window.__labStarted = true;
         if (window.innerWidth < PHONE_WIDTH && page.data.sidebar_open) {
           page.data.sidebar_open = false;
         }

@@ -64,6 +64,14 @@ HEADER_CSS = """
 """The page header's title on a phone: smaller, at most two lines (the page's own heading
 below it gives the full title)."""
 
+MAIN_CSS = """
+.main-content > *, .main-content > * > * { max-height: none; }
+"""
+"""The page in the template's main area as tall as its content. Bokeh caps every layout at its
+parent's height (``max-height: 100%``), so a page was held to the window's height below the
+header and whatever ran past it was painted over what came next: on a phone the results covered
+the lower inputs and took their taps. The main area scrolls, so nothing needs the cap."""
+
 LOADER_CSS = """
 #loader .spinner { animation: none; border: none; border-radius: 0; width: auto; height: auto; }
 #loader .spinner::after { content: "Loading the page\\2026"; color: #fff; font: 1.1rem FONT; }

@@ -13,10 +13,15 @@ integer-string limit) and so blanks the page, and it applies a link's values all
 Here the query is read with :func:`urllib.parse.parse_qsl` only, a value longer than
 :data:`MAX_URL_VALUE_CHARS` is refused before anything parses it, and each value is judged on
 its own.
+
+An edit rewrites the address in place (:class:`OneHistoryEntry`): Panel's location adds a
+browser history entry per change, and Back then changed the address but not the inputs. Back
+leaves the page, as after any other edit of a web form.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 from collections.abc import Callable, Sequence
 from urllib.parse import parse_qsl, urlencode
@@ -68,6 +73,34 @@ def url_inputs(target: param.Parameterized) -> list[str]:
     return [n for n in target.input_names() if not isinstance(target.param[n], param.String)]
 
 
+class OneHistoryEntry(pn.custom.JSComponent):
+    """An invisible part of every page: the page's own changes of its address (an input edit
+    written into the query) replace the browser's history entry instead of adding one, so
+    Back never shows an address whose inputs are not on the page. A change of path (another
+    page) still adds its entry."""
+
+    _esm = """
+    export function render() {
+      if (!window.__labOneHistoryEntry) {
+        window.__labOneHistoryEntry = true;
+        const push = window.history.pushState.bind(window.history);
+        const replace = window.history.replaceState.bind(window.history);
+        window.history.pushState = (state, title, url) => {
+          const next = url == null ? null : new URL(String(url), window.location.href);
+          if (next && next.pathname === window.location.pathname) {
+            replace(state, title, url);
+          } else {
+            push(state, title, url);
+          }
+        };
+      }
+      const span = document.createElement("span");
+      span.style.display = "none";
+      return span;
+    }
+    """
+
+
 class UrlInputs:
     """Keeps ``names`` of ``target`` in the page's URL query, accepting only what a page may set.
 
@@ -117,6 +150,12 @@ class UrlInputs:
     def _apply(self, search: str) -> list[str]:
         """Apply the accepted values of ``search`` (``first`` ones first); the refusals."""
         pairs, problems = screened(search)
+        counts = collections.Counter(key for key, _ in pairs)
+        for name in self.names:
+            if counts[name] > 1:  # which one was meant is unknown: neither is taken
+                problems.append(f"The link gives {quoted(name)}= {counts[name]} times, so "
+                                "none of its values was applied.")
+        pairs = [(k, v) for k, v in pairs if not (k in self.names and counts[k] > 1)]
         clean = as_search(pairs)
         rest = [n for n in self.names if n not in self.first]
         for group, between in ((self.first, self.after_first), (rest, None)):

@@ -15,6 +15,8 @@ from urllib.parse import parse_qsl, urlencode
 import param
 from panel.util import parse_query
 
+from lab.errors import without_bidi
+
 MAX_SHOWN_CHARS = 40
 """Longest piece of a rejected value quoted back on the page, characters."""
 MAX_LISTED = 16
@@ -38,7 +40,7 @@ class CheckedText(param.String):
 
 def quoted(value: object) -> str:
     """``value`` as text for a message, cut to :data:`MAX_SHOWN_CHARS` (shown escaped)."""
-    text = str(value)
+    text = without_bidi(str(value))
     return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS] + "…"
 
 
@@ -130,6 +132,12 @@ def url_problems(experiment: param.Parameterized, names: list[str],
             accepted[name] = value
             continue
         current = parameter.serialize(getattr(experiment, name))
+        own = (parameter.check(value) if isinstance(parameter, CheckedText)
+               and parameter.check is not None and isinstance(value, str) else None)
+        if own:  # the text's own sentence (e.g. where=: too long, too many constraints)
+            problems.append(f"The link's {name}= was not applied, so the page shows "
+                            f"{name}={quoted(current)}: {own[0].lower()}{own[1:]}")
+            continue
         problems.append(f"The link's {name}={quoted(raw[name])} is not "
                         f"{allowed_text(parameter)}, so the page shows {name}={current}.")
     return accepted, problems

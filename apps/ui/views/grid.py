@@ -15,6 +15,7 @@ note. In a notebook, ``GridExplorer(ds)`` explores any ``xarray.Dataset`` the sa
 from __future__ import annotations
 
 import io
+import json
 from html import escape
 from urllib.parse import urlencode
 
@@ -34,7 +35,7 @@ from apps.ui.parts.input_widgets import InputMessage
 from apps.ui.plots.charts import TOOLS, axis_label, display_label, themed
 from apps.ui.shell.busy import BusyNote
 from apps.ui.shell.held_size import BUTTON_WIDTH
-from apps.ui.shell.url_sync import UrlInputs
+from apps.ui.shell.url_sync import UrlInputs, url_inputs, url_text
 from apps.ui.views import grid_heatmap as charts
 from apps.ui.views.grid_choices import NONE, GridChoices, choices_for, plain, plottable
 from lab.errors import LabInputError
@@ -71,15 +72,27 @@ TABLE_CSS = """
 def page_sentence(exc: LabInputError, name: str | None = None) -> str:
     """A dataset error as the page shows it: the server's folder is not shown, and the
     command that rewrites dataset ``name`` is the one that writes it where the page reads."""
-    from sweeps.catalog_of_datasets import datasets_dir, making_command
+    from sweeps.catalog_of_datasets import dataset_location, datasets_dir, making_command
 
     text = str(exc)
     folder = str(datasets_dir())
     if name:
-        path = str(datasets_dir() / f"{name}.zarr")
+        path = str(dataset_location(datasets_dir(), name))
         text = (text.replace(f"inference-lab sweep --out {path}", making_command(name))
                 .replace(path, f"dataset '{name}'"))
     return text.replace(folder + "/", "").replace(folder, "the datasets folder")
+
+
+def unreadable(exc: Exception, variable: str | None) -> LabInputError:
+    """A read of the dataset that failed inside Zarr or xarray (a chunk that disagrees with
+    its metadata, say) as one sentence, naming the variable read when it is known."""
+    from sweeps.store import CorruptDatasetError
+
+    what = f"its variable '{variable}'" if variable else "it"
+    detail = " ".join(str(exc).split())[:160].rstrip(".")
+    return CorruptDatasetError(f"The dataset is corrupt: a read of {what} failed "
+                               f"({type(exc).__name__}: {detail}), so nothing of it is drawn; "
+                               "write it again with inference-lab sweep.")
 
 
 QUERY_ONLY = ("objective", "best", "latency", "throughput", "scope")
@@ -106,16 +119,36 @@ def later(callback) -> None:
     doc.add_timeout_callback(run, QUERY_DELAY_MS)
 
 
-def experiment_link(ds: xr.Dataset, row: dict) -> str | None:
-    """``?view=<experiment>&…`` opening the experiment page at a table row's configuration
-    (its inputs among the row's coordinates), or None when the dataset is no experiment's."""
+def grid_constants(ds: xr.Dataset) -> dict:
+    """The inputs the dataset's grid held constant (its spec's ``constants``: the decode
+    grid's budget and page size, the goodput grid's model and GPU, …); empty when the dataset
+    names none or its spec is unreadable."""
+    try:
+        spec = json.loads(str(ds.attrs.get("grid_spec", "{}")))
+    except ValueError:
+        return {}
+    constants = spec.get("constants") if isinstance(spec, dict) else None
+    return dict(constants) if isinstance(constants, dict) else {}
+
+
+def experiment_link(ds: xr.Dataset, row: dict, fixed: dict | None = None) -> str | None:
+    """``?view=<experiment>&…`` opening the experiment page at a table row's configuration, or
+    None when the dataset is no experiment's.
+
+    Every input of the experiment the cell depends on travels: the grid's constants
+    (:func:`grid_constants`), the dimensions the page holds ``fixed`` (the selectors' values:
+    the model, GPU, tp… of the slice on screen) and the row's own coordinates, later ones
+    winning; only the experiment's URL inputs, written as its page writes them."""
     slug = ds.attrs.get("experiment")
     found = record(str(slug)) if slug else None
     if found is None:
         return None
-    inputs = set(found.experiment_class().param)
-    values = {d: row[d] for d in ds.dims if d in inputs and d in row}
-    return "?" + urlencode({"view": found.slug, **{k: str(v) for k, v in values.items()}})
+    cls = found.experiment_class()
+    names = url_inputs(cls)
+    given = {**grid_constants(ds), **(fixed or {}),
+             **{d: row[d] for d in ds.dims if d in row}}
+    values = {n: url_text(cls.param[n], plain(given[n])) for n in names if n in given}
+    return "?" + urlencode({"view": found.slug, **values})
 
 
 class GridExplorer(Viewer):
@@ -342,11 +375,25 @@ class GridExplorer(Viewer):
         key = (id(self._ds), tuple(sorted(at.items())), tuple(sorted(c.in_use | (free or set()))))
         if self._slice is not None and self._slice[0] == key:
             return self._slice[1]
-        ds = self._from_block(at)
-        extra = {d: 0 for d in ds.dims if d not in c.dims and d not in c.in_use}
-        ds = (ds.isel(extra) if extra else ds).load()
+        try:
+            ds = self._from_block(at)
+            extra = {d: 0 for d in ds.dims if d not in c.dims and d not in c.in_use}
+            ds = (ds.isel(extra) if extra else ds).load()
+        except LabInputError:
+            raise
+        except (ValueError, TypeError, RuntimeError, MemoryError, OSError) as exc:
+            raise unreadable(exc, self._failing_variable(at)) from None
         self._slice = (key, ds)
         return ds
+
+    def _failing_variable(self, at: dict) -> str | None:
+        """The first variable whose read at ``at`` fails (after a read of them all failed)."""
+        for name in self._ds.data_vars:
+            try:
+                self._ds[name].sel(at).load()
+            except Exception:  # looking for the culprit only
+                return str(name)
+        return None
 
     def _from_block(self, at: dict) -> xr.Dataset:
         """``self._ds.sel(at)``, cut from the block of whole chunks around it, read once and
@@ -585,7 +632,7 @@ class GridExplorer(Viewer):
             for n in shown:
                 value = float(row[n]) * display_label(self._ds[n])[2]
                 cells += f"<td>{value:,.4g}</td>"
-            link = experiment_link(self._ds, row)
+            link = experiment_link(self._ds, row, c.at())
             opener = (f'<td><a class="lab-grid-open" href="{escape(link)}">Open</a></td>'
                       if link else "<td></td>")
             rows.append(f"<tr>{cells}{opener}</tr>")

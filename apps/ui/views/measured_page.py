@@ -21,6 +21,7 @@ from panel.viewable import Viewer
 from apps.ui.panel_compat import param_widgets
 from apps.ui.parts.calculation import CalculationView
 from apps.ui.parts.cards import CardsView
+from apps.ui.parts.input_extras import options_slider
 from apps.ui.parts.input_widgets import InputMessage, input_panel
 from apps.ui.parts.measured_upload import MeasurementsUpload
 from apps.ui.parts.prediction import PredictionView
@@ -52,6 +53,10 @@ SELECTED_COLOR = "#D55E00"
 
 BELOW_LABEL = "below the floor"
 """Legend entry of the points faster than their floor (a cross each)."""
+
+STALE = " — not the inputs in force, which were not measured"
+"""Added to the chart's title while the inputs in force are not available: the chart shows
+the last point that was (or the default one)."""
 
 FLAG_CSS = """
 .lab-below-floor { border-left: 4px solid #D55E00; padding: 8px 12px; margin: 6px 0;
@@ -93,13 +98,22 @@ class MeasuredPage(Viewer):
         params.setdefault("experiment", FloorsAgainstMeasurements())
         super().__init__(**params)
         exp = self.experiment
-        self._last_plot = None
+        self._last_plot, self._last_title = None, ""
         self.message = InputMessage()
         # ``shape`` stays lenient on set: a new kind moves it to that kind's shapes before the
         # list on offer follows; a link's shape is checked against its kind's list below.
         self.url = UrlInputs(exp, list(INPUTS), self.message.say, first=["kind"],
                              after_first=self._offer_kind_shapes, lenient=["shape"])
-        self.inputs = input_panel(exp, list(INPUTS), report=self.message.say)
+        self.inputs = input_panel(exp, [n for n in INPUTS if n != "tp"],
+                                  report=self.message.say)
+        # tp offers only the degrees measured for the kind and shape (1, 2, 4 shipped), not
+        # every whole number its bounds allow.
+        self.tp_slider = options_slider(exp, "tp", exp.tps, label=exp.param.tp.label,
+                                        css_class="lab-input-tp",
+                                        follows=["kind", "shape", "measurements", "gpu"])
+        layout = self.inputs.layout
+        layout.insert(layout.objects.index(param_widgets(self.inputs)["shape"]) + 1,
+                      self.tp_slider)
         exp.param.watch(self._show_kind_inputs, "kind")
         self._show_kind_inputs()
         self.upload = MeasurementsUpload(experiment=exp)
@@ -129,6 +143,7 @@ class MeasuredPage(Viewer):
         for name in {axis for axes in POINT_AXES.values() for axis in axes}:
             if name in param_widgets(self.inputs):
                 param_widgets(self.inputs)[name].visible = name in used
+        self.tp_slider.visible = "tp" in used
 
     def _flag_html(self, _result) -> str:
         r = self.experiment.result
@@ -144,10 +159,11 @@ class MeasuredPage(Viewer):
         return f"<p>{escape(self.experiment.regions())}</p>"
 
     def _plot(self, _result):
-        """The heatmap or the lines for the current kind (the last good one while invalid)."""
+        """The heatmap or the lines for the current kind; while the inputs are invalid, the
+        last good one (else the default point's), its title saying it is not theirs."""
         exp = self.experiment
         if exp.result is None and self._last_plot is not None:
-            return self._last_plot
+            return self._last_plot.opts(title=self._last_title + STALE, clone=True)
         source = exp if exp.result is not None else FloorsAgainstMeasurements()
         ds = source.chart_data()
         if source.kind == "decode":
@@ -159,7 +175,10 @@ class MeasuredPage(Viewer):
             plot = (grid * here).opts(title=title)
         else:
             plot = ratio_lines(ds, "context" if source.kind == "prefill" else "m")
-        self._last_plot = plot
+            title = plot.opts.get().kwargs.get("title", "")
+        if exp.result is None:
+            return plot.opts(title=title + STALE)
+        self._last_plot, self._last_title = plot, title
         return plot
 
     def __panel__(self):

@@ -10,8 +10,9 @@
   widgets and uploads) beside the results column (the page's parts, closed by the limits and
   their sources), side by side where both fit; on a phone the results wrap below the inputs.
 
-The limits close the results column: in the template's main area a row is held to the viewport
-height, so anything placed after it would overlap a long column.
+The limits close the results column. The page is as tall as its content
+(:data:`apps.ui.shell.theme.MAIN_CSS` lifts Bokeh's cap of a layout at the window's height), so
+on a phone the results start below the last input and take none of its taps.
 """
 
 from __future__ import annotations

@@ -1,0 +1,150 @@
+"""``calc plan`` (and ``inference-lab plan``): experiment 12, the deployment to run for a model,
+GPUs, workload and latency targets; ``--candidates FILE`` ranks a user's own configurations,
+``--validate`` replays the decision on the public rows (docs/model.md §12)."""
+
+from __future__ import annotations
+
+import argparse
+
+from cli.flags import add_json_flag, print_json
+from lab.derivations.decode_steps import render_text
+from lab.errors import LabInputError
+from lab.plan.plan_calc import calc_plan, plan_steps, rank_candidates
+from lab.plan.plan_calibration import DEFAULT_QUANTILE
+from lab.plan.plan_decide import Targets
+from lab.plan.plan_space import ENGINES
+from lab.units import fmt_number
+
+DESCRIPTION = ("Experiment 12, plan a deployment: the configuration with the most output "
+               "tokens/s per GPU whose conservative predicted latency meets the targets.")
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None or x != x else f"{fmt_number(x * 100, 1)} %"
+
+
+def _targets(args) -> Targets:
+    none = lambda v: None if not v else v  # noqa: E731
+    return Targets(none(args.ttft_ms), none(args.tpot_ms), none(args.tokens_per_s_user))
+
+
+def _validate(args) -> int:
+    from lab.plan.plan_calibration import shipped_calibration
+    from lab.plan.plan_decide import validate
+
+    result = validate(shipped_calibration().table)
+    if args.json:
+        print_json({"validation": result, "default_quantile": DEFAULT_QUANTILE})
+        return 0
+    print("Regret study on the public rows, out of sample (leave the workload out): per "
+          "(checkpoint, GPU, engine, mode, isl/osl) group of ≥ 3 configurations, TPOT targets "
+          "at its 25/50/75th measured percentile. Median regret; share of picks missing the "
+          "target in measurement; cases with no pick.")
+    for name, r in result.items():
+        o = r["overall"]
+        print(f"- {name}: {o['cases']} cases; regret {_pct(o['median_regret'])}; misses "
+              f"{_pct(o['misses'])}; no pick {o['no_pick']}")
+    default = f"band q {DEFAULT_QUANTILE:g}"
+    print(f"Per engine × mode ({default} | floor only):")
+    for key, r in result[default]["per_engine_mode"].items():
+        f = result["floor only"]["per_engine_mode"].get(key, {})
+        print(f"- {key}: {r['cases']} cases; regret {_pct(r['median_regret'])}, misses "
+              f"{_pct(r['misses'])} | floor only regret {_pct(f.get('median_regret'))}, misses "
+              f"{_pct(f.get('misses'))}")
+    return 0
+
+
+def _candidates(args) -> int:
+    from lab.served.served_loader import read_served
+
+    data = read_served(args.candidates)
+    result = rank_candidates(data, _targets(args), args.quantile)
+    if args.json:
+        print_json(result)
+        return 0
+    print(f"Candidates from {args.candidates}: {len(result['candidates'])} rows, "
+          f"{result['meeting']} meet the targets at the band's upper edge.")
+    for r in result["candidates"]:
+        if r.get("reason"):
+            print(f"{r['rank']}. {r['id']}: refused: {r['reason']}")
+            continue
+        print(f"{r['rank']}. {r['id']}: {fmt_number(r['tokens_per_s_gpu'], 1)} tok/s/GPU, "
+              f"{fmt_number(r['tokens_per_s_user'], 1)} tok/s/user, TPOT "
+              f"{fmt_number(r['tpot_ms'], 2)} ms (upper {fmt_number(r['tpot_upper_ms'], 2)}), "
+              f"{'meets' if r['meets'] else 'misses'}")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.validate:
+        return _validate(args)
+    if args.candidates:
+        return _candidates(args)
+    t = _targets(args)
+    result = calc_plan(args.model, args.gpu, args.budget, args.engine, args.isl, args.osl,
+                       t.ttft_ms, t.tpot_ms, t.tokens_per_s_user, args.quantile)
+    if args.json:
+        print_json(result)
+        return 0
+    i, c = result["inputs"], result["counts"]
+    lines = [f"Inputs: --model {i['model']} --gpu {i['gpu']} --budget {i['budget']} --engine "
+             f"{i['engine']} --isl {i['isl']} --osl {i['osl']} --ttft-ms {args.ttft_ms:g} "
+             f"--tpot-ms {args.tpot_ms:g} --tokens-per-s-user {args.tokens_per_s_user:g} "
+             f"--quantile {args.quantile:g}",
+             f"{c['configurations']:,} configurations; {c['valid']:,} valid, {c['fit']:,} fit in "
+             f"memory, {c['meet_targets']:,} meet the targets at the band's upper edge "
+             f"({c['meet_targets_at_prediction']:,} at the prediction)."]
+    for r in result["refusals"][:5]:
+        lines.append(f"- refused ({r['configurations']:,}): {r['reason']}")
+    if result["uncalibrated_note"]:
+        lines.append(result["uncalibrated_note"])
+    for mode, points in result["frontier"].items():
+        lines.append(f"Frontier, {mode} (tok/s/user → tok/s/GPU): " + "; ".join(
+            f"{fmt_number(p['tokens_per_s_user'], 0)} → {fmt_number(p['tokens_per_s_gpu'], 0)} "
+            f"({p['label']})" for p in points[-6:]))
+    b = result["best"]
+    if b is not None:
+        lines += [f"Best: {b['mode']} {b['label']} on {b['gpus']} GPUs. {b['sure']['sentence']}",
+                  f"Measured rows: {b['served_link']}"]
+    print("\n".join([*lines, "", render_text(plan_steps(result))]))
+    return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The plan's inputs, targets and modes."""
+    parser.add_argument("--model", default="llama-3.1-70b", help="catalog model id or a "
+                        "config.json")
+    parser.add_argument("--gpu", default="h200", help="catalog GPU id")
+    parser.add_argument("--budget", type=int, default=8, help="most GPUs to use")
+    parser.add_argument("--engine", default="vllm", choices=ENGINES,
+                        help="engine whose measured rows calibrate the plan (ideal: the floor)")
+    parser.add_argument("--isl", type=int, default=1024, help="prompt tokens per request")
+    parser.add_argument("--osl", type=int, default=1024, help="output tokens per request")
+    parser.add_argument("--ttft-ms", type=float, default=2000.0, help="TTFT target, ms (0: none)")
+    parser.add_argument("--tpot-ms", type=float, default=0.0, help="TPOT target, ms (0: none)")
+    parser.add_argument("--tokens-per-s-user", type=float, default=50.0,
+                        help="tokens/s per user target (0: none)")
+    parser.add_argument("--quantile", type=float, default=DEFAULT_QUANTILE,
+                        help="band quantile of the group's out-of-sample errors (conservatism)")
+    parser.add_argument("--candidates", metavar="FILE", default=None,
+                        help="rank exactly your own configurations: a CSV with experiment 11's "
+                        "columns (measurements optional)")
+    parser.add_argument("--validate", action="store_true",
+                        help="replay the decision on the public rows out of sample and report "
+                        "regret and misses per engine × mode")
+    add_json_flag(parser)
+
+
+def _checked_run(args):
+    for name in ("ttft_ms", "tpot_ms", "tokens_per_s_user"):
+        if getattr(args, name) < 0:
+            raise LabInputError(f"--{name.replace('_', '-')} must be 0 (none) or above, not "
+                                f"{getattr(args, name):g}.")
+    return _run(args)
+
+
+def register(subparsers, name: str = "plan") -> None:
+    """Add ``plan`` (under ``calc``, and at the top level as an alias)."""
+    parser = subparsers.add_parser(name, help=DESCRIPTION.split(":")[0], description=DESCRIPTION)
+    add_arguments(parser)
+    parser.set_defaults(func=_checked_run)

@@ -1,0 +1,284 @@
+"""Experiment 12's calculation: one plan (``calc plan --json``), a user's candidates ranked,
+one configuration's prediction (the point a grid cell equals) and the derivation.
+
+:func:`calc_plan` enumerates the configuration space of :mod:`lab.plan.plan_space`, predicts
+it with experiment 11's calibration (:mod:`lab.plan.plan_calibration`) and picks with
+:mod:`lab.plan.plan_decide`. Every time is in ms as in experiment 11's records; the record
+states the units.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import xarray as xr
+
+from lab.derivations.decode_steps import Step
+from lab.errors import LabInputError, shown
+from lab.plan.plan_calibration import DEFAULT_QUANTILE, calibration_for, shipped_calibration
+from lab.plan.plan_decide import Targets, frontier, meets, pick
+from lab.plan.plan_space import (
+    IDEAL,
+    MODES,
+    Layout,
+    PlanSpace,
+    config_row,
+    enumerate_rows,
+    predict,
+)
+from lab.served.served_calc import TERM_NAMES, TERMS
+from lab.served.served_floors import _gpu_id, _model_id
+from lab.units import fmt_number
+
+DEFAULT_TARGETS = Targets(ttft_ms=2000.0, tokens_per_s_user=50.0)
+"""The default targets: first token within 2 s, at least 50 tokens/s per user."""
+
+
+def _value(v):
+    if isinstance(v, np.bool_ | bool):
+        return bool(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.floating):
+        return None if not np.isfinite(v) else float(v)
+    return str(v)
+
+
+def config_record(plan: xr.Dataset, index: int) -> dict:
+    """One configuration of a plan as a JSON-ready dict (ms; NaN as null)."""
+    return {name: _value(plan[name].values[index]) for name in plan.data_vars}
+
+
+def term_name(metric: str, mode: str, j: int) -> str:
+    """Experiment 11's name of fitted term ``j`` (0-based): its :data:`TERMS` after the
+    communication term, the interleaved prefill (agg) being the decode step's (disagg)."""
+    keys = [k for k in TERMS[metric] if k != "allreduce"]
+    if metric == "tpot":
+        keys = [k for k in keys if k != ("step" if mode == "agg" else "prefill")]
+    return TERM_NAMES[metric, keys[j]] if j < len(keys) else f"fitted term {j + 1}"
+
+
+def how_sure(plan: xr.Dataset, index: int, targets: Targets, calibration) -> dict:
+    """How sure the pick is: the share of its group's out-of-sample TPOT and TTFT errors under
+    which it would still meet the targets."""
+    r = config_record(plan, index)
+    if not r["calibrated"]:
+        why = ("the ideal engine is the floor itself" if r["engine"] == IDEAL else
+               f"no measured row of {r['engine']} × {plan.attrs.get('gpu', '')} × {r['mode']} "
+               "calibrates it: predicted from the floor, uncalibrated")
+        return {"share": None, "rows": 0, "sentence": f"Not known: {why}."}
+    group = f"{r['engine']} × {plan.attrs.get('gpu', '')} × {r['mode']}"
+    model = plan.attrs.get("model", "")
+    shares, rows = [], 0
+    for metric, limit in (("tpot", targets.tpot_limit()), ("ttft", targets.ttft_limit())):
+        if np.isfinite(limit):
+            share, n = calibration.sure(group, model, r["concurrency"], metric,
+                                        limit / r[f"{metric}_ms"])
+            shares.append(share)
+            rows = max(rows, n)
+    share = float(min(shares)) if shares else 1.0
+    return {"share": share, "rows": rows,
+            "sentence": f"Under {fmt_number(share * 100, 0)} % of the {rows:,} out-of-sample "
+                        f"errors of {group} (same model and nearby concurrency where there are "
+                        "enough) this configuration still meets the targets."}
+
+
+def measured_rows(model: str, gpu: str, engine: str, isl: int, osl: int) -> list[dict]:
+    """The public measured rows of this model × GPU × engine × workload (for the overlay)."""
+    cal = shipped_calibration()
+    t = cal.table
+    s = lambda n: np.asarray(t[n].values).astype(str)  # noqa: E731
+    keep = (cal.modelled & (s("model") == model) & (s("gpu") == gpu) & (s("engine") == engine)
+            & (np.asarray(t["isl"].values) == isl) & (np.asarray(t["osl"].values) == osl))
+    out = []
+    from lab.plan.plan_decide import _throughput
+
+    tput = _throughput(t, np.asarray(t["ttft_measured_ms"].values),
+                       np.asarray(t["tpot_measured_ms"].values))
+    for i in np.flatnonzero(keep):
+        tpot = float(t["tpot_measured_ms"].values[i])
+        out.append({"id": str(t["id"].values[i]), "mode": str(t["mode"].values[i]),
+                    "tokens_per_s_user": 1e3 / tpot, "tokens_per_s_gpu": float(tput[i]),
+                    "tpot_ms": tpot, "ttft_ms": float(t["ttft_measured_ms"].values[i]),
+                    "concurrency": int(t["concurrency"].values[i]),
+                    "tp": int(t["tp"].values[i])})
+    return out
+
+
+def calc_plan(model: str = "llama-3.1-70b", gpu: str = "h200", budget: int = 8,
+              engine: str = "vllm", isl: int = 1024, osl: int = 1024,
+              ttft_ms: float | None = DEFAULT_TARGETS.ttft_ms, tpot_ms: float | None = None,
+              tokens_per_s_user: float | None = DEFAULT_TARGETS.tokens_per_s_user,
+              quantile: float = DEFAULT_QUANTILE, modes=MODES) -> dict:
+    """One plan: every configuration of the space, the frontier per mode, the pick under the
+    targets with its derivation and how sure it is, the refusals counted with their sentences,
+    and the public measured rows of this model × GPU × engine × workload."""
+    if not 0.5 <= quantile < 1:
+        raise LabInputError(f"The band quantile must be from 0.5 to below 1, not "
+                            f"{shown(quantile)}.")
+    targets = Targets(ttft_ms, tpot_ms, tokens_per_s_user)
+    space = PlanSpace(model=model, gpu=gpu, budget=budget, engine=engine, isl=isl, osl=osl,
+                      modes=tuple(modes))
+    rows = enumerate_rows(space)
+    calibration = shipped_calibration()
+    plan = predict(rows, calibration, quantile)
+    plan.attrs.update({"model": _model_id(model) or model, "gpu": _gpu_id(gpu) or gpu})
+    return plan_record(plan, targets, calibration, {
+        "model": model, "gpu": gpu, "budget": budget, "engine": engine, "isl": isl, "osl": osl,
+        "ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "tokens_per_s_user": tokens_per_s_user,
+        "quantile": quantile}, measured=measured_rows(_model_id(model) or model,
+                                                      _gpu_id(gpu) or gpu, engine, isl, osl))
+
+
+def plan_record(plan: xr.Dataset, targets: Targets, calibration, inputs: dict,
+                measured: list[dict] | None = None) -> dict:
+    """The JSON-ready record of a predicted plan."""
+    valid = np.asarray(plan["valid"].values, dtype=bool)
+    fits = np.asarray(plan["fits"].values, dtype=bool)
+    refusals = Counter(str(r) for r in plan["reason"].values if r)
+    if not valid.any():
+        weights = [r for r in refusals if "do not fit" in r]
+        first = weights[-1] if weights else refusals.most_common(1)[0][0]
+        raise LabInputError(f"No configuration can be planned; for example: {first}")
+    chosen = pick(plan, targets)
+    optimistic = pick(plan, targets, conservative=False)
+    calibrated = np.asarray(plan["calibrated"].values, dtype=bool)
+    result = {
+        "inputs": inputs,
+        "units": {"time": "ms", "throughput": "output tokens/s"},
+        "counts": {"configurations": int(plan.sizes["config"]), "valid": int(valid.sum()),
+                   "fit": int((valid & fits).sum()),
+                   "meet_targets": int(meets(plan, targets).sum()),
+                   "meet_targets_at_prediction": int(meets(plan, targets, False).sum())},
+        "refusals": [{"reason": r, "configurations": n} for r, n in refusals.most_common()],
+        "calibrated": bool(calibrated[valid].all()),
+        "uncalibrated_note": "" if calibrated[valid].all() else (
+            "Configurations of an engine × GPU × mode without measured rows (or the ideal "
+            "engine) are predicted from the floor with no calibration."),
+        "frontier": {str(m): [config_record(plan, int(i)) for i in frontier(plan, m)]
+                     for m in dict.fromkeys(np.asarray(plan["mode"].values).astype(str))},
+        "best": None, "best_at_prediction": None,
+        "measured": measured or [],
+    }
+    if chosen is not None:
+        best = config_record(plan, chosen)
+        best["sure"] = how_sure(plan, chosen, targets, calibration)
+        best["steps"] = [s.__dict__ for s in config_steps(best)]
+        best["served_link"] = served_link(best, plan.attrs.get("model", ""),
+                                          plan.attrs.get("gpu", ""))
+        result["best"] = best
+    else:
+        result["none_sentence"] = ("No configuration that fits meets the targets at the "
+                                   "band's upper edge; loosen a target or raise the budget.")
+    if optimistic is not None:
+        result["best_at_prediction"] = config_record(plan, optimistic)
+    return result
+
+
+def served_link(r: dict, model: str, gpu: str) -> str:
+    """Experiment 11's page filtered to this configuration's model, GPU, engine, mode and
+    workload (its measured rows)."""
+    engine = r["engine"] if r["engine"] != IDEAL else "all"
+    return (f"?view=served&model={model}&gpu={gpu}&engine={engine}&mode={r['mode']}"
+            f"&workload={r['isl']}/{r['osl']}")
+
+
+def config_steps(r: dict) -> list[Step]:
+    """The derivation of one predicted configuration: floor, each named term, prediction,
+    band, throughput."""
+    ms = lambda v: "n/a" if v is None else f"{fmt_number(v, 2)} ms"  # noqa: E731
+    steps = [Step("Configuration", "", f"{r['engine']}, {r['mode']}, {r['label']}"),
+             Step("TPOT floor", "one ideal decode step of the decode worker's batch (§11)",
+                  ms(r["tpot_floor_ms"]))]
+    if r["calibrated"]:
+        steps.append(Step("Communication term", "all-reduces and expert all-to-all (§11)",
+                          ms(r["tpot_term_allreduce_ms"])))
+        j = 1
+        while f"tpot_fitted_term_{j}_ms" in r:
+            name = term_name("tpot", r["mode"], j - 1).capitalize()
+            steps.append(Step(name, "fitted on the group's measured rows",
+                              ms(r[f"tpot_fitted_term_{j}_ms"])))
+            j += 1
+    steps.append(Step("TPOT predicted", "floor + terms" if r["calibrated"] else
+                      "the floor (uncalibrated)", ms(r["tpot_ms"])))
+    steps.append(Step("TTFT floor", "one request's ideal prefill (§11)", ms(r["ttft_floor_ms"])))
+    if r["calibrated"]:
+        j = 1
+        while f"ttft_fitted_term_{j}_ms" in r:
+            steps.append(Step(term_name("ttft", r["mode"], j - 1).capitalize(), "fitted on "
+                              "the group's measured rows", ms(r[f"ttft_fitted_term_{j}_ms"])))
+            j += 1
+    steps += [
+        Step("TTFT predicted", "floor + terms" if r["calibrated"] else "the floor",
+             ms(r["ttft_ms"])),
+        Step("Band (upper edge)", "the group's out-of-sample errors at the band quantile",
+             f"TPOT {ms(r['tpot_upper_ms'])}, TTFT {ms(r['ttft_upper_ms'])}"),
+        Step("Tokens/s per user", f"1000 / {ms(r['tpot_ms'])}",
+             fmt_number(r["tokens_per_s_user"], 1)),
+        Step("Tokens/s per GPU", f"{r['concurrency']:,} · {r['osl']:,} / ({ms(r['ttft_ms'])} + "
+             f"{r['osl'] - 1:,} · {ms(r['tpot_ms'])}) / {r['gpus']} GPUs",
+             fmt_number(r["tokens_per_s_gpu"], 1)),
+    ]
+    return steps
+
+
+def plan_steps(result: dict, _gpu=None) -> list[Step]:
+    """The derivation of a plan's pick (or the sentence that nothing meets the targets)."""
+    if result.get("best") is None:
+        return [Step("Pick", "", result.get("none_sentence", "none"))]
+    return [Step(**s) for s in result["best"]["steps"]]
+
+
+def plan_point(engine: str, model: str, gpu: str, mode: str, tp: int, dp: int, ep: int,
+               precision: str, concurrency: int, isl: int, osl: int,
+               workers: tuple[int, int] = (1, 1), quantile: float = DEFAULT_QUANTILE,
+               calibration=None) -> dict:
+    """One configuration predicted alone (the point a plan cell and a grid cell equal)."""
+    row = config_row(engine, model, gpu, mode, Layout(tp, dp, ep), precision, concurrency,
+                     isl, osl, workers)
+    plan = predict([row], shipped_calibration() if calibration is None else calibration,
+                   quantile)
+    return config_record(plan, 0)
+
+
+def rank_candidates(data: xr.Dataset, targets: Targets, quantile: float = DEFAULT_QUANTILE,
+                    calibration_table: xr.Dataset | None = None) -> dict:
+    """A user's own configurations (experiment 11's table columns, measurements optional)
+    ranked: those meeting the targets at the band's upper edge first, by predicted tokens/s
+    per GPU; every refused row with its sentence."""
+    calibration = calibration_for(calibration_table)
+    names = [n for n in data.data_vars if data[n].dims == ("row",)] + [
+        n for n in data.coords if data[n].dims == ("row",) and n != "row"]
+    rows = [{n: _value(data[n].values[i]) for n in names} for i in range(data.sizes["row"])]
+    for r in rows:
+        for k in ("ttft_measured_ms", "tpot_measured_ms"):
+            r[k] = np.nan if r.get(k) is None else r[k]
+    out = []
+    by_pair: dict[tuple, list[int]] = {}
+    for i, r in enumerate(rows):
+        by_pair.setdefault((r["model_path"], r["system"]), []).append(i)
+    for (path, system), index in by_pair.items():
+        model_id, gpu_id = _model_id(path), _gpu_id(system)
+        if not model_id or not gpu_id:
+            what = f"model {path}" if not model_id else f"GPU {system}"
+            for i in index:
+                out.append({"id": rows[i]["id"], "reason": f"The {what} is not in the lab's "
+                            "catalog.", "meets": False})
+            continue
+        sub = [{**rows[i], "system": gpu_id} for i in index]
+        plan = predict(sub, calibration, quantile)
+        plan.attrs.update({"model": model_id, "gpu": gpu_id})
+        ok = meets(plan, targets)
+        for k, i in enumerate(index):
+            rec = config_record(plan, k)
+            rec.update({"id": rows[i]["id"], "meets": bool(ok[k])})
+            if np.isfinite(rows[i]["tpot_measured_ms"]):
+                rec["tpot_measured_ms"] = float(rows[i]["tpot_measured_ms"])
+            out.append(rec)
+    out.sort(key=lambda r: (not r["meets"], -(r.get("tokens_per_s_gpu") or -np.inf)
+                            if r.get("tokens_per_s_gpu") is not None else np.inf))
+    for rank, r in enumerate(out, 1):
+        r["rank"] = rank
+    return {"targets": targets.__dict__, "quantile": quantile, "candidates": out,
+            "meeting": int(sum(r["meets"] for r in out))}

@@ -1,0 +1,132 @@
+"""Experiment 12: plan a deployment — the configuration with the most output tokens/s per GPU
+whose conservative predicted latency meets the targets (docs/model.md §12).
+
+Its page is :mod:`apps.ui.views.plan_page`, its command ``cli/calc_plan.py``; its dataset is
+the ``plan`` grid (:mod:`sweeps.grids.plan_grid`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import param
+import xarray as xr
+
+from lab.catalog import gpu_catalog, model_catalog
+from lab.experiments.base import Card, Experiment, Prediction
+from lab.limits import MAX_CONTEXT, MAX_MS
+from lab.plan.plan_calc import calc_plan, plan_steps
+from lab.plan.plan_calibration import DEFAULT_QUANTILE
+from lab.plan.plan_space import ENGINES, MAX_BUDGET
+from lab.served.served_loader import SHIPPED_SOURCE
+from lab.units import fmt_number
+
+NO_TARGET = 0.0
+"""A target of 0 means none."""
+
+
+class PlanDeployment(Experiment):
+    """The best deployment of a model on a GPU budget under latency targets."""
+
+    number = 12
+    slug = "plan"
+    title = "Plan a deployment"
+    headline = "More tokens per GPU. As long as each user still gets theirs."
+    prediction = Prediction(
+        question="Llama 3.1 70B on 8 H200 with vLLM, 1024/1024 tokens, at least 50 tokens/s per "
+                 "user: which layout gives the most output tokens per GPU?",
+        choices=("One tp 8 worker", "Two tp 4 replicas", "tp 2 or tp 1 replicas",
+                 "A disaggregated layout"),
+        answer=2,
+    )
+    limits = (
+        "A plan is experiment 11's floor plus named terms over every layout, precision and "
+        "concurrency, its coefficients fitted on the public rows of the engine × GPU × mode "
+        "(none: the floor, marked uncalibrated). Its band is read from that group's "
+        "out-of-sample errors; the regret study (calc plan --validate) says how often a pick "
+        "holds in measurement. Disaggregated workers share one layout; the KV cache is BF16 "
+        "where the batch fits, else FP8, as experiment 11 reads it; pipeline parallelism is "
+        "not planned."
+    )
+    sources = (f"Measured serving latency: {SHIPPED_SOURCE} (github.com/ai-dynamo/aiconfigurator).",
+               "GPU and model figures: docs/sources.md.")
+
+    model = param.Selector(default="llama-3.1-70b", objects=list(model_catalog()),
+                           label="Model", doc="The model to deploy (catalog id).")
+    gpu = param.Selector(default="h200", objects=list(gpu_catalog()), label="GPU",
+                         doc="The GPU of the deployment.")
+    budget = param.Integer(default=8, bounds=(1, MAX_BUDGET), label="GPU budget",
+                           doc="Most GPUs the deployment may use.")
+    engine = param.Selector(default="vllm", objects=list(ENGINES), label="Engine",
+                            doc="Serving engine whose measured rows calibrate the prediction "
+                                "(ideal: the floor).")
+    isl = param.Integer(default=1024, bounds=(1, MAX_CONTEXT), label="Prompt tokens (isl)",
+                        doc="Input tokens per request.")
+    osl = param.Integer(default=1024, bounds=(1, MAX_CONTEXT), label="Output tokens (osl)",
+                        doc="Output tokens per request.")
+    ttft_ms = param.Number(default=2000.0, bounds=(0, MAX_MS), label="TTFT at most (ms)",
+                           doc="Time-to-first-token target, ms (0: none).")
+    tpot_ms = param.Number(default=0.0, bounds=(0, MAX_MS), label="TPOT at most (ms)",
+                           doc="Time-per-output-token target, ms (0: none).")
+    tokens_per_s_user = param.Number(default=50.0, bounds=(0, MAX_MS),
+                                     label="Tokens/s per user at least",
+                                     doc="Per-user output speed target (0: none).")
+    quantile = param.Number(default=DEFAULT_QUANTILE, bounds=(0.5, 0.99), step=0.05,
+                            label="Band quantile",
+                            doc="How conservative: latency read at this quantile of the "
+                                "group's out-of-sample errors.")
+
+    def compute(self) -> dict:
+        target = lambda v: None if not v else float(v)  # noqa: E731
+        return calc_plan(self.model, self.gpu, self.budget, self.engine, self.isl, self.osl,
+                         target(self.ttft_ms), target(self.tpot_ms),
+                         target(self.tokens_per_s_user), self.quantile)
+
+    def cards(self) -> list[Card]:
+        r = self.result
+        b = r["best"]
+        if b is None:
+            best = Card("Best configuration", "none", r["none_sentence"])
+        else:
+            best = Card("Best configuration", f"{fmt_number(b['tokens_per_s_gpu'], 0)} tok/s/GPU",
+                        f"{b['mode']}, {b['label']}; {b['gpus']} GPUs")
+        sure = ("" if b is None else b["sure"]["sentence"])
+        return [
+            best,
+            Card("Per user", "n/a" if b is None else f"{fmt_number(b['tokens_per_s_user'], 1)} "
+                 "tok/s", "" if b is None else f"TPOT {fmt_number(b['tpot_ms'], 2)} ms "
+                 f"(upper {fmt_number(b['tpot_upper_ms'], 2)}); TTFT "
+                 f"{fmt_number(b['ttft_ms'], 0)} ms (upper {fmt_number(b['ttft_upper_ms'], 0)})"),
+            Card("How sure", "uncalibrated" if b is None or b["sure"]["share"] is None else
+                 f"{fmt_number(b['sure']['share'] * 100, 0)} %", sure),
+            Card("Configurations", f"{r['counts']['meet_targets']:,} meet",
+                 f"of {r['counts']['fit']:,} that fit ({r['counts']['configurations']:,} "
+                 "enumerated)"),
+        ]
+
+    def steps(self):
+        return plan_steps(self.result)
+
+    def explanation(self) -> str:
+        b = self.result["best"]
+        if b is None:
+            return self.result["none_sentence"]
+        return (f"The pick is {b['mode']} {b['label']} on {b['gpus']} GPUs: "
+                f"{fmt_number(b['tokens_per_s_gpu'], 0)} output tokens/s per GPU at "
+                f"{fmt_number(b['tokens_per_s_user'], 1)} tokens/s per user. Smaller workers "
+                "read the weights once per fewer sequences but each GPU serves its own "
+                "replica's clients, so per GPU they usually win while the per-user target "
+                "still holds.")
+
+    def chart_data(self) -> xr.Dataset:
+        """The frontier of every mode: tokens/s per GPU against tokens/s per user."""
+        points = [p for ps in self.result["frontier"].values() for p in ps]
+        user = np.array([p["tokens_per_s_user"] for p in points], dtype=float)
+        order = np.argsort(user)
+        gpu = np.array([p["tokens_per_s_gpu"] for p in points], dtype=float)[order]
+        ds = xr.Dataset({"tokens_per_s_gpu": ("tokens_per_s_user", gpu,
+                                              {"long_name": "output tokens/s per GPU",
+                                               "units": "tokens/s"})},
+                        coords={"tokens_per_s_user": ("tokens_per_s_user", user[order],
+                                                      {"long_name": "tokens/s per user",
+                                                       "units": "tokens/s"})})
+        return ds

@@ -1,0 +1,122 @@
+"""Experiment 11's issue-41 terms and data readings, each against values computed by hand
+(docs/model.md §11): the four-column designs, the CPU-independent fit, the concurrency a row
+states, copies of a run and the pools a copy lists. No served table is built here except by the
+small loader calls (fast)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from lab.served import gap
+from lab.served.served_floors import PREFILL_CHUNK
+from lab.served.served_loader import borrow_pools, parse_served, stated_concurrency
+
+
+def test_nnls_recovers_four_coefficients_and_keeps_them_non_negative():
+    x = np.column_stack([np.arange(1.0, 9.0), np.ones(8), np.arange(8.0) ** 2,
+                         np.sqrt(np.arange(1.0, 9.0))])
+    truth = np.array([0.5, 2.0, 0.25, 3.0])
+    assert gap.nnls(x, x @ truth) == pytest.approx(truth, rel=1e-9)
+    # y = 10 − x₀ wants a negative slope: the slope is held at 0, the constant takes the rest
+    theta = gap.nnls(x[:, :2], 10 - x[:, 0])
+    assert theta[0] == 0 and theta[1] == pytest.approx(np.mean(10 - x[:, 0]))
+    with pytest.raises(ValueError):
+        gap.nnls(np.ones((3, gap.MAX_COEFFICIENTS + 1)), np.ones(3))
+
+
+def test_the_fit_sums_exactly_so_every_cpu_gets_the_same_bits():
+    # 0.1 added ten times is 0.9999999999999999 in order; math.fsum rounds the exact sum, 1.0
+    a = np.full(10, 0.1)
+    assert gap._dot(a, np.ones(10)) == 1.0 == math.fsum([0.1] * 10)
+    rng = np.random.default_rng(41)
+    x, y = rng.random((300, 3)), rng.random(300)
+    order = rng.permutation(300)  # another summation order, the same coefficients bit for bit
+    assert gap.nnls(x, y).tolist() == gap.nnls(x[order], y[order]).tolist()
+
+
+def test_the_tpot_design_by_hand():
+    """Three rows: aggregated; disaggregated with its pools stated; with its batch inferred.
+    floor 2, comm 0.5, P_step 3, L 61, L_moe 58, B/dp 16."""
+    floor, comm, basis = np.full(3, 2.0), np.full(3, 0.5), np.array([3.0, 0.0, 0.0])
+    layers, moe = np.full(3, 61.0), np.full(3, 58.0)
+    d = gap.tpot_design(floor, comm, basis, layers, np.array([True, False, False]),
+                        np.full(3, 9.0), moe_layers=moe, sequences=np.full(3, 16.0),
+                        stated=np.array([True, True, False]))
+    assert d.base.tolist() == [2.5, 2.5, 0.5]  # inferred: its floor is a fitted column
+    assert d.columns.tolist() == [[3.0, 61.0, 58.0, 61.0 * 16.0],   # P, L, L_moe, L·B/dp
+                                  [2.0, 61.0, 58.0, 0.0],           # (k_step − 1)·floor
+                                  [0.0, 61.0, 58.0, 2.0]]           # k_inferred·floor
+    # TPOT with k_prefill 0.5, t_layer 0.01, t_moe 0.02, t_seq 0.001 ms / k_step 1.5, k_inf 0.8
+    assert d.base[0] + d.columns[0] @ [0.5, 0.01, 0.02, 0.001] == pytest.approx(
+        2 + 0.5 + 1.5 + 0.61 + 1.16 + 0.976)
+    assert d.base[1] + d.columns[1] @ [0.5, 0.01, 0.02, 0.0] == pytest.approx(
+        1.5 * 2 + 0.5 + 0.61 + 1.16)
+    assert d.base[2] + d.columns[2] @ [0.0, 0.01, 0.02, 0.8] == pytest.approx(
+        0.8 * 2 + 0.5 + 0.61 + 1.16)
+    # without the keywords: the two-coefficient design as before
+    old = gap.tpot_design(floor, comm, basis, layers, np.array([True, False, False]),
+                          np.full(3, 9.0))
+    assert old.columns.tolist() == [[3.0, 61.0], [2.0, 61.0], [2.0, 61.0]]
+
+
+def test_the_ttft_chunk_term_by_hand():
+    """isl 8,192 at 2,048 tokens a chunk: 4 decode steps of 10 ms ride before the first token."""
+    assert PREFILL_CHUNK == 2048
+    steps = math.ceil(8192 / PREFILL_CHUNK) * 10.0
+    d = gap.ttft_design(np.array([100.0]), np.array([9]), np.array([2]), np.array([500.0]),
+                        chunk_basis=np.array([steps]))
+    assert d.columns.tolist() == [[(9 - 1) / 2 * 100 / 2, 1.0, 40.0]]
+    assert d.base[0] + d.columns[0] @ [0.5, 30.0, 2.0] == pytest.approx(100 + 100 + 30 + 80)
+
+
+def test_copies_count_once():
+    runs = np.array(["a", "b", "a", "c", "b"])
+    assert gap.first_of_each_run(np.ones(5, dtype=bool), runs).tolist() == [
+        True, True, False, True, False]
+    assert gap.first_of_each_run(np.array([False, True, True, True, True]), runs).tolist() == [
+        False, True, True, True, False]
+
+
+HEADER = ("id,silicon_data_source,backend,model_path,system,mode,isl,osl,batch_size,tp_size,"
+          "attention_dp_size,moe_tp_size,moe_ep_size,decode_batch_size,decode_num_workers,"
+          "decode_tp_size,prefill_num_workers,prefill_tp_size,silicon_ttft_ms,silicon_tpot_ms")
+
+
+def test_the_concurrency_a_row_states():
+    # batch_size × attention DP is the concurrency where the row states that product ...
+    product = {"id": "x_c256_tp8_ep8_965", "silicon_data_source": "silicon_concurrency=256"}
+    assert stated_concurrency(product, "row 1") == 256
+    text = "\n".join([HEADER,
+                      "r_c256_a,silicon_concurrency=256,trtllm,deepseek-v3,b200,agg,1024,1024,4,"
+                      "1,64,8,8,,,,,,100,20",
+                      # ... batch_size itself where the row states it (row 1537 of the shipped
+                      # file: batch 32, attention DP 64, stated 32 in its id and its source)
+                      "r_c32_b,silicon_concurrency=32,trtllm,deepseek-v3,b200,agg,8192,1024,32,"
+                      "1,64,8,8,,,,,,1800,15",
+                      # a gap-analysis row: batch_size 56 against a stated 224, batch_size kept
+                      "r_c224_c,source_file=gap-analysis.csv; silicon_concurrency=224,trtllm,"
+                      "deepseek-v3,b200,agg,4000,1000,56,4,,1,4,,,,,,588,90"]) + "\n"
+    ds = parse_served(text.encode())
+    assert ds["concurrency"].values.tolist() == [256, 32, 56]
+
+
+def test_a_copy_lends_its_listed_pools():
+    rows = [dict(id="listed", engine="trtllm", system="gb200", mode="disagg", isl=1024, osl=1024,
+                 concurrency=2048, ttft_measured_ms=1409.2, tpot_measured_ms=17.4, tp=1, pp=1,
+                 attention_dp=32, moe_ep=32, decode_batch=2048, decode_workers=1, prefill_tp=4,
+                 prefill_pp=1, prefill_attention_dp=1, prefill_moe_ep=4, prefill_workers=1,
+                 layout_from=""),
+            dict(id="bare", engine="trtllm", system="gb200", mode="disagg", isl=1024, osl=1024,
+                 concurrency=2048, ttft_measured_ms=1409.2, tpot_measured_ms=17.4, tp=32, pp=1,
+                 attention_dp=1, moe_ep=4, decode_batch=1, decode_workers=1, prefill_tp=4,
+                 prefill_pp=1, prefill_attention_dp=1, prefill_moe_ep=4, prefill_workers=1,
+                 layout_from="")]
+    other = {**rows[1], "id": "other run", "tpot_measured_ms": 17.5}
+    out = borrow_pools([*rows, other])
+    assert out[0] == rows[0]
+    assert (out[1]["tp"], out[1]["attention_dp"], out[1]["moe_ep"], out[1]["decode_batch"],
+            out[1]["layout_from"]) == (1, 32, 32, 2048, "listed")
+    assert out[2] == other  # another run (its TPOT differs): its own layout, inferred
