@@ -133,8 +133,9 @@ MAX_CHUNK_CELLS = 2**26
 # -- any file the lab reads ---------------------------------------------------------------------
 MAX_SPEC_BYTES = 10_000_000
 """Largest ``config.json``, GPU TOML or grid spec file, bytes."""
-MAX_MEASUREMENT_BYTES = 10_000_000
-"""Largest measurements CSV (experiment 9), read from a file or uploaded on its page, bytes."""
+MAX_MEASUREMENT_BYTES = 10 * 2**20
+"""Largest measurements CSV (experiment 9), read from a file or uploaded on its page, bytes
+(10 MiB: every upload limit is said in MiB, as the traces' 20 MiB is)."""
 MAX_TABLE_ROWS = 100_000
 """Most rows one measurements table may hold: experiment 9's kernel times, experiment 11's
 serving runs (a CSV, or ``vllm bench serve`` results)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -94,7 +95,7 @@ def dataset_names(directory: str | Path | None = None) -> list[str]:
 def making_command(name: str, directory: str | Path | None = None) -> str:
     """The command that writes dataset ``name`` where the explorer reads it."""
     folder = _folder(directory)
-    store = dataset_location(folder, name)
+    store = shell_quoted(dataset_location(folder, name))
     out = "" if folder == data_dir() else f" --out {store}"
     if name in DATASET_NAMES:
         return f"inference-lab sweep --experiment {name}{out}"
@@ -102,6 +103,12 @@ def making_command(name: str, directory: str | Path | None = None) -> str:
         return (f"inference-lab sweep --grid {name} --experiment {PRESET_STORES[name]} "
                 f"--out {store}")
     return f"inference-lab sweep --grid YOUR_GRID.toml --out {store}"
+
+
+def shell_quoted(path: Path | str) -> str:
+    """``path`` as a shell command takes it, pasteable as it is (quoted when it holds a space,
+    a quote or any other character the shell would read)."""
+    return shlex.quote(str(path))
 
 
 def dataset_location(folder: Path | str, name: str) -> Path | str:

@@ -220,6 +220,9 @@ def reason(exc: BaseException, url: str) -> str | None:
             or "invalidaccesskeyid" in text or "signaturedoesnotmatch" in text \
             or "authorization" in names.lower():
         return "access was refused (check the credentials and the bucket's permissions)"
+    if "nocredentials" in names.lower() or "unable to locate credentials" in text:
+        return ("no credentials were found (set the cloud's usual environment variables or "
+                "config files, or --storage-option key=env:NAME secret=env:NAME)")
     if "timeout" in names.lower() or "timed out" in text or "timeout" in text:
         return (f"the store did not answer within {READ_TIMEOUT_S} s after {MAX_ATTEMPTS} "
                 "attempts")

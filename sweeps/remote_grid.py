@@ -131,6 +131,17 @@ def _versions(fs, root: str) -> list[str]:
     return sorted(e.rstrip("/").rsplit("/", 1)[-1] for e in entries)
 
 
+def _bucket_answers(fs, url: str) -> None:
+    """Raise the store's own error when the bucket of ``url`` is missing, refuses access or
+    cannot be reached (``exists`` would answer False to all three)."""
+    try:
+        fs.ls(bucket(url), detail=False, refresh=True)
+    except FileNotFoundError as exc:
+        if "bucket" in str(exc).lower() or str(exc).strip("/") == bucket(url):
+            raise FileNotFoundError("The specified bucket does not exist") from exc
+        raise
+
+
 def _read_pointer(fs, root: str, url: str) -> dict | None:
     """The dataset's pointer (None when there is none); one sentence when it is damaged."""
     try:
@@ -151,8 +162,7 @@ def check_replaceable_url(url: str, options: Mapping[str, Any] | None = None) ->
     url = check_url(url)
     fs, root = filesystem(url, options)
     try:
-        if not fs.exists(bucket(url)):
-            raise FileNotFoundError("The specified bucket does not exist")
+        _bucket_answers(fs, url)
         if fs.isfile(root):
             raise DatasetError(f"{url} is an object this tool did not write, so a sweep will not "
                                "replace it; give another --out.")
@@ -331,8 +341,7 @@ def open_grid_spec_url(url: str, *, check_stale: bool = True,
     try:
         found = _read_pointer(fs, root, url)
         if found is None:
-            if not fs.exists(bucket(url)):
-                raise FileNotFoundError("The specified bucket does not exist")
+            _bucket_answers(fs, url)
             if _versions(fs, root):
                 raise CorruptDatasetError(
                     f"The dataset at {url} was never completed (the sweep writing it stopped "
@@ -437,8 +446,7 @@ def check_prefix(prefix: str) -> str:
     prefix = check_url(prefix, "--datasets")
     fs, root = filesystem(prefix)
     try:
-        if not fs.exists(bucket(prefix)):
-            raise FileNotFoundError("The specified bucket does not exist")
+        _bucket_answers(fs, prefix)
         with contextlib.suppress(FileNotFoundError):
             fs.ls(root, detail=False, refresh=True)
     except Exception as exc:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -91,7 +92,7 @@ class DatasetWriteError(DatasetError):
 
 
 def _fix(path: Path) -> str:
-    return f"run `inference-lab sweep --out {path}` to recompute it"
+    return f"run `inference-lab sweep --out {shlex.quote(str(path))}` to recompute it"
 
 
 def corrupt(path: Path, detail: str) -> CorruptDatasetError:
@@ -392,7 +393,7 @@ def stored_spec(path: Path, raw: object) -> ExperimentSpec:
         checked = expand_section(schema, section, md.ATTR_SPEC)
     except LabInputError as exc:
         raise StaleDatasetError(f"The dataset at {path} is stale: {exc} Run `inference-lab "
-                                f"sweep --out {path}` with a current grid.") from None
+                                f"sweep --out {shlex.quote(str(path))}` with a current grid.") from None
     return ExperimentSpec(checked.experiment, checked.axes, checked.constants,
                           checked.variables, checked.chunk_cells, checked.float_dtype,
                           dict(data.get("extra", {})))
@@ -456,7 +457,7 @@ def open_grid_spec(path: str | Path, *,
         expected = md.expected_hash(spec)
     except LabInputError as exc:
         raise StaleDatasetError(f"The dataset at {path} is stale: {exc} Run `inference-lab "
-                                f"sweep --out {path}` with a current grid.") from None
+                                f"sweep --out {shlex.quote(str(path))}` with a current grid.") from None
     ds.attrs.pop(md.ATTR_DIGESTS, None)
     # Stale before corrupt: a dataset of an older grid (one without an axis a newer lab added)
     # has another shape than today's reading of its spec, and is out of date, not damaged.

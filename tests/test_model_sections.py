@@ -189,5 +189,5 @@ def test_the_checks_see_a_stale_reference():
     assert [number for number, _, _ in references(text)] == [10, 10, 10]
     assert references("DeepSeek-V3 technical report (arXiv:2412.19437), §2.2") == []
     assert SAID.search(text).groups() == ("11", "10")
-    assert "Range checks" in subsections()[12] and "Range checks" not in subsections()[10]
+    assert "Range checks" in subsections()[13] and "Range checks" not in subsections()[10]
     assert slug(f"10. {sections()[10]}") != "12-validity-rules-and-reason-codes"

@@ -354,9 +354,9 @@ MAX_PAGE_URI_CHARS = 16_384
 """Longest page address (path and query) a page request may have, characters; a longer one
 gets HTTP 414 with one sentence."""
 
-TOO_LONG = ("This address is too long for the lab: its query holds more than "
-            f"{MAX_PAGE_URI_CHARS:,} characters. Open the page without it and set the inputs "
-            "on the page.")
+TOO_LONG = ("This address is too long for the lab (its query holds more than "
+            f"{MAX_PAGE_URI_CHARS:,} characters), so open the page without it and set the "
+            "inputs on the page.")
 """The answer to a page request whose address is over :data:`MAX_PAGE_URI_CHARS`."""
 
 

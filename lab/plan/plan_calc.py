@@ -45,9 +45,16 @@ def _value(v):
     return str(v)
 
 
-def config_record(plan: xr.Dataset, index: int) -> dict:
-    """One configuration of a plan as a JSON-ready dict (ms; NaN as null)."""
-    return {name: _value(plan[name].values[index]) for name in plan.data_vars}
+def config_record(plan: xr.Dataset | dict, index: int) -> dict:
+    """One configuration of a plan (or of its :func:`plan_arrays`) as a JSON-ready dict (ms;
+    NaN as null)."""
+    arrays = plan if isinstance(plan, dict) else plan_arrays(plan)
+    return {name: _value(values[index]) for name, values in arrays.items()}
+
+
+def plan_arrays(plan: xr.Dataset) -> dict:
+    """Every variable of a plan as a NumPy array (reading a record from these is cheap)."""
+    return {name: plan[name].values for name in plan.data_vars}
 
 
 def term_name(metric: str, mode: str, j: int) -> str:
@@ -141,6 +148,7 @@ def plan_record(plan: xr.Dataset, targets: Targets, calibration, inputs: dict,
         weights = [r for r in refusals if "do not fit" in r]
         first = weights[-1] if weights else refusals.most_common(1)[0][0]
         raise LabInputError(f"No configuration can be planned; for example: {first}")
+    arrays = plan_arrays(plan)
     chosen = pick(plan, targets)
     optimistic = pick(plan, targets, conservative=False)
     calibrated = np.asarray(plan["calibrated"].values, dtype=bool)
@@ -156,13 +164,13 @@ def plan_record(plan: xr.Dataset, targets: Targets, calibration, inputs: dict,
         "uncalibrated_note": "" if calibrated[valid].all() else (
             "Configurations of an engine × GPU × mode without measured rows (or the ideal "
             "engine) are predicted from the floor with no calibration."),
-        "frontier": {str(m): [config_record(plan, int(i)) for i in frontier(plan, m)]
+        "frontier": {str(m): [config_record(arrays, int(i)) for i in frontier(plan, m)]
                      for m in dict.fromkeys(np.asarray(plan["mode"].values).astype(str))},
         "best": None, "best_at_prediction": None,
         "measured": measured or [],
     }
     if chosen is not None:
-        best = config_record(plan, chosen)
+        best = config_record(arrays, chosen)
         best["sure"] = how_sure(plan, chosen, targets, calibration)
         best["steps"] = [s.__dict__ for s in config_steps(best)]
         best["served_link"] = served_link(best, plan.attrs.get("model", ""),
@@ -172,7 +180,7 @@ def plan_record(plan: xr.Dataset, targets: Targets, calibration, inputs: dict,
         result["none_sentence"] = ("No configuration that fits meets the targets at the "
                                    "band's upper edge; loosen a target or raise the budget.")
     if optimistic is not None:
-        result["best_at_prediction"] = config_record(plan, optimistic)
+        result["best_at_prediction"] = config_record(arrays, optimistic)
     return result
 
 

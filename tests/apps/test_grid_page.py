@@ -372,3 +372,29 @@ def test_a_chunk_that_disagrees_with_its_data_is_one_sentence(document, small_st
     assert "Traceback" not in shown
     fig = rendered(view)
     assert "No data" in fig.title.text
+
+
+# -- issue 38 item 7: the sentences ----------------------------------------------------------
+@pytest.mark.parametrize(("where", "sentence"), [
+    (",".join(["step_time_s<=1"] * 9), "at most 8 constraints are read"),
+    ("step_time_s<=" + "1" * 210, "the constraints are 223 characters long; at most 200"),
+])
+def test_a_where_too_long_or_with_too_many_clauses_gets_its_own_sentence(document, small_store,
+                                                                        where, sentence):
+    from urllib.parse import quote
+
+    view = page(document, small_store, f"?view=grid&where={quote(where)}")
+    assert "The link&#x27;s where= was not applied" in message(view)
+    assert sentence in message(view) and view.choices.where == ""
+
+
+def test_a_key_given_twice_is_refused_in_one_sentence(document, small_store):
+    view = page(document, small_store, "?view=grid&tp=2&tp=8")
+    assert "The link gives tp= 2 times, so none of its values was applied." in message(view)
+    assert view.choices.tp == 1
+
+
+def test_a_bidi_control_in_a_url_value_is_shown_escaped(document, small_store):
+    view = page(document, small_store, "?view=grid&model=%E2%80%AEevil")
+    shown = message(view)
+    assert "\u202e" not in shown and "\\u202eevil" in shown, shown

@@ -119,7 +119,8 @@ def test_the_cli_reads_runs_with_the_setup_flags(tmp_path, capsys):
     assert main(["calc", "served", "--measurements", str(a), str(b), "--gpu", "h100-sxm",
                  "--tp", "1", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
-    assert record["counts"] == {"rows": 2, "modelled": 2, "predicted": 2, "not_modelled": {}}
+    assert record["counts"] == {"rows": 2, "distinct_runs": 2, "modelled": 2, "predicted": 2,
+                                "not_modelled": {}}
     assert record["selected"]["id"] == "a" and "note" not in record
     assert record["source"] == f"your measurements ({a}, {b})"
     assert main(["calc", "served", "--measurements", str(a), "--gpu", "h100-sxm", "--tp", "1",
@@ -207,7 +208,7 @@ def test_a_bad_file_is_one_sentence():
     assert "holds no vllm bench serve result" in _refused(b"[]")
     assert "more than 100,000 runs" in _refused(b"[" + b"{}," * 100_000 + b"{}]")
     assert "is not a text file (it holds NUL bytes)" in _refused(b'{"a": 1}\x00')
-    assert "larger than the 10,000,000 bytes" in _refused(
+    assert f"larger than the {MAX_MEASUREMENT_BYTES:,} bytes" in _refused(
         b"[" + b" " * MAX_MEASUREMENT_BYTES + b"]")
     two = [vllm_result(), vllm_result()]
     assert "r.json, run 2: the field completed is missing" in _refused(

@@ -116,3 +116,17 @@ def test_chunks_claiming_more_than_the_bound_are_one_sentence(folder):
     assert "step_time_s" in text and f"{MAX_CHUNK_BYTES // 2**20} MiB" in text
     assert "Traceback" not in text and text.count("; ") <= 1
 
+
+
+def test_a_coordinate_claiming_a_trillion_values_is_its_own_sentence(folder):
+    store = folder / "mine.zarr"
+    path = store / "batch" / "zarr.json"
+    meta = json.loads(path.read_text())
+    meta["shape"] = [10**12]
+    path.write_text(json.dumps(meta))
+    rewrite_manifest(store, "batch/zarr.json")
+    with pytest.raises(CorruptDatasetError) as error:
+        within(HANG_S, lambda: open_grid(store))
+    text = str(error.value)
+    assert "its coordinate 'batch' claims 1,000,000,000,000 values" in text
+    assert "allocate" not in text and text.count("; ") <= 1

@@ -19,6 +19,7 @@ from panel.viewable import Viewer
 from apps.ui.parts.trace_upload import CappedFileInput, shown_name
 from lab.errors import LabInputError
 from lab.limits import MAX_MEASUREMENT_BYTES
+from lab.units import MIB
 
 WRAP_CSS = "code, p { overflow-wrap: anywhere; word-break: break-word; }"
 """Lets a long list of column names break anywhere instead of widening the inputs column."""
@@ -27,7 +28,7 @@ WRAP_CSS = "code, p { overflow-wrap: anywhere; word-break: break-word; }"
 def limit_sentence() -> str:
     """The measurements' size limit (:data:`lab.limits.MAX_MEASUREMENT_BYTES`) as the end of a
     sentence."""
-    return f"measurements up to {MAX_MEASUREMENT_BYTES / 1e6:.0f} MB are accepted"
+    return f"measurements up to {MAX_MEASUREMENT_BYTES // MIB} MiB are accepted"
 
 
 class MeasurementsFileInput(CappedFileInput):
@@ -42,7 +43,7 @@ class MeasurementsFileInput(CappedFileInput):
         return limit_sentence()
 
     def size_text(self) -> str:
-        return f"{MAX_MEASUREMENT_BYTES / 1e6:.0f} MB"
+        return f"{MAX_MEASUREMENT_BYTES // MIB} MiB"
 
 
 class TableUpload(Viewer):
@@ -98,7 +99,7 @@ class TableUpload(Viewer):
     def _load(self, data: bytes, name: str) -> None:
         """Parse ``data`` (file ``name``) and put it in force, or say in one sentence why not."""
         if len(data) > MAX_MEASUREMENT_BYTES:
-            self._say(f"{name} is {len(data) / 1e6:.1f} MB; {limit_sentence()}.")
+            self._say(f"{name} is {len(data) / MIB:.1f} MiB; {limit_sentence()}.")
             return
         try:
             table = self.parse(data, name)

@@ -65,9 +65,10 @@ def own_pages() -> dict[str, Callable]:
     """The experiments with a page of their own: its builder by experiment slug (imported on
     first use, like the generic view)."""
     from apps.ui.views.measured_page import MeasuredPage
+    from apps.ui.views.plan_page import PlanPage
     from apps.ui.views.served_page import ServedPage
 
-    return {"measured": MeasuredPage, "served": ServedPage}
+    return {"measured": MeasuredPage, "served": ServedPage, "plan": PlanPage}
 
 
 def generic_page() -> Callable:

@@ -70,17 +70,28 @@ TABLE_CSS = """
 
 
 def page_sentence(exc: LabInputError, name: str | None = None) -> str:
-    """A dataset error as the page shows it: the server's folder is not shown, and the
-    command that rewrites dataset ``name`` is the one that writes it where the page reads."""
-    from sweeps.catalog_of_datasets import dataset_location, datasets_dir, making_command
+    """A dataset error as the page shows it: the command that rewrites dataset ``name`` is the
+    one that writes it where the page reads, with its real path shell-quoted so it can be pasted
+    as it is (between backticks); elsewhere in the sentence the server's folder is not shown."""
+    from sweeps.catalog_of_datasets import (
+        dataset_location,
+        datasets_dir,
+        making_command,
+        shell_quoted,
+    )
 
     text = str(exc)
     folder = str(datasets_dir())
-    if name:
-        path = str(dataset_location(datasets_dir(), name))
-        text = (text.replace(f"inference-lab sweep --out {path}", making_command(name))
-                .replace(path, f"dataset '{name}'"))
-    return text.replace(folder + "/", "").replace(folder, "the datasets folder")
+    path = str(dataset_location(datasets_dir(), name)) if name else None
+    if path:
+        text = text.replace(f"inference-lab sweep --out {shell_quoted(path)}",
+                            making_command(name))
+    parts = text.split("`")
+    for i in range(0, len(parts), 2):  # outside the commands
+        if path:
+            parts[i] = parts[i].replace(path, f"dataset '{name}'")
+        parts[i] = parts[i].replace(folder + "/", "").replace(folder, "the datasets folder")
+    return "`".join(parts)
 
 
 def unreadable(exc: Exception, variable: str | None) -> LabInputError:

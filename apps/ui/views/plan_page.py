@@ -1,0 +1,231 @@
+"""Experiment 12's page: the Pareto frontier of a deployment's configurations and the pick.
+
+Laid out like the other experiment pages (prediction, inputs, cards, “Show the calculation”,
+limits) around :class:`lab.plan.plan_experiment.PlanDeployment`. Its chart: output tokens/s
+per GPU against tokens/s per user, one frontier per mode (agg, disagg), each frontier point
+labelled (tp × ep × dp, precision, concurrency, workers), the per-user target as a line, the
+pick as a star and the public measured rows of this model × GPU × engine × workload as
+crosses. A reader can upload their own candidate configurations (:class:`CandidatesUpload`)
+and see them ranked.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import holoviews as hv
+import numpy as np
+import panel as pn
+import param
+from panel.viewable import Viewer
+
+from apps.ui.parts.calculation import CalculationView
+from apps.ui.parts.cards import CardsView
+from apps.ui.parts.input_widgets import InputMessage, input_panel
+from apps.ui.parts.prediction import PredictionView
+from apps.ui.parts.table_upload import TableUpload
+from apps.ui.plots.charts import CANVAS
+from apps.ui.shell.busy import BusyNote
+from apps.ui.shell.theme import CARD_CSS, OKABE_ITO
+from apps.ui.shell.url_sync import UrlInputs
+from apps.ui.views.page_shell import experiment_page
+from lab.errors import LabInputError
+from lab.plan.plan_calc import rank_candidates
+from lab.plan.plan_decide import Targets
+from lab.plan.plan_experiment import PlanDeployment
+from lab.served.served_loader import REQUIRED, parse_served
+from lab.units import fmt_number
+
+INPUTS = ("model", "gpu", "budget", "engine", "isl", "osl", "ttft_ms", "tpot_ms",
+          "tokens_per_s_user", "quantile")
+"""The inputs offered as widgets and kept in the URL."""
+
+INTRO = ("Which deployment should you run? Every layout, precision and concurrency of this model "
+         "on this GPU budget, predicted by experiment 11's floor plus named terms, and the one "
+         "with the most output tokens per GPU whose conservative latency (the band's upper edge) "
+         "still meets your targets.")
+"""The page's introduction, under the headline."""
+
+CHART_NOTE = ("Each line is one mode's Pareto frontier: no other configuration gives more tokens "
+              "per GPU at as many tokens per user. Labels: layout, precision, concurrency "
+              "(disaggregated: prefill + decode workers). The dashed line is the per-user target; "
+              "the star the pick; crosses the public measured runs of this model, GPU, engine "
+              "and workload.")
+MODE_COLOURS = {"agg": OKABE_ITO[0], "disagg": OKABE_ITO[1]}
+
+
+def frontier_chart(result: dict) -> hv.Overlay:
+    """The frontiers, the target line, the pick and the measured rows."""
+    layers = []
+    for mode, points in result["frontier"].items():
+        if not points:
+            continue
+        data = {"user": [p["tokens_per_s_user"] for p in points],
+                "gpu": [p["tokens_per_s_gpu"] for p in points],
+                "label": [p["label"] for p in points],
+                "tpot": [p["tpot_ms"] for p in points], "ttft": [p["ttft_ms"] for p in points],
+                "gpus": [p["gpus"] for p in points]}
+        colour = MODE_COLOURS.get(mode, "#999999")
+        layers.append(hv.Curve(data, "user", ["gpu"], label=mode).opts(color=colour))
+        layers.append(hv.Scatter(data, "user", ["gpu", "label", "tpot", "ttft", "gpus"],
+                                 label=mode).opts(color=colour, size=7, tools=["hover"]))
+        layers.append(hv.Labels(data, ["user", "gpu"], "label").opts(
+            text_font_size="8pt", text_color=colour, yoffset=0, text_align="left",
+            xoffset=0))
+    measured = result.get("measured") or []
+    if measured:
+        data = {"user": [m["tokens_per_s_user"] for m in measured],
+                "gpu": [m["tokens_per_s_gpu"] for m in measured],
+                "id": [m["id"] for m in measured], "mode": [m["mode"] for m in measured]}
+        layers.append(hv.Scatter(data, "user", ["gpu", "id", "mode"], label="measured").opts(
+            marker="x", size=8, color="black", tools=["hover"]))
+    best = result.get("best")
+    if best:
+        layers.append(hv.Scatter([(best["tokens_per_s_user"], best["tokens_per_s_gpu"])],
+                                 "user", "gpu", label="pick").opts(
+            marker="star", size=18, color=OKABE_ITO[5]))
+    target = Targets(result["inputs"]["ttft_ms"], result["inputs"]["tpot_ms"],
+                     result["inputs"]["tokens_per_s_user"]).tpot_limit()
+    if np.isfinite(target):
+        layers.append(hv.VLine(1e3 / target).opts(color="black", line_dash="dashed",
+                                                  line_width=1))
+    if not layers:
+        layers.append(hv.Curve([]))
+    return hv.Overlay(layers).opts(
+        responsive=True, height=460, logy=True, xlabel="Output tokens/s per user",
+        ylabel="Output tokens/s per GPU", legend_position="top_right",
+        title="Tokens per GPU against tokens per user", backend_opts=CANVAS)
+
+
+def best_html(result: dict | None) -> str:
+    """The pick's card: configuration, band, how sure, the link to experiment 11's rows."""
+    if not result:
+        return ""
+    best = result.get("best")
+    if best is None:
+        return f'<div class="lab-plan-best"><p role="note">{escape(result["none_sentence"])}</p></div>'
+    calibrated = "" if best["calibrated"] else (
+        '<p role="note"><strong>Uncalibrated</strong>: no measured row of this engine × GPU × '
+        "mode, so the prediction is the floor, a lower bound.</p>")
+    return (
+        '<div class="lab-plan-best">'
+        f"<p><strong>Best configuration</strong>: {escape(best['mode'])}, "
+        f"{escape(best['label'])} on {best['gpus']} GPUs — "
+        f"{escape(fmt_number(best['tokens_per_s_gpu'], 0))} output tokens/s per GPU at "
+        f"{escape(fmt_number(best['tokens_per_s_user'], 1))} tokens/s per user.</p>"
+        f"<p>Band: TPOT {escape(fmt_number(best['tpot_lower_ms'], 2))}–"
+        f"{escape(fmt_number(best['tpot_upper_ms'], 2))} ms (predicted "
+        f"{escape(fmt_number(best['tpot_ms'], 2))}), TTFT "
+        f"{escape(fmt_number(best['ttft_lower_ms'], 0))}–"
+        f"{escape(fmt_number(best['ttft_upper_ms'], 0))} ms. {escape(best['sure']['sentence'])}"
+        f"</p>{calibrated}"
+        f'<p><a href="{escape(best["served_link"])}">The measured rows of this model, GPU, '
+        "engine, mode and workload in experiment 11</a> (floor and every named term per "
+        "row).</p></div>")
+
+
+def candidates_html(ranking: dict | None) -> str:
+    """The reader's candidates ranked (or nothing)."""
+    if not ranking:
+        return ""
+    rows = []
+    for r in ranking["candidates"]:
+        if r.get("reason"):
+            rows.append(f"<tr><td>{r['rank']}</td><td>{escape(r['id'])}</td>"
+                        f"<td colspan=3>refused: {escape(r['reason'])}</td></tr>")
+            continue
+        rows.append(f"<tr><td>{r['rank']}</td><td>{escape(r['id'])}</td>"
+                    f"<td>{escape(fmt_number(r['tokens_per_s_gpu'], 1))}</td>"
+                    f"<td>{escape(fmt_number(r['tpot_upper_ms'], 2))}</td>"
+                    f"<td>{'meets' if r['meets'] else 'misses'}</td></tr>")
+    return ('<div class="lab-plan-candidates"><p><strong>Your candidates</strong>, ranked: '
+            f"{ranking['meeting']} of {len(ranking['candidates'])} meet the targets at the "
+            "band's upper edge.</p><table><tr><th>#</th><th>id</th><th>tok/s/GPU</th>"
+            "<th>TPOT upper (ms)</th><th></th></tr>" + "".join(rows) + "</table></div>")
+
+
+class CandidatesUpload(TableUpload):
+    """Upload your own candidate configurations (experiment 11's CSV columns) to rank them."""
+
+    experiment = param.ClassSelector(class_=PlanDeployment, doc="The plan the targets come from.")
+    ranking = param.Dict(default=None, allow_None=True, doc="The ranked candidates, or None.")
+    file_label = "Upload your candidate configurations (CSV)"
+    reset_label = "Clear the candidates"
+    shipped_text = "no candidates"
+    status_class = "lab-plan-status"
+
+    def parse(self, data: bytes, name: str):
+        table = parse_served(data, name)
+        self._rank(table)
+        return table
+
+    def _rank(self, table) -> None:
+        exp = self.experiment
+        none = lambda v: None if not v else float(v)  # noqa: E731
+        self.ranking = rank_candidates(table, Targets(none(exp.ttft_ms), none(exp.tpot_ms),
+                                                      none(exp.tokens_per_s_user)), exp.quantile)
+
+    def use(self, table) -> None:
+        self._table = table
+        if table is None:
+            self.ranking = None
+
+    def help_markdown(self) -> str:
+        return (f"**Your candidates**: a CSV with the columns `{','.join(REQUIRED)}` of "
+                "experiment 11 (the measured times may be 0), optional `batch_size`, "
+                "`precision`, `tp_size`, …; each row is ranked by the planner (docs/model.md §12)")
+
+
+class PlanPage(Viewer):
+    """Headline, prediction, inputs and candidates, cards, frontier, pick, calculation."""
+
+    experiment = param.ClassSelector(class_=PlanDeployment, doc="The experiment shown.")
+
+    def __init__(self, **params):
+        params.setdefault("experiment", PlanDeployment())
+        super().__init__(**params)
+        exp = self.experiment
+        self.message = InputMessage()
+        self.url = UrlInputs(exp, list(INPUTS), self.message.say)
+        self.inputs = input_panel(exp, list(INPUTS), report=self.message.say)
+        self.upload = CandidatesUpload(experiment=exp)
+        self.prediction = PredictionView(experiment=exp)
+        self.cards = CardsView(experiment=exp)
+        self.calculation = CalculationView(experiment=exp)
+        self._last = None
+        self.chart = pn.pane.HoloViews(pn.bind(self._chart, exp.param.result),
+                                       sizing_mode="stretch_width", min_height=480)
+        self.best = pn.pane.HTML(pn.bind(self._best, exp.param.result),
+                                 sizing_mode="stretch_width")
+        self.candidates = pn.pane.HTML(pn.bind(candidates_html, self.upload.param.ranking),
+                                       sizing_mode="stretch_width")
+        self.busy = BusyNote()
+        self.busy.follow(exp, "computing")
+        exp.param.watch(self._rerank, ["result"])
+
+    def _chart(self, _result):
+        exp = self.experiment
+        if exp.result is None:
+            return self._last if self._last is not None else hv.Curve([])
+        self._last = frontier_chart(exp.result)
+        return self._last
+
+    def _best(self, _result) -> str:
+        return best_html(self.experiment.result)
+
+    def _rerank(self, _event) -> None:
+        table = getattr(self.upload, "_table", None)
+        if table is not None and self.experiment.result is not None:
+            try:
+                self.upload._rank(table)
+            except LabInputError as exc:
+                self.upload._say(str(exc))
+
+    def __panel__(self):
+        charts = pn.Column(self.busy, self.best, self.chart,
+                           pn.pane.Markdown(f"*{CHART_NOTE}*", sizing_mode="stretch_width"),
+                           self.candidates, sizing_mode="stretch_width")
+        return experiment_page(
+            self.experiment, intro=INTRO, prediction=[self.prediction],
+            inputs=[self.message, self.inputs, self.upload],
+            results=[self.cards, charts, self.calculation], stylesheets=[CARD_CSS])

@@ -1,0 +1,222 @@
+"""Experiment 12, plan a deployment: a plan cell is experiment 11's prediction and the point
+call, each refusal one sentence, the pick meets its conservative targets, the frontier is
+Pareto, candidates are ranked and hostile files refused, the regret study runs."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stderr, redirect_stdout
+
+import numpy as np
+import pytest
+
+from lab.errors import LabInputError
+from lab.plan.plan_calc import calc_plan, plan_point, rank_candidates
+from lab.plan.plan_calibration import shipped_calibration
+from lab.plan.plan_decide import Targets, frontier, pick
+from lab.plan.plan_space import PlanSpace, config_row, enumerate_rows, predict
+from lab.served.served_loader import MEASURED_VARIABLES, NUMBER_VARIABLES, TEXT_VARIABLES
+
+RTOL = 1e-12
+"""Same functions, same order of operations: equal to the last bits but for the summation."""
+
+
+@pytest.fixture(scope="module")
+def table():
+    return shipped_calibration().table
+
+
+def _row(table, i: int) -> dict:
+    out = {}
+    for name in (*TEXT_VARIABLES, *NUMBER_VARIABLES, *MEASURED_VARIABLES):
+        value = table[name].values[i]
+        out[name] = value.item() if hasattr(value, "item") else value
+    out["system"] = str(table["gpu"].values[i])
+    return out
+
+
+def test_a_measured_configuration_is_predicted_exactly_as_calc_served(table):
+    """With the row's workload left out of the fit (as experiment 11 does), the planner's
+    prediction of a measured configuration is experiment 11's stored one."""
+    ok = np.flatnonzero(np.asarray(table["modelled"].values, dtype=bool)
+                        & np.isfinite(table["tpot_predicted_ms"].values))
+    rows = np.random.default_rng(12).choice(ok, 24, replace=False)
+    for i in rows:
+        workload = str(table["workload"].values[i])
+        plan = predict([_row(table, int(i))], shipped_calibration(workload), 0.9)
+        for metric in ("tpot", "ttft"):
+            np.testing.assert_allclose(plan[f"{metric}_ms"].values[0],
+                                       table[f"{metric}_predicted_ms"].values[i], rtol=RTOL)
+
+
+def test_a_plan_cell_equals_the_point_call():
+    result = calc_plan("deepseek-v3", "b200", 16, "trtllm", 1024, 1024)
+    cells = [result["best"], *result["frontier"]["agg"][:2], *result["frontier"]["disagg"][:2]]
+    for cell in cells:
+        point = plan_point(cell["engine"], "deepseek-v3", "b200", cell["mode"], cell["tp"],
+                           cell["attention_dp"], cell["moe_ep"], cell["precision"],
+                           cell["concurrency"], 1024, 1024,
+                           (cell["prefill_workers"], cell["decode_workers"]))
+        for name in ("tpot_ms", "ttft_ms", "tpot_upper_ms", "tokens_per_s_gpu", "gpus"):
+            assert point[name] == pytest.approx(cell[name], rel=RTOL), name
+
+
+def test_a_grid_cell_equals_the_point_call():
+    from sweeps.grids.plan_grid import plan_block
+
+    coords = {"model": np.array(["llama-3.1-70b"]), "gpu": np.array(["h200"]),
+              "engine": np.array(["vllm", "ideal"]), "weight_precision": np.array(["fp8"]),
+              "layout": np.array(["tp4", "tp8"]), "serving": np.array(["agg", "disagg-1p2d"]),
+              "concurrency": np.array([16, 64]), "workload": np.array(["1024/1024"])}
+    out = plan_block(coords, {"quantile": 0.9})
+    assert out["tpot_ms"].shape == (1, 1, 2, 1, 2, 2, 2, 1)
+    for e, engine in enumerate(("vllm", "ideal")):
+        for s, (mode, workers) in enumerate((("agg", (1, 1)), ("disagg", (1, 2)))):
+            point = plan_point(engine, "llama-3.1-70b", "h200", mode, 8, 1, 1, "fp8", 64,
+                               1024, 1024, workers)
+            for name in ("tpot_ms", "ttft_ms", "tokens_per_s_gpu", "tpot_upper_ms"):
+                assert out[name][0, 0, e, 0, 1, s, 1, 0] == pytest.approx(point[name],
+                                                                           rel=RTOL)
+            assert bool(out["calibrated"][0, 0, e, 0, 1, s, 1, 0]) == point["calibrated"]
+
+
+def test_the_ideal_engine_is_the_floor_and_an_unmeasured_group_is_marked():
+    ideal = plan_point("ideal", "llama-3.1-70b", "h200", "agg", 4, 1, 1, "fp8", 64, 1024, 1024)
+    assert ideal["tpot_ms"] == ideal["tpot_floor_ms"] and not ideal["calibrated"]
+    result = calc_plan("llama-3.1-8b", "a100-sxm-80gb", 4, "vllm", 1024, 1024)
+    assert not result["calibrated"] and result["uncalibrated_note"]
+    assert result["best"]["sure"]["share"] is None
+    assert "uncalibrated" in result["best"]["sure"]["sentence"]
+
+
+@pytest.mark.parametrize(("kwargs", "sentence"), [
+    ({"model": "deepseek-v3", "gpu": "h100-sxm", "budget": 4},
+     "The weights of DeepSeek-V3 at fp8 do not fit on 4 × NVIDIA H100 SXM"),
+    ({"budget": 0}, "The GPU budget must be a whole number from 1 to 1024, not 0."),
+    ({"engine": "tgi"}, "Engine 'tgi' is not one of trtllm, vllm, sglang, ideal."),
+    ({"quantile": 1.5}, "The band quantile must be from 0.5 to below 1, not 1.5."),
+])
+def test_a_plan_that_cannot_be_made_is_one_sentence(kwargs, sentence):
+    with pytest.raises(LabInputError) as info:
+        calc_plan(**kwargs)
+    assert sentence in str(info.value) and "\n" not in str(info.value)
+
+
+def test_each_refused_configuration_says_why_in_one_sentence():
+    rows = enumerate_rows(PlanSpace(model="llama-3.1-70b", gpu="h200", budget=16))
+    plan = predict(rows, shipped_calibration(), 0.9)
+    reasons = set(plan["reason"].values.tolist()) - {""}
+    assert "NVFP4 weights on a GPU without an FP4 peak." in reasons
+    assert any(r.startswith("Tp 16 does not divide the 8 KV heads") for r in reasons)
+    assert any("do not fit on 1 × NVIDIA H200 SXM" in r for r in reasons)
+    assert all(r.endswith(".") and r.count(". ") == 0 for r in reasons)
+    dense_ep = config_row("vllm", "llama-3.1-8b", "h200", "agg", __import__(
+        "lab.plan.plan_space", fromlist=["Layout"]).Layout(1, 8, 8), "bf16", 8, 1024, 1024)
+    refused = predict([dense_ep], shipped_calibration(), 0.9)
+    assert "dense model is not modelled" in str(refused["reason"].values[0])
+    assert not refused["valid"].values[0] and np.isnan(refused["tpot_ms"].values[0])
+
+
+def test_the_pick_meets_its_conservative_targets_and_moves_with_them():
+    loose = calc_plan(tokens_per_s_user=20.0, ttft_ms=None)
+    tight = calc_plan(tokens_per_s_user=80.0, ttft_ms=None)
+    for result, speed in ((loose, 20.0), (tight, 80.0)):
+        best = result["best"]
+        assert best["calibrated"] and best["fits"] and best["valid"]
+        assert 1e3 / best["tpot_upper_ms"] >= speed
+    assert loose["best"]["label"] != tight["best"]["label"]
+    assert loose["best"]["tokens_per_s_gpu"] > tight["best"]["tokens_per_s_gpu"]
+    impossible = calc_plan(tokens_per_s_user=100_000.0)
+    assert impossible["best"] is None and "No configuration" in impossible["none_sentence"]
+
+
+def test_the_frontier_is_pareto():
+    rows = enumerate_rows(PlanSpace(model="qwen3-235b-a22b", gpu="h200", budget=16,
+                                    engine="trtllm"))
+    plan = predict(rows, shipped_calibration(), 0.9)
+    for mode in ("agg", "disagg"):
+        index = frontier(plan, mode)
+        assert index.size >= 2
+        user = plan["tokens_per_s_user"].values[index]
+        gpu = plan["tokens_per_s_gpu"].values[index]
+        assert np.all(np.diff(user) > 0) and np.all(np.diff(gpu) < 0)
+        usable = (plan["valid"].values & plan["fits"].values
+                  & (plan["mode"].values == mode))
+        for u, g in zip(user, gpu, strict=True):  # nothing beats a frontier point on both
+            better = usable & (plan["tokens_per_s_user"].values >= u) & (
+                plan["tokens_per_s_gpu"].values > g)
+            assert not better.any()
+    assert pick(plan, Targets(tokens_per_s_user=30.0)) is not None
+
+
+def test_candidates_are_ranked_exactly(table):
+    from lab.served.served_loader import parse_served
+
+    ids = ["llama_3_1_70b_h200_sxm_vllm_fp8_agg_1024x1024_c64_tp4"]
+    keep = [i for i, x in enumerate(table["id"].values) if any(k in str(x) for k in ids)][:1]
+    keep += list(np.flatnonzero(table["model"].values == "qwen3-32b")[:4])
+    data = parse_served(_csv(table, keep), "mine.csv")
+    ranking = rank_candidates(data, Targets(tokens_per_s_user=20.0))
+    assert sorted(r["id"] for r in ranking["candidates"]) == sorted(
+        str(table["id"].values[i]) for i in keep)
+    assert [r["rank"] for r in ranking["candidates"]] == list(range(1, len(keep) + 1))
+    meets = [r["meets"] for r in ranking["candidates"]]
+    assert meets == sorted(meets, reverse=True)
+
+
+def _csv(table, index) -> bytes:
+    head = "id,backend,model_path,system,mode,isl,osl,silicon_ttft_ms,silicon_tpot_ms,batch_size,tp_size"
+    lines = [head]
+    for i in index:
+        v = lambda n, i=i: table[n].values[i]  # noqa: E731
+        lines.append(",".join(str(x) for x in (v("id"), v("engine"), v("model_path"), v("system"),
+                                                v("mode"), v("isl"), v("osl"),
+                                                v("ttft_measured_ms"), v("tpot_measured_ms"),
+                                                v("concurrency"), v("tp"))))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _cli(*argv) -> tuple[int, str, str]:
+    from cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_the_command_line_plans_and_its_alias_is_the_same(tmp_path):
+    code, out, _ = _cli("calc", "plan", "--json")
+    assert code == 0
+    record = json.loads(out)
+    assert record["best"]["tokens_per_s_gpu"] > 0 and record["frontier"]["agg"]
+    code, alias, _ = _cli("plan", "--json")
+    assert code == 0 and json.loads(alias)["best"] == record["best"]
+    code, text, _ = _cli("plan")
+    assert code == 0 and text.startswith("Inputs: --model llama-3.1-70b --gpu h200 --budget 8")
+    assert "Tokens/s per GPU = " in text
+
+
+@pytest.mark.parametrize(("content", "sentence"), [
+    (b"id,backend\nx,y\n", "lacks the column(s)"),
+    (b"\x00\x01\x02", "NUL bytes"),
+    (b"", "has no data rows"),
+])
+def test_a_hostile_candidates_file_is_one_sentence(tmp_path, content, sentence):
+    path = tmp_path / "candidates.csv"
+    path.write_bytes(content)
+    code, out, err = _cli("plan", "--candidates", str(path))
+    assert code == 2 and out == ""
+    assert sentence in err and err.count("\n") == 1
+
+
+def test_the_regret_study_runs_per_engine_and_mode():
+    code, out, _ = _cli("plan", "--validate", "--json")
+    assert code == 0
+    study = json.loads(out)["validation"]
+    floor, band = study["floor only"]["overall"], study["band q 0.9"]["overall"]
+    assert floor["cases"] == band["cases"] == 612
+    assert band["misses"] < floor["misses"]
+    assert {"trtllm × agg", "vllm × agg", "sglang × disagg"} <= set(
+        study["band q 0.9"]["per_engine_mode"])
