@@ -24,7 +24,7 @@ def _pct(x) -> str:
 
 
 def _targets(args) -> Targets:
-    none = lambda v: None if not v else v  # noqa: E731
+    none = lambda v: v if v else None  # noqa: E731
     return Targets(none(args.ttft_ms), none(args.tpot_ms), none(args.tokens_per_s_user))
 
 
@@ -55,9 +55,9 @@ def _validate(args) -> int:
 
 
 def _candidates(args) -> int:
-    from lab.served.served_loader import read_served
+    from lab.plan.plan_candidates import read_candidates
 
-    data = read_served(args.candidates)
+    data = read_candidates(args.candidates)
     result = rank_candidates(data, _targets(args), args.quantile)
     if args.json:
         print_json(result)

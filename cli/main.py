@@ -12,8 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from cli import calc_cmd as calc
-from cli import calc_plan
-from cli import catalog_cmd, export_cmd, serve_cmd, sweep_cmd
+from cli import calc_plan, catalog_cmd, export_cmd, serve_cmd, sweep_cmd
 from lab import __version__
 from lab.errors import LabInputError
 from lab.experiments.registry import count_words

@@ -170,18 +170,34 @@ def check_url(url: str, what: str = "--out") -> str:
 
         get_filesystem_class(proto)
     except ImportError:
-        extra = ' (or `pip install "inference-lab[s3]"`)' if package == "s3fs" else ""
         raise LabInputError(f"{what} {url} needs the package {package} to reach {proto}:// "
-                            f"storage; run `pip install {package}`{extra}.") from None
+                            f"storage; run `pip install {package}`.") from None
     rest = url.split("://", 1)[1].strip("/")
     if not rest:
         raise LabInputError(f"{what} {url} names no bucket; give e.g. {proto}://BUCKET/grids/.")
     return f"{proto}://{rest}"
 
 
+S3FS_RETRIES = 1
+"""s3fs's own attempts per request around botocore's (which already retries
+:data:`MAX_ATTEMPTS` times): its default, 5, would multiply a slow store's wait fivefold."""
+
+
+def bound_retries(url: str) -> None:
+    """Let botocore alone retry a request to ``url`` (s3fs's own loop set to one attempt:
+    ``S3FileSystem.retries`` is a class attribute, so this is process-wide; the lab's sweep
+    and server processes and Dask workers call it before their first request)."""
+    if scheme(url) in ("s3", "s3a"):
+        import s3fs
+
+        s3fs.S3FileSystem.retries = S3FS_RETRIES
+
+
 def filesystem(url: str, options: Mapping[str, Any] | None = None):
     """``(fsspec filesystem, path inside it)`` for ``url`` with :func:`options_for`."""
     from fsspec.core import url_to_fs
+
+    bound_retries(url)
 
     try:
         return url_to_fs(url, **options_for(url, options))

@@ -35,7 +35,15 @@ from sweeps.build import block_slices, coordinate_array, file_digest, output_dty
 from sweeps.conventions import cf_units
 from sweeps.grid_kinds import GridKind, grid_kind
 from sweeps.grid_schema import ExperimentSpec
-from sweeps.object_store import bucket, check_url, filesystem, join, options_for, store_error
+from sweeps.object_store import (
+    bound_retries,
+    bucket,
+    check_url,
+    filesystem,
+    join,
+    options_for,
+    store_error,
+)
 from sweeps.runner import Runner, WorkersLostError
 from sweeps.store import (
     HIDDEN_ROOT,
@@ -68,6 +76,7 @@ def _failed(exc: BaseException, url: str, doing: str) -> LabInputError:
 def _fsspec_store(url: str, options: Mapping[str, Any], *, read_only: bool = False):
     from zarr.storage import FsspecStore
 
+    bound_retries(url)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # fsspec's asynchronous-wrapping notes
         return FsspecStore.from_url(url, storage_options=dict(options), read_only=read_only)

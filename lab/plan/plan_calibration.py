@@ -13,6 +13,7 @@ enough (:data:`MIN_BAND_ROWS`).
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -63,6 +64,15 @@ class Calibration:
         if self.exclude_workload is not None:
             ok &= self.workloads != self.exclude_workload
         self.band_rows = ok
+
+    def excluding(self, workload: str) -> Calibration:
+        """This calibration with ``workload`` left out of every fit and band (the designs,
+        run keys and errors are shared, not recomputed)."""
+        other = copy.copy(self)
+        other.exclude_workload = workload
+        other._theta = {}
+        other.band_rows = self.band_rows & (self.workloads != workload)
+        return other
 
     def train_mask(self, group: str) -> np.ndarray:
         """The rows a group's coefficients are fitted on, each run once, as experiment 11's
@@ -127,10 +137,12 @@ def _shipped() -> xr.Dataset:
     return served_table()
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=64)
 def shipped_calibration(exclude_workload: str | None = None) -> Calibration:
     """The calibration on the shipped public rows (computed once per process)."""
-    return Calibration(_shipped(), exclude_workload)
+    if exclude_workload is None:
+        return Calibration(_shipped())
+    return shipped_calibration().excluding(exclude_workload)
 
 
 def calibration_for(table: xr.Dataset | None) -> Calibration:

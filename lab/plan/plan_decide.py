@@ -166,6 +166,7 @@ def validate(table: xr.Dataset, quantiles=QUANTILES) -> dict:
         _throughput(table, f("ttft_floor_ms"), f("tpot_floor_ms")), keys, usable)}
     planners["predicted, no band"] = _regret_cases(table, f("tpot_predicted_ms"),
                                                    f("tpot_predicted_ms"), predicted, keys, usable)
+    base = Calibration(table)
     calibrations: dict[str, Calibration] = {}
     workloads = s("workload")
     for q in quantiles:
@@ -175,7 +176,9 @@ def validate(table: xr.Dataset, quantiles=QUANTILES) -> dict:
             if index.size < MIN_GROUP:
                 continue
             w = workloads[index[0]]
-            cal = calibrations.setdefault(w, Calibration(table, exclude_workload=w))
+            if w not in calibrations:
+                calibrations[w] = base.excluding(w)
+            cal = calibrations[w]
             group, model = s("group")[index[0]], s("model")[index[0]]
             factor = cal.band(group, model, f("concurrency")[index], "tpot", q)
             bound[index] = f("tpot_predicted_ms")[index] * np.where(np.isfinite(factor), factor,

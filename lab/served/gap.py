@@ -3,7 +3,7 @@
 Named terms, each a formula on the row (milliseconds)::
 
     agg:    TPOT = floor + comm + k_prefill · P_step + t_layer · L + t_moe · L_moe
-                   + t_seq · L · B/dp                                          (+ residual)
+                   + k_comm · comm                                             (+ residual)
     disagg: TPOT = floor + comm + (k_step − 1) · floor  [pools stated]
                  | comm + k_inferred · floor             [batch inferred]
                    + t_layer · L + t_moe · L_moe                               (+ residual)
@@ -27,8 +27,9 @@ Named terms, each a formula on the row (milliseconds)::
   synchronisation that no byte or FLOP explains), times the model's ``L`` layers;
 - ``t_moe`` ≥ 0: what an MoE layer costs beyond it (router, expert dispatch and combine
   kernels), times the model's ``L_moe`` MoE layers (per-layer fixed cost by layer kind);
-- ``t_seq`` ≥ 0 (aggregated): a fixed time per sequence per layer of a step (per-sequence
-  attention-kernel, sampling and scheduling work), times ``L · B/dp`` (one rank's sequences);
+- ``k_comm`` ≥ 0 (aggregated): the collectives' time beyond their bandwidth-ideal ``comm``
+  (small latency-bound messages, the all-reduce's kernel below link speed), so they cost
+  ``(1 + k_comm) · comm``, never less than ideal;
 - the queue: ``c`` clients sent together wait on average behind ``(c − 1)/2`` prefills of the
   ones ahead, shared by the prefill workers; ``k_queue`` ≥ 0, fitted;
 - ``t_first`` ≥ 0, fitted: the fixed time before the first token;
@@ -52,12 +53,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-TPOT_COEFFICIENTS = {"agg": ("k_prefill", "t_layer_ms", "t_moe_layer_ms", "t_seq_layer_ms"),
+TPOT_COEFFICIENTS = {"agg": ("k_prefill", "t_layer_ms", "t_moe_layer_ms", "k_comm"),
                      "disagg": ("k_step", "t_layer_ms", "t_moe_layer_ms", "k_inferred")}
 """TPOT's fitted coefficients per mode, in column order: interleaved prefill's cost per ideal
 prefill (agg) or the decode step's time per ideal step (disagg, pools stated; stored as
-``1 +`` the fitted excess); fixed ms per layer per step; fixed ms per MoE layer per step; ms
-per sequence per layer (agg) or the inferred-batch rows' step per upper-bound floor (disagg)."""
+``1 +`` the fitted excess); fixed ms per layer per step; fixed ms per MoE layer per step; the
+collectives' excess over their ideal time (agg) or the inferred-batch rows' step per
+upper-bound floor (disagg)."""
 LEGACY_TPOT_COEFFICIENTS = {"agg": ("k_prefill", "t_layer_ms"), "disagg": ("k_step", "t_layer_ms")}
 """The two-coefficient design's names (:func:`tpot_design` without the keyword columns)."""
 MAX_COEFFICIENTS = 4
@@ -149,29 +151,28 @@ class Design:
 
 
 def tpot_design(floor, communication, prefill_basis, layers, agg, measured, *,
-                moe_layers=None, sequences=None, stated=None) -> Design:
+                moe_layers=None, stated=None) -> Design:
     """TPOT's design (columns in :data:`TPOT_COEFFICIENTS` order).
 
     Without the keyword arguments, the two-coefficient design: aggregated rows TPOT = floor +
     communication + k_prefill · P_step + t_layer · L, disaggregated rows k_step · floor +
-    communication + t_layer · L. With ``moe_layers`` (``L_moe`` per row), ``sequences`` (one
-    rank's decode sequences ``B/dp``) and ``stated`` (the disaggregated row's listed pools hold
-    every client), the four-coefficient design of the module docstring: a stated
+    communication + t_layer · L. With ``moe_layers`` (``L_moe`` per row) and ``stated`` (the
+    disaggregated row's listed pools hold every client), the four-coefficient design of the
+    module docstring (aggregated rows' fourth column: the communication itself): a stated
     disaggregated row keeps its floor in the fixed part (``k_step − 1 ≥ 0``, never faster than
     the roofline), an inferred one's floor is the fourth column."""
     agg = np.asarray(agg, dtype=bool)
-    if moe_layers is None and sequences is None and stated is None:
+    if moe_layers is None and stated is None:
         return Design(np.where(agg, floor + communication, communication),
                       np.column_stack([np.where(agg, prefill_basis, floor), layers]), measured)
     zeros = np.zeros_like(np.asarray(floor, dtype=float))
     moe_layers = zeros if moe_layers is None else np.asarray(moe_layers, dtype=float)
-    sequences = zeros if sequences is None else np.asarray(sequences, dtype=float)
     stated = np.ones_like(agg) if stated is None else np.asarray(stated, dtype=bool)
     keeps_floor = agg | stated
     return Design(np.where(keeps_floor, floor, 0.0) + communication,
                   np.column_stack([np.where(agg, prefill_basis, np.where(stated, floor, 0.0)),
                                    layers, moe_layers,
-                                   np.where(agg, layers * sequences,
+                                   np.where(agg, communication,
                                             np.where(stated, 0.0, floor))]), measured)
 
 

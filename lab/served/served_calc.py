@@ -21,11 +21,12 @@ from lab.served.served_floors import add_floors
 from lab.served.served_loader import COPY_KEY, shipped_rows
 from lab.units import fmt_number
 
-TARGETS = {"tpot": {"median": 0.10, "p90": 0.30}, "ttft": {"median": 0.30, "p90": 0.80}}
-"""The issue's targets for |predicted − measured| / measured over all modelled rows."""
+TARGETS = {"tpot": {"median": 0.12, "p90": 0.40}, "ttft": {"median": 0.30, "p90": 0.80}}
+"""Issue 41's targets for |predicted − measured| / measured over all modelled rows (out of
+sample; issue 24's were TPOT 10 % / 30 %)."""
 METRICS = ("tpot", "ttft")
 """The two measured latencies."""
-TERMS = {"tpot": ("allreduce", "prefill", "step", "fixed", "moe", "sequence"),
+TERMS = {"tpot": ("allreduce", "collective", "prefill", "step", "fixed", "moe"),
          "ttft": ("queue", "fixed", "chunk")}
 """The named terms of each metric, in the order they stack on the floor."""
 TERM_NAMES = {
@@ -34,7 +35,7 @@ TERM_NAMES = {
     ("tpot", "step"): "step beyond the floor, (k_step − 1)·floor",
     ("tpot", "fixed"): "fixed time per layer × layers",
     ("tpot", "moe"): "fixed time per MoE layer × MoE layers",
-    ("tpot", "sequence"): "time per sequence per layer × layers × B/dp",
+    ("tpot", "collective"): "collectives beyond their ideal, k_comm · comm",
     ("tpot", "residual"): "residual (unexplained)",
     ("ttft", "queue"): "queue behind (c − 1)/2 prefills",
     ("ttft", "fixed"): "fixed time to first token",
@@ -79,13 +80,12 @@ def _designs(table: xr.Dataset) -> dict[str, gap.Design]:
     v = {k: np.nan_to_num(np.asarray(table[k].values, dtype=float)) for k in (
         "tpot_floor_ms", "tpot_term_allreduce_ms", "prefill_step_basis_ms", "ttft_floor_ms",
         "concurrency", "prefill_workers", "tpot_measured_ms", "ttft_measured_ms", "layers",
-        "moe_layers", "batch_floor", "attention_dp", "chunk_basis_ms")}
+        "moe_layers", "chunk_basis_ms")}
     agg = np.asarray(table["mode"].values).astype(str) == "agg"
     stated = np.asarray(table["batch_stated"].values, dtype=bool)
     return {"tpot": gap.tpot_design(v["tpot_floor_ms"], v["tpot_term_allreduce_ms"],
                                     v["prefill_step_basis_ms"], v["layers"], agg,
                                     v["tpot_measured_ms"], moe_layers=v["moe_layers"],
-                                    sequences=v["batch_floor"] / np.maximum(v["attention_dp"], 1),
                                     stated=stated),
             "ttft": gap.ttft_design(v["ttft_floor_ms"], v["concurrency"],
                                     v["prefill_workers"], v["ttft_measured_ms"],
@@ -135,15 +135,15 @@ def served_table(data: xr.Dataset | None = None) -> xr.Dataset:
                 stated, term[0], term[3] - floor)), TERM_NAMES["tpot", "step"], "ms")
             out["tpot_term_fixed_ms"] = _var(term[1], TERM_NAMES["tpot", "fixed"], "ms")
             out["tpot_term_moe_ms"] = _var(term[2], TERM_NAMES["tpot", "moe"], "ms")
-            out["tpot_term_sequence_ms"] = _var(np.where(agg, term[3], nan(0.0)),
-                                                TERM_NAMES["tpot", "sequence"], "ms")
+            out["tpot_term_collective_ms"] = _var(np.where(agg, term[3], nan(0.0)),
+                                                  TERM_NAMES["tpot", "collective"], "ms")
             out["tpot_term_allreduce_ms"] = out["tpot_term_allreduce_ms"].where(
                 xr.DataArray(modelled, dims="row"))
             coefficient = {"k_prefill": np.where(agg, theta[:, 0], np.nan),
                            "k_step": np.where(~agg & stated, 1.0 + theta[:, 0], np.nan),
                            "k_inferred": np.where(~agg & ~stated, theta[:, 3], np.nan),
                            "t_layer_ms": theta[:, 1], "t_moe_layer_ms": theta[:, 2],
-                           "t_seq_layer_ms": np.where(agg, theta[:, 3], np.nan)}
+                           "k_comm": np.where(agg, theta[:, 3], np.nan)}
         else:
             out["ttft_term_queue_ms"] = _var(term[0], TERM_NAMES["ttft", "queue"], "ms")
             out["ttft_term_fixed_ms"] = _var(term[1], TERM_NAMES["ttft", "fixed"], "ms")

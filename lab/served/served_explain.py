@@ -16,10 +16,6 @@ def _ms(value) -> str:
     return "n/a" if value is None else f"{fmt_number(value, 2)} ms"
 
 
-def _us(ms) -> str:
-    return "n/a" if ms is None else f"{fmt_number(ms * 1e3, 2)} µs"
-
-
 def _x(value) -> str:
     return "n/a" if value is None else fmt_number(value, 3)
 
@@ -66,12 +62,11 @@ def row_steps(r: dict, _gpu=None) -> list[Step]:
     ]
     if r["mode"] == "agg":
         steps.append(Step(
-            "Time per sequence per layer", f"t_seq · L · B/dp = {_us(r['tpot_t_seq_layer_ms'])} · "
-            f"{fmt_number(r['layers'], 0)} · {fmt_number(r['batch_floor'] / r['attention_dp'], 1)}",
-            _ms(r["tpot_term_sequence_ms"])))
+            "Collectives beyond their ideal", f"k_comm · comm = {_x(r['tpot_k_comm'])} · "
+            f"{_ms(r['tpot_term_allreduce_ms'])}", _ms(r["tpot_term_collective_ms"])))
     steps += [
-        Step("TPOT predicted", "floor + communication + prefill or step + per-layer, per-MoE-"
-             "layer and per-sequence times", _ms(r["tpot_predicted_ms"])),
+        Step("TPOT predicted", "floor + communication (and its excess) + prefill or step + "
+             "per-layer and per-MoE-layer times", _ms(r["tpot_predicted_ms"])),
         Step("TPOT residual", "measured − predicted", _ms(r["tpot_term_residual_ms"])),
         Step("TTFT floor", f"one prefill of isl = {r['isl']:,} tokens alone at tp "
              f"{r['prefill_tp']}: linear phase + causal attention pairs (§0, §8)",

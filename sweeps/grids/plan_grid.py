@@ -53,8 +53,7 @@ def parse_layout(text: str) -> Layout:
         raise LabInputError(f"The layout {shown(text)} is not tp<N>[dp<N>][ep<N>], e.g. tp4 or "
                             "tp1dp8ep8.")
     tp, dp, ep = (int(g) if g else 1 for g in match.groups())
-    if not (1 <= tp and 1 <= dp and 1 <= ep and tp * dp <= MAX_WORKER_GPUS
-            and ep <= tp * dp):
+    if min(tp, dp, ep) < 1 or tp * dp > MAX_WORKER_GPUS or ep > tp * dp:
         raise LabInputError(f"The layout {shown(text)} needs 1 ≤ tp·dp ≤ {MAX_WORKER_GPUS} and "
                             "an ep no larger than tp·dp.")
     return Layout(tp, dp, ep)

@@ -78,20 +78,20 @@ def test_experiment_1_overlay_is_off_by_default():
 def test_upload_size_limit_is_the_measurements_own():
     experiment = FloorsAgainstMeasurements()
     widget = MeasurementsUpload(experiment=experiment)
-    assert widget._file.max_file_size == MAX_MEASUREMENT_BYTES == 10_000_000
+    assert widget._file.max_file_size == MAX_MEASUREMENT_BYTES == 10 * 2**20  # MiB, as traces
     widget._file._handle_msg({"type": "status", "status": "initializing"})
     widget._file._handle_msg({"type": "status", "status": "upload_event", "chunk": 1,
                               "data": b"x" * UPLOAD_CHUNK_BYTES, "name": "big.csv",
                               "total_chunks": 50, "mime_type": "text/csv"})  # 50 MiB declared
     status = widget._status.object
-    assert "big.csv is larger than 10 MB; measurements up to 10 MB are accepted." in status
-    assert "trace" not in status and "MiB" not in status
+    assert "big.csv is larger than 10 MiB; measurements up to 10 MiB are accepted." in status
+    assert "trace" not in status and " MB" not in status
     widget._file._handle_msg({"type": "status", "status": "error", "error": "too big"})
-    assert ("The browser did not send the file (too big); measurements up to 10 MB are "
+    assert ("The browser did not send the file (too big); measurements up to 10 MiB are "
             "accepted.") in widget._status.object
     widget._file.filename = "held.csv"
     widget._file.value = b"m" * (MAX_MEASUREMENT_BYTES + 1)
-    assert "held.csv is 10.0 MB; measurements up to 10 MB are accepted." in widget._status.object
+    assert "held.csv is 10.0 MiB; measurements up to 10 MiB are accepted." in widget._status.object
     assert experiment.measurements is None and experiment.error is None
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from urllib.parse import parse_qsl
 
 import holoviews as hv
+import numpy as np
 import panel as pn
 import pytest
 from bokeh.document import Document
@@ -38,9 +39,11 @@ def test_served_page(view):
     assert exp.error is None and exp.result["selected"]["id"] == ROW
     html = cards_html(exp.cards())
     assert "16.07 ms" in html and "4,692 of 5,221" in html
-    bars = view._bar(None)
-    assert isinstance(bars, hv.Bars)
-    terms = {row[1] for row in bars.data.itertuples(index=False)}
+    tpot, ttft = view._bar("tpot", None), view._bar("ttft", None)
+    assert isinstance(tpot, hv.Bars) and isinstance(ttft, hv.Bars)  # an axis each (issue 37)
+    assert {row[0] for row in tpot.data.itertuples(index=False)} == {"TPOT predicted",
+                                                                     "TPOT measured"}
+    terms = {row[1] for bars in (tpot, ttft) for row in bars.data.itertuples(index=False)}
     assert {"floor", "interleaved prefill", "fixed time × layers",
             "queue, (c − 1)/2 prefills", "measured"} <= terms
     assert "*inter-token\nlatency*" in DEFINITIONS and "*Concurrency*" in DEFINITIONS
@@ -66,6 +69,26 @@ def test_served_page(view):
     assert exp.result["rows"] == 2
     view.upload._use_shipped(None)
     assert exp.measurements is None and exp.error is None and exp.result["rows"] == 5221
+
+
+def test_a_click_on_a_point_selects_its_row_and_the_hover_names_it(view):
+    """Issue 37 item 7: clicking a point of the scatter shows its row; the hover names the
+    nearest run only, with its id, model, engine and GPU and the units."""
+    exp = view.experiment
+    exp.param.update(model="all", row="")
+    plot = view._scatter(None)
+    points = plot.values()[0]
+    ids, runs = points.dimension_values("id"), points.dimension_values("run")
+    k = int(np.flatnonzero(ids != exp.result["selected"]["id"])[0])
+    view.tapped.event(index=[k])
+    assert exp.row == ids[k] and exp.result["selected"]["id"] == ids[k]
+    assert " · " in runs[k] and ("vLLM" in runs[k] or "SGLang" in runs[k]
+                                 or "TensorRT-LLM" in runs[k])
+    hover = next(t for t in points.opts.get().kwargs["tools"] if not isinstance(t, str))
+    assert hover.limit == 1 and ("Row id", "@id") in hover.tooltips
+    assert all(" ms" in fmt for name, fmt in hover.tooltips if name.startswith(("TPOT", "TTFT")))
+    highlighted = view._scatter(None).values()[-1]  # the clicked row, drawn large
+    assert len(highlighted) == 1
 
 
 def _query(document) -> dict[str, str]:

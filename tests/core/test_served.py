@@ -107,11 +107,11 @@ def test_a_dense_rows_floors_and_terms_by_hand(table):
     assert r["tpot_term_step_ms"] == 0 and np.isnan(r["tpot_k_step"])  # agg: no k_step
     assert r["tpot_predicted_ms"] == pytest.approx(
         r["tpot_floor_ms"] + r["tpot_term_allreduce_ms"] + r["tpot_term_prefill_ms"]
-        + r["tpot_term_fixed_ms"] + r["tpot_term_moe_ms"] + r["tpot_term_sequence_ms"])
+        + r["tpot_term_fixed_ms"] + r["tpot_term_moe_ms"] + r["tpot_term_collective_ms"])
     assert r["tpot_term_fixed_ms"] == pytest.approx(r["tpot_t_layer_ms"] * m.layers)
-    # a dense model: no MoE layer; 64 sequences on one rank, each of the 80 layers
+    # a dense model: no MoE layer; the collectives cost (1 + k_comm) times their ideal
     assert r["moe_layers"] == 0 and r["tpot_term_moe_ms"] == 0
-    assert r["tpot_term_sequence_ms"] == pytest.approx(r["tpot_t_seq_layer_ms"] * 80 * 64)
+    assert r["tpot_term_collective_ms"] == pytest.approx(r["tpot_k_comm"] * allreduce * 1e3)
     queue = (64 - 1) / 2 * r["ttft_floor_ms"]
     assert r["ttft_term_queue_ms"] == pytest.approx(r["ttft_k_queue"] * queue)
     # one 2,048-token chunk holds the 1,024-token prompt: one decode step (floor + comm)
@@ -136,14 +136,12 @@ def test_the_coefficients_never_see_the_rows_own_workload(table):
         base = sub["tpot_floor_ms"].values + sub["tpot_term_allreduce_ms"].values  # agg rows
         layers = sub["layers"].values
         columns = np.column_stack([sub["prefill_step_basis_ms"].values, layers,
-                                   sub["moe_layers"].values,
-                                   layers * sub["batch_floor"].values
-                                   / sub["attention_dp"].values])
+                                   sub["moe_layers"].values, sub["tpot_term_allreduce_ms"].values])
         return gap.fit(base, columns, sub["tpot_measured_ms"].values)
 
     theta = tpot_fit(table.isel(row=np.flatnonzero(same)))
     assert (r["tpot_k_prefill"], r["tpot_t_layer_ms"], r["tpot_t_moe_layer_ms"],
-            r["tpot_t_seq_layer_ms"]) == pytest.approx(tuple(theta))
+            r["tpot_k_comm"]) == pytest.approx(tuple(theta))
     assert r["tpot_fitted_on"] == int(same.sum())
     # fitting with the row's workload included would give other coefficients
     everything = ((table["group"].values == r["group"]) & table["modelled"].values
@@ -200,7 +198,7 @@ def test_at_most_four_coefficients_per_metric_engine_gpu_and_mode(table):
     stated or inferred."""
     ok = table["modelled"].values & np.isfinite(table["tpot_t_layer_ms"].values)
     names = {"tpot": ("k_prefill", "k_step", "k_inferred", "t_layer_ms", "t_moe_layer_ms",
-                      "t_seq_layer_ms"), "ttft": ("k_queue", "t_first_ms", "k_chunk")}
+                      "k_comm"), "ttft": ("k_queue", "t_first_ms", "k_chunk")}
     for metric, coefficient_names in names.items():
         keys = np.array([f"{g}|{w}" for g, w in zip(table["group"].values[ok],
                                                     table["workload"].values[ok], strict=True)])

@@ -39,19 +39,18 @@ def test_the_fit_sums_exactly_so_every_cpu_gets_the_same_bits():
 
 def test_the_tpot_design_by_hand():
     """Three rows: aggregated; disaggregated with its pools stated; with its batch inferred.
-    floor 2, comm 0.5, P_step 3, L 61, L_moe 58, B/dp 16."""
+    floor 2, comm 0.5, P_step 3, L 61, L_moe 58."""
     floor, comm, basis = np.full(3, 2.0), np.full(3, 0.5), np.array([3.0, 0.0, 0.0])
     layers, moe = np.full(3, 61.0), np.full(3, 58.0)
     d = gap.tpot_design(floor, comm, basis, layers, np.array([True, False, False]),
-                        np.full(3, 9.0), moe_layers=moe, sequences=np.full(3, 16.0),
-                        stated=np.array([True, True, False]))
+                        np.full(3, 9.0), moe_layers=moe, stated=np.array([True, True, False]))
     assert d.base.tolist() == [2.5, 2.5, 0.5]  # inferred: its floor is a fitted column
-    assert d.columns.tolist() == [[3.0, 61.0, 58.0, 61.0 * 16.0],   # P, L, L_moe, L·B/dp
-                                  [2.0, 61.0, 58.0, 0.0],           # (k_step − 1)·floor
-                                  [0.0, 61.0, 58.0, 2.0]]           # k_inferred·floor
-    # TPOT with k_prefill 0.5, t_layer 0.01, t_moe 0.02, t_seq 0.001 ms / k_step 1.5, k_inf 0.8
-    assert d.base[0] + d.columns[0] @ [0.5, 0.01, 0.02, 0.001] == pytest.approx(
-        2 + 0.5 + 1.5 + 0.61 + 1.16 + 0.976)
+    assert d.columns.tolist() == [[3.0, 61.0, 58.0, 0.5],    # P, L, L_moe, comm
+                                  [2.0, 61.0, 58.0, 0.0],    # (k_step − 1)·floor
+                                  [0.0, 61.0, 58.0, 2.0]]    # k_inferred·floor
+    # TPOT with k_prefill 0.5, t_layer 0.01, t_moe 0.02 ms, k_comm 0.8 / k_step 1.5 / k_inf 0.8
+    assert d.base[0] + d.columns[0] @ [0.5, 0.01, 0.02, 0.8] == pytest.approx(
+        2 + 0.5 + 1.5 + 0.61 + 1.16 + 0.4)
     assert d.base[1] + d.columns[1] @ [0.5, 0.01, 0.02, 0.0] == pytest.approx(
         1.5 * 2 + 0.5 + 0.61 + 1.16)
     assert d.base[2] + d.columns[2] @ [0.0, 0.01, 0.02, 0.8] == pytest.approx(

@@ -14,9 +14,6 @@ import os
 import re
 import signal
 import socket
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
@@ -38,7 +35,6 @@ from sweeps.runner import Runner
 from sweeps.store import CorruptDatasetError, DatasetError, MissingDatasetError, open_grid
 from tests.sweeps.conftest import SMALL_DECODE, write_small
 
-REPO = Path(__file__).resolve().parents[2]
 CONTEXT_OLD = {"tokens": [1024, 4096], "window": [0, 4096]}
 CONTEXT_NEW = {"tokens": [512, 2048], "window": [0, 4096]}
 KILLED = 99
@@ -216,38 +212,44 @@ def test_serve_passes_storage_options_through_its_environment_not_its_command_li
 
 # ---- 3. replacing without rename: a kill at any step, a worker killed mid-sweep ------------
 
-CHILD = textwrap.dedent(f"""
-    import os, sys
-    from sweeps import pointer
-    from sweeps.grid_files import from_mapping
-    from sweeps.grid_kinds import grid_kind
-    from sweeps.remote_grid import write_experiment_url
-    from sweeps.runner import Runner
-    import json
-
-    stop_at, url, section = int(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
-    done = []
-
-    def step(name):
-        if len(done) == stop_at:
-            os._exit({KILLED})
-        done.append(name)
-        print(name, flush=True)
-
-    pointer._step = step
-    grid = from_mapping({{"context": section}}, "test grid", "new")
-    write_experiment_url(grid_kind("context"), grid.resolve("context"), grid.name, url,
-                         Runner(None, "threads"))
-""")
-
-
 def _killed_sweep(stop_at: int, url: str, endpoint: str) -> tuple[bool, list[str]]:
-    env = {**os.environ, OPTIONS_ENV: json.dumps({"endpoint_url": endpoint})}
-    done = subprocess.run([sys.executable, "-c", CHILD, str(stop_at), url,
-                           json.dumps(CONTEXT_NEW)], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode in (0, KILLED), done.stderr[-2000:]
-    return done.returncode == KILLED, done.stdout.split("\n")[:-1]
+    """A sweep of ``CONTEXT_NEW`` to ``url`` in a forked child that ends itself with
+    ``os._exit`` (no cleanup runs, as after ``kill -9``) before its step ``stop_at``: whether
+    it was killed, and the steps it completed."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 1
+        try:
+            os.close(read)
+            done: list[str] = []
+
+            def step(name):
+                if len(done) == stop_at:
+                    os._exit(KILLED)
+                done.append(name)
+                os.write(write, f"{name}\n".encode())
+
+            pointer._step = step
+            grid = from_mapping({"context": CONTEXT_NEW}, "test grid", "new")
+            write_experiment_url(grid_kind("context"), grid.resolve("context"), grid.name, url,
+                                 Runner(None, "synchronous"))
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    deadline = time.monotonic() + 120
+    while (waited := os.waitpid(pid, os.WNOHANG))[0] == 0:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail(f"the sweep stopped at step {stop_at} did not end")
+        time.sleep(0.05)
+    with os.fdopen(read) as pipe:
+        steps = pipe.read().split("\n")[:-1]
+    code = os.waitstatus_to_exitcode(waited[1])
+    assert code in (0, KILLED), code
+    return code == KILLED, steps
 
 
 def test_a_sweep_killed_at_any_step_leaves_the_previous_grid_readable(s3_options, s3_endpoint):
@@ -330,11 +332,14 @@ class _Hostile(http.server.BaseHTTPRequestHandler):
             time.sleep(3)
         body = (b'<?xml version="1.0"?><Error><Code>AccessDenied</Code>'
                 b"<Message>Access Denied</Message></Error>")
-        self.send_response(403)
-        self.send_header("Content-Type", "application/xml")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        try:
+            self.send_response(403)
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up first: its timeout
+            pass
 
     do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _answer  # noqa: N815
 

@@ -43,7 +43,7 @@ def release_memory() -> None:
         _MALLOC_TRIM(0)
 
 
-def session_closed(_session_context=None) -> None:
+def session_closed(session_context) -> None:
     """A session was destroyed: release memory once no session has closed for
     :data:`QUIET_S` (one release per burst, run on the event loop between requests)."""
     global _last_closed, _pending

@@ -31,9 +31,10 @@ from apps.ui.shell.url_sync import UrlInputs
 from apps.ui.views.page_shell import experiment_page
 from lab.errors import LabInputError
 from lab.plan.plan_calc import rank_candidates
+from lab.plan.plan_candidates import parse_candidates
 from lab.plan.plan_decide import Targets
 from lab.plan.plan_experiment import PlanDeployment
-from lab.served.served_loader import REQUIRED, parse_served
+from lab.served.served_loader import REQUIRED
 from lab.units import fmt_number
 
 INPUTS = ("model", "gpu", "budget", "engine", "isl", "osl", "ttft_ms", "tpot_ms",
@@ -47,7 +48,9 @@ INTRO = ("Which deployment should you run? Every layout, precision and concurren
 """The page's introduction, under the headline."""
 
 CHART_NOTE = ("Each line is one mode's Pareto frontier: no other configuration gives more tokens "
-              "per GPU at as many tokens per user. Labels: layout, precision, concurrency "
+              "per GPU at as many tokens per user (dashed: no measured row calibrates that mode, "
+              "so it is the floor, a bound no engine reaches). Labels: layout, precision, "
+              "concurrency "
               "(disaggregated: prefill + decode workers). The dashed line is the per-user target; "
               "the star the pick; crosses the public measured runs of this model, GPU, engine "
               "and workload.")
@@ -66,9 +69,12 @@ def frontier_chart(result: dict) -> hv.Overlay:
                 "tpot": [p["tpot_ms"] for p in points], "ttft": [p["ttft_ms"] for p in points],
                 "gpus": [p["gpus"] for p in points]}
         colour = MODE_COLOURS.get(mode, "#999999")
-        layers.append(hv.Curve(data, "user", ["gpu"], label=mode).opts(color=colour))
+        floor = not any(p["calibrated"] for p in points)
+        name = f"{mode} (the floor, uncalibrated)" if floor else mode
+        layers.append(hv.Curve(data, "user", ["gpu"], label=name).opts(
+            color=colour, line_dash="dashed" if floor else "solid"))
         layers.append(hv.Scatter(data, "user", ["gpu", "label", "tpot", "ttft", "gpus"],
-                                 label=mode).opts(color=colour, size=7, tools=["hover"]))
+                                 label=name).opts(color=colour, size=7, tools=["hover"]))
         layers.append(hv.Labels(data, ["user", "gpu"], "label").opts(
             text_font_size="8pt", text_color=colour, yoffset=0, text_align="left",
             xoffset=0))
@@ -155,7 +161,7 @@ class CandidatesUpload(TableUpload):
     status_class = "lab-plan-status"
 
     def parse(self, data: bytes, name: str):
-        table = parse_served(data, name)
+        table = parse_candidates(data, name)
         self._rank(table)
         return table
 
@@ -172,7 +178,7 @@ class CandidatesUpload(TableUpload):
 
     def help_markdown(self) -> str:
         return (f"**Your candidates**: a CSV with the columns `{','.join(REQUIRED)}` of "
-                "experiment 11 (the measured times may be 0), optional `batch_size`, "
+                "experiment 11 (the measured times may be left out), optional `batch_size`, "
                 "`precision`, `tp_size`, …; each row is ranked by the planner (docs/model.md §12)")
 
 

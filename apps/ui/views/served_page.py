@@ -3,8 +3,9 @@
 Laid out like the other experiment pages from the same building blocks — the prediction, the
 cards, “Show the calculation”, the limits — around
 :class:`lab.served.served_experiment.FromFloorToServed`. Its charts: measured against predicted TPOT
-per row (log–log, hover shows every term), and the terms of the selected row stacked on its
-floor beside the measurement. A reader can upload their own rows (:class:`ServedUpload`).
+per row (log–log; the hover names the nearest run, a click selects its row), and the selected
+row's TPOT and TTFT, each on an axis of its own: the terms stacked on the floor beside the
+measurement. A reader can upload their own rows (:class:`ServedUpload`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 import panel as pn
 import panel_material_ui as pmui
 import param
+from bokeh.models import HoverTool
 from panel.viewable import Viewer
 
 from apps.ui.parts.calculation import CalculationView
@@ -25,7 +27,7 @@ from apps.ui.parts.prediction import PredictionView
 from apps.ui.parts.table_upload import TableUpload
 from apps.ui.plots.charts import CANVAS
 from apps.ui.shell.busy import BusyNote
-from apps.ui.shell.theme import CARD_CSS, OKABE_ITO, PROSE_CSS
+from apps.ui.shell.theme import CARD_CSS, HIGHLIGHT, OKABE_ITO, PROSE_CSS
 from apps.ui.shell.url_sync import UrlInputs
 from apps.ui.views.page_shell import experiment_page
 from lab.catalog.loader import gpu_catalog
@@ -60,75 +62,126 @@ over the decode workers when disaggregated.
 
 CHART_NOTE = ("Each point is one measured run the lab models: measured TPOT against the "
               "lab's out-of-sample prediction (floor + terms; the dashed line is perfect). "
-              "Hover for the floor and every term.")
+              "Hover for a run's id, engine and GPU; click a point to show its terms below "
+              "(its id goes in the Row id box).")
 
-TERM_COLORS = {"floor": "#0072B2", "allreduce": "#009E73", "prefill": "#E69F00",
-               "queue": "#E69F00", "fixed": "#CC79A7", "residual": "#999999"}
-"""Colours of the stacked terms (Okabe–Ito)."""
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+"""How the engines of the data are named on the page."""
 
 
-def scatter(ds) -> hv.Overlay:
-    """Measured against predicted TPOT, log–log, with the terms on hover."""
+def short_gpu_names() -> dict[str, str]:
+    """GPU id → its catalog name without the parenthesis (``NVIDIA B200``)."""
+    return {key: spec.name.split(" (")[0] for key, spec in gpu_catalog().items()}
+
+
+def short_model_names() -> dict[str, str]:
+    """Model id → its catalog name."""
+    return {key: spec.name for key, spec in model_catalog().items()}
+
+
+HOVER = [("Row id", "@id"), ("Run", "@run"), ("Setup", "@setup"),
+         ("TPOT measured", "@measured{0,0.00} ms"), ("TPOT predicted", "@predicted{0,0.00} ms"),
+         ("TTFT measured", "@ttft_measured{0,0} ms"),
+         ("TTFT predicted", "@ttft_predicted{0,0} ms")]
+"""The scatter's hover: the run named, its two latencies with units (the terms are in the
+bars below, for the row clicked)."""
+
+
+def run_names(table, rows) -> tuple[list[str], list[str]]:
+    """For each of ``rows`` (labels of ``table``'s ``row``) its run, ``Llama 3.1 70B · vLLM ·
+    NVIDIA H200 SXM``, and its setup, ``tp 4 · isl/osl 1024/1024 · concurrency 64``."""
+    sub = table.sel(row=rows)
+    models, gpus = short_model_names(), short_gpu_names()
+    values = zip(*(np.asarray(sub[k].values).astype(str) for k in (
+        "model", "engine", "gpu", "tp", "isl", "osl", "concurrency")), strict=True)
+    runs, setups = [], []
+    for m, e, g, tp, i, o, c in values:
+        runs.append(f"{models.get(m, m)} · {ENGINE_NAMES.get(e, e)} · {gpus.get(g, g)}")
+        setups.append(f"tp {tp} · isl/osl {i}/{o} · concurrency {c}")
+    return runs, setups
+
+
+def scatter(ds, table=None, selected: str = "") -> hv.Overlay:
+    """Measured against predicted TPOT, log–log; the hover names each run (``table``: the
+    experiment's full table, for the names) and ``selected``, the id of the row shown, is drawn
+    large."""
     ok = np.isfinite(ds["tpot_predicted_ms"].values)
     sub = ds.isel(row=np.flatnonzero(ok))
-    vdims = ["measured", "floor", "allreduce", "prefill", "step", "fixed", "residual",
-             "ttft_measured", "ttft_predicted", "ttft_floor", "ttft_queue", "ttft_fixed"]
+    rows = sub["row"].values
+    has_names = table is not None and "id" in table
+    ids = np.asarray(table["id"].sel(row=rows).values).astype(str) if has_names else (
+        rows.astype(str))
     data = {"predicted": sub["tpot_predicted_ms"].values,
             "measured": sub["tpot_measured_ms"].values,
-            "floor": sub["tpot_floor_ms"].values,
-            "allreduce": sub["tpot_term_allreduce_ms"].values,
-            "prefill": sub["tpot_term_prefill_ms"].values,
-            "step": sub["tpot_term_step_ms"].values,
-            "fixed": sub["tpot_term_fixed_ms"].values,
-            "residual": sub["tpot_measured_ms"].values - sub["tpot_predicted_ms"].values,
             "ttft_measured": sub["ttft_measured_ms"].values,
             "ttft_predicted": sub["ttft_predicted_ms"].values,
-            "ttft_floor": sub["ttft_floor_ms"].values,
-            "ttft_queue": sub["ttft_term_queue_ms"].values,
-            "ttft_fixed": sub["ttft_term_fixed_ms"].values}
+            "id": ids}
+    data["run"], data["setup"] = run_names(table, rows) if has_names else (ids, ids)
     style = {"logx": True, "logy": True, "responsive": True, "height": 420,
              "xlabel": "Predicted TPOT (ms, out of sample)", "ylabel": "Measured TPOT (ms)",
              "backend_opts": CANVAS}
-    points = hv.Scatter(data, "predicted", vdims).opts(
-        size=5, alpha=0.6, tools=["hover"], **style)
+    hover = HoverTool(tooltips=HOVER, limit=1)  # the nearest run only: no list off the screen
+    points = hv.Scatter(data, "predicted", ["measured", "ttft_measured", "ttft_predicted", "id",
+                                            "run", "setup"]).opts(
+        size=5, alpha=0.6, tools=[hover, "tap"], nonselection_alpha=0.6, **style)
     values = np.concatenate([data["predicted"], data["measured"]]) if ok.any() else np.ones(1)
     lo, hi = float(np.nanmin(values)), float(np.nanmax(values))
     line = hv.Curve([(lo, lo), (hi, hi)]).opts(color="black", line_dash="dashed", line_width=1)
-    return (points * line).opts(title="Measured against predicted TPOT, one point per row")
+    mine = ids == selected
+    here = hv.Scatter({"predicted": data["predicted"][mine], "measured": data["measured"][mine]},
+                      "predicted", "measured").opts(size=13, color=HIGHLIGHT,
+                                                     line_color="white", line_width=1.5)
+    return (points * line * here).opts(title="Measured against predicted TPOT, one point per row")
 
 
 BAR_NAMES = {("tpot", "allreduce"): "all-reduce + all-to-all",
              ("tpot", "prefill"): "interleaved prefill",
              ("tpot", "step"): "step beyond the floor",
              ("tpot", "fixed"): "fixed time × layers",
+             ("tpot", "moe"): "fixed time × MoE layers",
+             ("tpot", "sequence"): "time per sequence",
+             ("tpot", "collective"): "collectives beyond ideal",
              ("ttft", "queue"): "queue, (c − 1)/2 prefills",
-             ("ttft", "fixed"): "fixed time to 1st token"}
-"""The stacked bar's short names of the terms (the legend fits a phone; the hover and the
-dataset keep the full names, ``TERM_NAMES``; the scatter's hover shows those)."""
+             ("ttft", "fixed"): "fixed time to 1st token",
+             ("ttft", "chunk"): "decode steps of chunks"}
+"""The stacked bars' short names of the terms (the legend fits a phone; the calculation and
+the dataset keep the full names, ``TERM_NAMES``)."""
+BAR_NAME_LENGTH = 28
+"""Longest name in the bars' legend, characters (a phone's width at the legend's size)."""
 
 
-BAR_COLOURS = [*OKABE_ITO, "#999999"]
-"""One colour per stacked part (floor, four TPOT terms, measured, two TTFT terms): eight
-distinct colours, colour-blind safe (the default cycle gave two terms the same red)."""
+def bar_name(metric: str, term: str) -> str:
+    """The term's short name in the bars' legend: :data:`BAR_NAMES`' else the full name's
+    first clause, cut to :data:`BAR_NAME_LENGTH`."""
+    name = BAR_NAMES.get((metric, term)) or TERM_NAMES.get((metric, term), term).split(",")[0]
+    return name if len(name) <= BAR_NAME_LENGTH else name[:BAR_NAME_LENGTH - 1] + "…"
+
+TERM_COLOURS = [*OKABE_ITO[1:7], "#882255", "#44AA99"]
+"""Colours of the stacked terms in order, after the floor's blue and before the measurement's
+grey: distinct and colour-blind safe (the default cycle gave two terms the same red)."""
 
 
-def terms_bar(record: dict) -> hv.Bars:
-    """The selected row's TPOT and TTFT: floor and each term stacked, and the measurement."""
-    rows = []
-    for metric, terms in (("TPOT", TERMS["tpot"]), ("TTFT", TERMS["ttft"])):
-        key = metric.lower()
-        predicted = f"{metric} predicted"
-        rows.append((predicted, "floor", record.get(f"{key}_floor_ms") or 0.0))
-        for term in terms:
-            rows.append((predicted, BAR_NAMES.get((key, term), TERM_NAMES[key, term]),
-                         record.get(f"{key}_term_{term}_ms") or 0.0))
-        rows.append((f"{metric} measured", "measured", record.get(f"{key}_measured_ms") or 0.0))
+def terms_bar(record: dict, metric: str) -> hv.Bars:
+    """The selected row's ``metric`` ("tpot" or "ttft") on an axis of its own: the floor and
+    each term stacked, and the measurement."""
+    upper = metric.upper()
+    predicted = f"{upper} predicted"
+    names = ["floor", *(bar_name(metric, t) for t in TERMS[metric]), "measured"]
+    values = [record.get(f"{metric}_floor_ms"),
+              *(record.get(f"{metric}_term_{t}_ms") for t in TERMS[metric]),
+              record.get(f"{metric}_measured_ms")]
+    rows = [(f"{upper} measured" if name == "measured" else predicted, name, value or 0.0)
+            for name, value in zip(names, values, strict=True)]
+    colours = {"floor": OKABE_ITO[0], **dict(zip(names[1:-1], TERM_COLOURS, strict=False)),
+               "measured": "#999999"}
     return hv.Bars(rows, ["bar", "term"], "ms").opts(
-        stacked=True, responsive=True, height=380, invert_axes=True, tools=["hover"],
-        legend_position="bottom", legend_opts={"ncols": 1, "nrows": "auto", "label_text_font_size": "10px",
-                                               "margin": 0, "padding": 4},  # fits a phone
-        title="Selected row: floor + terms", cmap=BAR_COLOURS,
-        backend_opts=CANVAS, xlabel="", ylabel="ms")
+        stacked=True, responsive=True, height=150 + 26 * len(names), invert_axes=True,
+        tools=[HoverTool(tooltips=[("Part", "@term"), ("Time", "@ms{0,0.00} ms")])],
+        legend_position="bottom", legend_opts={"ncols": 1, "nrows": "auto",
+                                               "label_text_font_size": "10px", "margin": 0,
+                                               "padding": 4},  # fits a phone
+        title=f"Selected row: {upper}, floor + terms", cmap=colours,
+        backend_opts=CANVAS, xlabel="", ylabel=f"{upper} (ms)")
 
 
 NOT_STATED = "not in the file"
@@ -209,7 +262,6 @@ class ServedPage(Viewer):
         params.setdefault("experiment", FromFloorToServed())
         super().__init__(**params)
         exp = self.experiment
-        self._last = (None, None)
         self.message = InputMessage()
         self.url = UrlInputs(exp, list(INPUTS), self.message.say,
                              lenient=["model", "gpu", "engine", "mode", "workload"])
@@ -218,10 +270,13 @@ class ServedPage(Viewer):
         self.prediction = PredictionView(experiment=exp)
         self.cards = CardsView(experiment=exp)
         self.calculation = CalculationView(experiment=exp)
+        self._last: dict[str, object] = {}
         self.scatter = pn.pane.HoloViews(pn.bind(self._scatter, exp.param.result),
                                          sizing_mode="stretch_width", min_height=440)
-        self.bar = pn.pane.HoloViews(pn.bind(self._bar, exp.param.result),
-                                     sizing_mode="stretch_width", min_height=340)
+        self.bars = {metric: pn.pane.HoloViews(pn.bind(self._bar, metric, exp.param.result),
+                                               sizing_mode="stretch_width", min_height=300,
+                                               linked_axes=False)  # an axis each
+                     for metric in ("tpot", "ttft")}
         self.flag = pn.pane.HTML(pn.bind(self._flag_html, exp.param.result),
                                  sizing_mode="stretch_width", css_classes=["lab-served-flag"])
         self.refit = pn.pane.HTML(pn.bind(self._refit_html, exp.param.result),
@@ -231,19 +286,29 @@ class ServedPage(Viewer):
 
     def _scatter(self, _result):
         exp = self.experiment
-        if exp.result is None and self._last[0] is not None:
-            return self._last[0]
-        plot = scatter(exp.chart_data() if exp.result is not None else
-                       FromFloorToServed().chart_data())
-        self._last = (plot, self._last[1])
+        if exp.result is None and "scatter" in self._last:
+            return self._last["scatter"]
+        shown = exp if exp.result is not None else FromFloorToServed()
+        selected = shown.result["selected"]["id"] if shown.result else ""
+        plot = scatter(shown.chart_data(), shown.table(), selected)
+        points = plot.values()[0]
+        ids = points.dimension_values("id")
+        self.tapped = hv.streams.Selection1D(source=points)  # a click on a point
+        self.tapped.add_subscriber(lambda index: self._select(ids, index))
+        self._last["scatter"] = plot
         return plot
 
-    def _bar(self, _result):
+    def _select(self, ids, index) -> None:
+        """A clicked point: its row is the one shown (its id in the Row id box and the URL)."""
+        if index:
+            self.experiment.row = str(ids[index[0]])
+
+    def _bar(self, metric: str, _result):
         exp = self.experiment
         if exp.result is None:
-            return self._last[1] if self._last[1] is not None else hv.Bars([])
-        plot = terms_bar(exp.result["selected"])
-        self._last = (self._last[0], plot)
+            return self._last.get(metric, hv.Bars([]))
+        plot = terms_bar(exp.result["selected"], metric)
+        self._last[metric] = plot
         return plot
 
     def _flag_html(self, _result) -> str:
@@ -271,7 +336,7 @@ class ServedPage(Viewer):
     def __panel__(self):
         charts = pn.Column(self.busy, self.refit, self.scatter,
                            pn.pane.Markdown(f"*{CHART_NOTE}*", sizing_mode="stretch_width"),
-                           self.flag, self.bar, sizing_mode="stretch_width")
+                           self.flag, *self.bars.values(), sizing_mode="stretch_width")
         definitions = pn.pane.Markdown(DEFINITIONS, stylesheets=[PROSE_CSS],
                                        sizing_mode="stretch_width",
                                        css_classes=["lab-served-definitions"])

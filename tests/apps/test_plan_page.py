@@ -1,0 +1,59 @@
+"""Experiment 12's page at the Bokeh-document level (no browser): the frontier of each mode
+labelled, the target line, the measured rows and the pick; moving the target moves the pick; a
+hostile candidates upload is one escaped sentence, a good one is ranked."""
+
+from __future__ import annotations
+
+import holoviews as hv
+import panel as pn
+import pytest
+from bokeh.document import Document
+from panel.io.state import set_curdoc
+
+from apps.ui.views.plan_page import PlanPage
+
+GOOD = (b"id,backend,model_path,system,mode,isl,osl,batch_size,tp_size\n"
+        b"a,vllm,llama-3.1-70b,h200,agg,1024,1024,16,4\n"
+        b"b,vllm,llama-3.1-70b,h200,agg,1024,1024,64,4\n"
+        b"c,vllm,nosuch/model,h200,agg,1024,1024,8,4\n")
+
+
+@pytest.fixture(scope="module")
+def view():
+    doc = Document()
+    with set_curdoc(doc):
+        page = PlanPage()
+        page.__panel__().get_root(doc)
+        yield page
+    pn.state._locations.pop(doc, None)
+
+
+def test_the_frontier_the_target_and_the_pick(view):
+    exp = view.experiment
+    assert exp.error is None
+    chart = view._chart(None)
+    kinds = [type(layer).__name__ for layer in chart]
+    assert kinds.count("Curve") == 2 and "Labels" in kinds and "VLine" in kinds
+    labels = next(layer for layer in chart if isinstance(layer, hv.Labels))
+    first_label = str(labels.data["label"][0])
+    assert first_label.startswith("tp") and ", c " in first_label
+    assert any(layer.label == "measured" for layer in chart)  # the public rows overlaid
+    assert "Best configuration" in view.best.object and "?view=served&amp;model=llama-3.1-70b" \
+        in view.best.object
+    first = exp.result["best"]["label"]
+    exp.tokens_per_s_user = 20.0
+    assert exp.result["best"]["label"] != first
+    assert next(layer for layer in view._chart(None) if isinstance(layer, hv.VLine)).data == 20.0
+
+
+def test_a_hostile_upload_is_one_sentence_and_a_good_one_is_ranked(view):
+    view.upload._file.filename = "evil<script>.csv"
+    view.upload._file.value = b"id,backend\n<script>alert(1)</script>,x\n"
+    status = view.upload._status.object
+    assert 'role="alert"' in status and "lacks the column(s)" in status and "<script>" not in status
+    assert view.candidates.object == ""
+    view.upload._file.filename = "mine.csv"
+    view.upload._file.value = GOOD
+    html = view.candidates.object
+    assert "Your candidates" in html and "refused: The model nosuch/model is not in" in html
+    assert html.index(">a<") > 0 and html.index(">c<") > html.index(">b<")
