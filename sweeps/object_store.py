@@ -236,6 +236,9 @@ def reason(exc: BaseException, url: str) -> str | None:
             or "invalidaccesskeyid" in text or "signaturedoesnotmatch" in text \
             or "authorization" in names.lower():
         return "access was refused (check the credentials and the bucket's permissions)"
+    if "endpointresolution" in names.lower() or "not a valid uri" in text \
+            or "invalid endpoint" in text:
+        return "the store's endpoint is not a valid URL (check endpoint_url)"
     if "nocredentials" in names.lower() or "unable to locate credentials" in text:
         return ("no credentials were found (set the cloud's usual environment variables or "
                 "config files, or --storage-option key=env:NAME secret=env:NAME)")

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
+import shlex
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -28,6 +30,7 @@ import numpy as np
 import xarray as xr
 
 from lab.errors import LabInputError
+from lab.units import MIB
 from sweeps import metadata as md
 from sweeps import pointer
 from sweeps.axes import choose_chunks
@@ -35,6 +38,7 @@ from sweeps.build import block_slices, coordinate_array, file_digest, output_dty
 from sweeps.conventions import cf_units
 from sweeps.grid_kinds import GridKind, grid_kind
 from sweeps.grid_schema import ExperimentSpec
+from sweeps.local_store_checks import MAX_CHUNK_BYTES, MAX_FILE_BYTES, MAX_METADATA_BYTES
 from sweeps.object_store import (
     bound_retries,
     bucket,
@@ -60,17 +64,25 @@ from sweeps.store import (
 )
 
 ZARR_META = "zarr.json"
+MAX_POINTER_BYTES = 64 * 1024
+"""Most bytes of a pointer object read (a pointer is a few hundred)."""
 MAX_LISTED = 200
 """Most stores listed under a prefix (as for a local folder)."""
 
 
 def _fix(url: str) -> str:
-    return f"run `inference-lab sweep --out {url}` to recompute it"
+    return f"run `inference-lab sweep --out {shlex.quote(url)}` to recompute it"
 
 
 def _failed(exc: BaseException, url: str, doing: str) -> LabInputError:
-    """``exc`` as one sentence when a store failed, else ``exc`` itself."""
-    return store_error(exc, url, doing) or exc
+    """``exc``, raised by the store while ``doing``, as one sentence (an unforeseen failure
+    names its type and first line)."""
+    known = store_error(exc, url, doing)
+    if known is not None:
+        return known
+    detail = (str(exc).strip().splitlines() or [""])[0][:200]
+    return DatasetError(f"Could not {doing} {url} ({type(exc).__name__}"
+                        + (f": {detail.rstrip('.')}" if detail else "") + ").")
 
 
 def _fsspec_store(url: str, options: Mapping[str, Any], *, read_only: bool = False):
@@ -140,6 +152,28 @@ def _versions(fs, root: str) -> list[str]:
     return sorted(e.rstrip("/").rsplit("/", 1)[-1] for e in entries)
 
 
+def _check_sizes(url: str, sizes: Mapping[str, int]) -> None:
+    """Every object of the version within the bounds a local store's files have
+    (:mod:`sweeps.local_store_checks`), before any is read: else one sentence."""
+    for key, size in sorted(sizes.items()):
+        limit = MAX_METADATA_BYTES if key.endswith(ZARR_META) else MAX_FILE_BYTES
+        if size > limit:
+            raise corrupt(url, f"its file {key} holds {size / MIB:,.0f} MiB, more than the "
+                               f"{limit // MIB} MiB the lab reads")
+
+
+def _check_chunks(url: str, ds: xr.Dataset) -> None:
+    """Every variable claims chunks of at most ``MAX_CHUNK_BYTES`` decoded (as a local
+    store's must), before any of its chunks is read."""
+    for name, var in ds.data_vars.items():
+        chunks = var.encoding.get("chunks") or var.shape
+        decoded = math.prod(chunks) * var.dtype.itemsize
+        if decoded > MAX_CHUNK_BYTES:
+            raise corrupt(url, f"its variable '{name}' claims chunks of {decoded / MIB:,.0f} MiB "
+                               f"each when decoded, more than the {MAX_CHUNK_BYTES // MIB} MiB "
+                               "the lab reads")
+
+
 def _bucket_answers(fs, url: str) -> None:
     """Raise the store's own error when the bucket of ``url`` is missing, refuses access or
     cannot be reached (``exists`` would answer False to all three)."""
@@ -154,7 +188,7 @@ def _bucket_answers(fs, url: str) -> None:
 def _read_pointer(fs, root: str, url: str) -> dict | None:
     """The dataset's pointer (None when there is none); one sentence when it is damaged."""
     try:
-        raw = fs.cat_file(f"{root}/{pointer.POINTER}")
+        raw = fs.cat_file(f"{root}/{pointer.POINTER}", start=0, end=MAX_POINTER_BYTES)
     except FileNotFoundError:
         return None
     try:
@@ -361,6 +395,10 @@ def open_grid_spec_url(url: str, *, check_stale: bool = True,
             raise MissingDatasetError(f"There is no dataset at {url}; {fix}.")
         version = pointer.current_version(found)
         version_root = f"{root}/{found['current']}"
+        sizes = {p[len(version_root) + 1:]: (info.get("size") or 0)
+                 for p, info in fs.find(version_root, detail=True).items()}
+        listed = set(sizes)
+        _check_sizes(url, sizes)
         try:
             meta = json.loads(fs.cat_file(f"{version_root}/{ZARR_META}"))
             attrs = meta.get("attributes", {}) if isinstance(meta, dict) else None
@@ -372,7 +410,6 @@ def open_grid_spec_url(url: str, *, check_stale: bool = True,
         except ValueError as exc:
             raise CorruptDatasetError(f"The dataset at {url} is unreadable ({type(exc).__name__}: "
                                       f"{exc}); delete it and {fix}.") from None
-        listed = {p[len(version_root) + 1:] for p in fs.find(version_root)}
     except LabInputError:
         raise
     except Exception as exc:
@@ -403,6 +440,7 @@ def open_grid_spec_url(url: str, *, check_stale: bool = True,
     except LabInputError as exc:
         raise StaleDatasetError(f"The dataset at {url} is stale: {exc} Run `inference-lab "
                                 f"sweep --out {url}` with a current grid.") from None
+    _check_chunks(url, ds)
     ds.attrs.pop(md.ATTR_DIGESTS, None)
     if check_stale and ds.attrs[md.ATTR_HASH] != expected:
         raise StaleDatasetError(f"The dataset at {url} is stale: "

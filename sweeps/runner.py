@@ -4,7 +4,8 @@
 ``distributed`` cluster of ``workers`` single-threaded worker processes (closed afterwards);
 ``"threads"`` uses dask's threaded scheduler in this process (what first use of
 :func:`lab.open_dataset` does: no cluster start-up); anything else is the address of a running
-scheduler (``tcp://host:8786``), whose workers must see the output path.
+scheduler (``tcp://host:8786``), whose workers must reach the output (a path they all see,
+or an object store URL: :mod:`sweeps.remote_grid`).
 
 On a cluster, losing every worker would leave the tasks waiting forever: when the scheduler
 has had no worker for :data:`WORKER_LOSS_TIMEOUT_S`, the work is cancelled and

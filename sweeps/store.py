@@ -46,6 +46,7 @@ from sweeps.local_store_checks import (
     check_entries,
     read_regular_file,
 )
+from sweeps.object_store import is_url
 from sweeps.runner import Runner, WorkersLostError
 from sweeps.swap import (
     TMP_MARK,
@@ -140,6 +141,15 @@ class VerifiedStore(WrapperStore):
             yield key, await self.get(key, prototype, byte_range)
 
 
+def refuse_url(path: str | Path) -> None:
+    """One sentence for a URL given where a local store is read or written (a URL made a
+    ``Path`` would be a local folder named ``s3:``): :mod:`sweeps.remote_grid` handles URLs."""
+    if is_url(path):
+        raise LabInputError(f"{path} is a URL; this function takes a local path; open it with "
+                            "lab.open_dataset(URL) or sweep to it with `inference-lab sweep --out "
+                            "URL`.")
+
+
 def check_replaceable(target: Path) -> None:
     """Refuse (one sentence) to write a dataset over anything this lab did not write."""
     if (target.exists() or target.is_symlink()) and not files.lab_zarr(target):
@@ -208,6 +218,7 @@ def write_grid(ds: xr.Dataset, target: str | Path, run: Runner,
         ``target`` holds something this lab did not write, or the disk refused a write (the
         previous dataset is then unchanged).
     """
+    refuse_url(target)
     target = Path(target)
     if target.parent.is_dir() and has_leftovers(target):
         with contextlib.suppress(OSError):  # a refused write is reported below, in a sentence
@@ -428,6 +439,7 @@ def open_grid_spec(path: str | Path, *,
                    check_stale: bool = True) -> tuple[xr.Dataset, ExperimentSpec]:
     """:func:`open_grid`, and the dataset's stored grid spec as finalised now (what its hash
     was checked against), so a caller need not finalise it again."""
+    refuse_url(path)
     path = Path(path)
     fix = _fix(path)
     if not path.exists() and has_leftovers(path):

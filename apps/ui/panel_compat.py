@@ -28,8 +28,10 @@ re-checks each hook here:
 - :func:`quiet_anonymous_autoload` (``AutoloadJsHandler.get_session``): an anonymous autoload
   request is redirected without a traceback;
 - :func:`build_pages_off_loop` (Bokeh's ``ApplicationContext.create_session_if_needed``,
-  ``panel.io.state._thread_id_``): a page's document is built on a worker thread, so the
-  event loop keeps answering (``/liveness``, other readers' websockets) during a burst.
+  ``ServerSession._handle_pull``, ``bokeh.server.session._needs_document_lock``,
+  ``bokeh.io.doc._PATCHED_CURDOCS``, ``panel.io.state._thread_id_``): a page's document is
+  built, and serialised for its browser, on worker threads, so the event loop keeps answering
+  (``/liveness``, other readers' websockets) during a burst.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ from bokeh.document import Document
 from bokeh.model import Model
 from bokeh.protocol.exceptions import ProtocolError
 from bokeh.server.contexts import ApplicationContext, BokehSessionContext, _RequestProxy
-from bokeh.server.session import ServerSession
+from bokeh.server.session import ServerSession, _needs_document_lock
 from bokeh.util.token import get_token_payload
 from panel.auth import BasicLoginHandler, _validate_next_url
 from panel.io.document import _cleanup_doc
@@ -233,6 +235,9 @@ class _PerThreadStack:
 _BUILDER = concurrent.futures.ThreadPoolExecutor(max_workers=1,
                                                  thread_name_prefix="lab-page-build")
 """The thread that builds the pages' documents, one at a time, first come first served."""
+_SENDER = concurrent.futures.ThreadPoolExecutor(max_workers=1,
+                                                thread_name_prefix="lab-page-send")
+"""The thread that serialises a new page's document for its browser (``PULL-DOC-REPLY``)."""
 
 
 def build_pages_off_loop() -> None:
@@ -245,7 +250,9 @@ def build_pages_off_loop() -> None:
     Here the same steps run with the build awaited on the worker thread (with the request's
     context variables), the loop answering everything else meanwhile; the document is then
     handed to the loop's thread (``panel.io.state._thread_id_``) as if built there. Bokeh's
-    current-document stack is made per thread first (:class:`_PerThreadStack`)."""
+    current-document stack is made per thread first (:class:`_PerThreadStack`). The browser's
+    first request for the document (``PULL-DOC-REQ``) is answered from :data:`_SENDER`'s
+    thread too, under the session's lock as Bokeh answers it."""
     if getattr(ApplicationContext, "_lab_off_loop", False):
         return
     bokeh_doc._PATCHED_CURDOCS = _PerThreadStack()
@@ -296,6 +303,15 @@ def build_pages_off_loop() -> None:
 
     ApplicationContext.create_session_if_needed = create_session_if_needed
     ApplicationContext._lab_off_loop = True
+
+    async def pull_off_loop(self, message, connection):
+        # The whole document, serialised for the browser (0.1-0.3 s of CPU per page), on the
+        # sending thread; the session's lock is held meanwhile, as Bokeh holds it.
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(_SENDER, connection.protocol.create, "PULL-DOC-REPLY",
+                                          message.header["msgid"], self.document)
+
+    ServerSession._handle_pull = _needs_document_lock(pull_off_loop)
 
 
 TOO_MANY_WAITING = "Too many readers are waiting for the lab; try again in a minute."

@@ -81,14 +81,15 @@ def how_sure(plan: xr.Dataset, index: int, targets: Targets, calibration) -> dic
     for metric, limit in (("tpot", targets.tpot_limit()), ("ttft", targets.ttft_limit())):
         if np.isfinite(limit):
             share, n = calibration.sure(group, model, r["concurrency"], metric,
-                                        limit / r[f"{metric}_ms"])
+                                        limit / r[f"{metric}_ms"], r["config_key"])
             shares.append(share)
             rows = max(rows, n)
     share = float(min(shares)) if shares else 1.0
     return {"share": share, "rows": rows,
             "sentence": f"Under {fmt_number(share * 100, 0)} % of the {rows:,} out-of-sample "
                         f"errors of {group} (same model and nearby concurrency where there are "
-                        "enough) this configuration still meets the targets."}
+                        "enough, centred on this configuration's own error on other workloads "
+                        "where it was measured) it still meets the targets."}
 
 
 def measured_rows(model: str, gpu: str, engine: str, isl: int, osl: int) -> list[dict]:
@@ -187,7 +188,10 @@ def plan_record(plan: xr.Dataset, targets: Targets, calibration, inputs: dict,
 def served_link(r: dict, model: str, gpu: str) -> str:
     """Experiment 11's page filtered to this configuration's model, GPU, engine, mode and
     workload (its measured rows)."""
+    from lab.catalog import model_catalog
+
     engine = r["engine"] if r["engine"] != IDEAL else "all"
+    model = model if model in model_catalog() else "all"  # a config.json has no rows
     return (f"?view=served&model={model}&gpu={gpu}&engine={engine}&mode={r['mode']}"
             f"&workload={r['isl']}/{r['osl']}")
 

@@ -8,7 +8,8 @@ of its group with another (isl, osl) workload, as :func:`lab.served.gap.leave_on
 does). The band of a prediction is a quantile of the group's *out-of-sample* relative errors
 ``log(measured / predicted)`` (experiment 11's stored predictions), taken over the rows of the
 same model when there are enough, and of a concurrency within a factor of two when there are
-enough (:data:`MIN_BAND_ROWS`).
+enough (:data:`MIN_BAND_ROWS`); a configuration measured on other workloads has its band centred
+on its own mean error there, spread as its bucket's errors spread about such means.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import xarray as xr
 from lab.served import gap
 from lab.served.served_calc import METRICS, _designs, run_keys, served_table
 
-DEFAULT_QUANTILE = 0.9
+DEFAULT_QUANTILE = 0.95
 """The band's conservative quantile: a plan's latency is read at the q-th quantile of its
 group's out-of-sample errors (chosen by ``calc plan --validate``, docs/model.md §12)."""
 MIN_BAND_ROWS = 5
@@ -33,8 +34,21 @@ CONCURRENCY_OCTAVES = 1.0
 sample (when at least :data:`MIN_BAND_ROWS`)."""
 
 
+CONFIG_KEY = ("model", "precision", "engine", "gpu", "mode", "tp", "attention_dp", "moe_ep",
+              "prefill_tp", "prefill_attention_dp", "prefill_workers", "decode_workers",
+              "concurrency")
+"""What makes two rows the same configuration on different workloads (their errors are
+alike: the band of a configuration measured on another workload is centred on that error)."""
+
+
 def _strings(table: xr.Dataset, name: str) -> np.ndarray:
     return np.asarray(table[name].values).astype(str)
+
+
+def config_keys(columns: dict) -> np.ndarray:
+    """One key per row of :data:`CONFIG_KEY` values (``columns``: name → array)."""
+    parts = [np.asarray(columns[k]).astype(str) for k in CONFIG_KEY]
+    return np.array(["|".join(values) for values in zip(*parts, strict=True)])
 
 
 @dataclass
@@ -64,6 +78,59 @@ class Calibration:
         if self.exclude_workload is not None:
             ok &= self.workloads != self.exclude_workload
         self.band_rows = ok
+        self.keys = config_keys({k: t[k].values for k in CONFIG_KEY})
+        self._centres: dict = {}
+
+    def _centre_data(self, metric: str) -> tuple[dict, np.ndarray]:
+        """Mean error per configuration over the band rows, and each band row's error less
+        the mean error of its configuration on the *other* workloads (NaN: none)."""
+        if metric not in self._centres:
+            r = self.residual[metric]
+            total: dict = {}
+            by_workload: dict = {}
+            for i in np.flatnonzero(self.band_rows):
+                k, w = self.keys[i], self.workloads[i]
+                a = total.setdefault(k, [0.0, 0])
+                a[0] += r[i]
+                a[1] += 1
+                b = by_workload.setdefault((k, w), [0.0, 0])
+                b[0] += r[i]
+                b[1] += 1
+            spread = np.full(r.shape, np.nan)
+            for i in np.flatnonzero(self.band_rows):
+                a, b = total[self.keys[i]], by_workload[self.keys[i], self.workloads[i]]
+                if a[1] > b[1]:
+                    spread[i] = r[i] - (a[0] - b[0]) / (a[1] - b[1])
+            self._centres[metric] = ({k: v[0] / v[1] for k, v in total.items()}, spread)
+        return self._centres[metric]
+
+    def centre(self, keys: np.ndarray, metric: str) -> np.ndarray:
+        """The mean out-of-sample error of each configuration measured on the band rows
+        (NaN: not measured)."""
+        means, _ = self._centre_data(metric)
+        return np.array([means.get(k, np.nan) for k in np.asarray(keys).tolist()])
+
+    def _sample(self, group: str, model: str, concurrency: float, metric: str,
+                centre: float) -> np.ndarray:
+        """The errors a configuration's band is read from: its own error on the other
+        workloads plus its bucket's spread about such errors when it was measured there, else
+        its bucket's errors (bucket: the group, the same model when ≥ MIN_BAND_ROWS, a
+        concurrency within a factor of two when ≥ MIN_BAND_ROWS)."""
+        sample = self.band_rows & (self.groups == group)
+        if not sample.any():
+            return np.empty(0)
+        same_model = sample & (self.models == model)
+        if same_model.sum() >= MIN_BAND_ROWS:
+            sample = same_model
+        near = sample & (np.abs(np.log2(self.concurrency / concurrency)) <= CONCURRENCY_OCTAVES)
+        rows = near if near.sum() >= MIN_BAND_ROWS else sample
+        if np.isfinite(centre):
+            _, spread = self._centre_data(metric)
+            d = spread[rows]
+            d = d[np.isfinite(d)]
+            if d.size >= MIN_BAND_ROWS:
+                return centre + d
+        return self.residual[metric][rows]
 
     def excluding(self, workload: str) -> Calibration:
         """This calibration with ``workload`` left out of every fit and band (the designs,
@@ -71,6 +138,7 @@ class Calibration:
         other = copy.copy(self)
         other.exclude_workload = workload
         other._theta = {}
+        other._centres = {}
         other.band_rows = self.band_rows & (self.workloads != workload)
         return other
 
@@ -98,38 +166,33 @@ class Calibration:
         return bool(self.train_mask(group).any())
 
     def band(self, group: str, model: str, concurrency: np.ndarray, metric: str,
-             quantile: float) -> np.ndarray:
-        """Factor ``exp(q-quantile of log(measured/predicted))`` per configuration (NaN: no
-        out-of-sample error in the group to read a band from)."""
+             quantile: float, keys: np.ndarray | None = None) -> np.ndarray:
+        """Factor ``exp(q-quantile of log(measured/predicted))`` per configuration, from the
+        errors of :meth:`_sample` (``keys``: the configurations' :func:`config_keys`, to centre
+        each on its own error on other workloads; NaN: no error in the group to read)."""
         concurrency = np.asarray(concurrency, dtype=float)
+        centres = (np.full(concurrency.shape, np.nan) if keys is None
+                   else self.centre(keys, metric))
         out = np.full(concurrency.shape, np.nan)
-        sample = self.band_rows & (self.groups == group)
-        if not sample.any():
-            return out
-        same_model = sample & (self.models == model)
-        if same_model.sum() >= MIN_BAND_ROWS:
-            sample = same_model
-        residual = self.residual[metric]
-        for c in np.unique(concurrency):
-            near = sample & (np.abs(np.log2(self.concurrency / c)) <= CONCURRENCY_OCTAVES)
-            rows = near if near.sum() >= MIN_BAND_ROWS else sample
-            out[concurrency == c] = np.exp(np.quantile(residual[rows], quantile))
+        cache: dict = {}
+        for i, (c, centre) in enumerate(zip(concurrency.tolist(), centres.tolist(),
+                                            strict=True)):
+            key = (c, centre if np.isfinite(centre) else None)
+            if key not in cache:
+                sample = self._sample(group, model, c, metric, centre)
+                cache[key] = np.exp(np.quantile(sample, quantile)) if sample.size else np.nan
+            out[i] = cache[key]
         return out
 
     def sure(self, group: str, model: str, concurrency: float, metric: str,
-             ratio: float) -> tuple[float, int]:
-        """Share of the group's out-of-sample errors under which a prediction ``ratio`` times
+             ratio: float, key: str | None = None) -> tuple[float, int]:
+        """Share of the errors of :meth:`_sample` under which a prediction ``ratio`` times
         below its target would still meet it, and how many errors that share is read from."""
-        sample = self.band_rows & (self.groups == group)
-        if not sample.any():
+        centre = np.nan if key is None else float(self.centre(np.array([key]), metric)[0])
+        sample = self._sample(group, model, concurrency, metric, centre)
+        if not sample.size:
             return float("nan"), 0
-        same_model = sample & (self.models == model)
-        if same_model.sum() >= MIN_BAND_ROWS:
-            sample = same_model
-        near = sample & (np.abs(np.log2(self.concurrency / concurrency)) <= CONCURRENCY_OCTAVES)
-        rows = near if near.sum() >= MIN_BAND_ROWS else sample
-        residual = self.residual[metric][rows]
-        return float(np.mean(np.exp(residual) <= ratio)), int(rows.sum())
+        return float(np.mean(np.exp(sample) <= ratio)), int(sample.size)
 
 
 @lru_cache(maxsize=1)

@@ -180,7 +180,8 @@ def validate(table: xr.Dataset, quantiles=QUANTILES) -> dict:
                 calibrations[w] = base.excluding(w)
             cal = calibrations[w]
             group, model = s("group")[index[0]], s("model")[index[0]]
-            factor = cal.band(group, model, f("concurrency")[index], "tpot", q)
+            factor = cal.band(group, model, f("concurrency")[index], "tpot", q,
+                              base.keys[index])
             bound[index] = f("tpot_predicted_ms")[index] * np.where(np.isfinite(factor), factor,
                                                                      1.0)
         planners[f"band q {q:g}"] = _regret_cases(table, f("tpot_predicted_ms"), bound,

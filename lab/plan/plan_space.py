@@ -27,6 +27,7 @@ from lab.catalog.moe_spec import MoESpec
 from lab.errors import LabInputError, shown
 from lab.models.inputs import DecodeInputs
 from lab.models.memory import sequence_capacity
+from lab.plan.plan_calibration import config_keys
 from lab.served.served_calc import _designs
 from lab.served.served_floors import _floors, _model_id, precision_of, reason_for
 from lab.units import GB
@@ -264,7 +265,7 @@ def predict(rows: list[dict], calibration, quantile: float, model=None) -> xr.Da
     valid = reason == ""
     col = {name: _column(rows, name) for name in (
         "engine", "mode", "tp", "attention_dp", "moe_ep", "prefill_tp", "prefill_attention_dp",
-        "prefill_workers", "decode_workers", "concurrency", "isl", "osl")}
+        "prefill_workers", "decode_workers", "concurrency", "isl", "osl", "prefill_moe_ep")}
     mode = col["mode"].astype(str)
     share = np.ceil(col["concurrency"] / col["decode_workers"])
     fits = valid & (share <= room)
@@ -284,6 +285,8 @@ def predict(rows: list[dict], calibration, quantile: float, model=None) -> xr.Da
     terms = {m: np.full((n, designs[m].columns.shape[1] if designs[m] else 0), np.nan)
              for m in ("tpot", "ttft")}
     calibrated = np.zeros(n, dtype=bool)
+    keys = config_keys({**col, "model": np.full(n, model_id), "precision": precision,
+                        "gpu": np.full(n, gpu.id if gpu else "")})
     for group in dict.fromkeys(groups[valid].tolist()):
         index = np.flatnonzero(valid & (groups == group))
         engine = col["engine"][index[0]]
@@ -303,9 +306,10 @@ def predict(rows: list[dict], calibration, quantile: float, model=None) -> xr.Da
             for j in range(parts.shape[1]):  # experiment 11's order of summation
                 value = value + np.nan_to_num(parts[:, j])
             predicted[metric][index] = value
-            hi = calibration.band(group, model_id, col["concurrency"][index], metric, quantile)
+            hi = calibration.band(group, model_id, col["concurrency"][index], metric, quantile,
+                                  keys[index])
             lo = calibration.band(group, model_id, col["concurrency"][index], metric,
-                                  1 - quantile)
+                                  1 - quantile, keys[index])
             upper[metric][index] = value * np.where(np.isfinite(hi), hi, 1.0)
             lower[metric][index] = value * np.where(np.isfinite(lo), lo, 1.0)
     gpus = gpus_used(mode, col["tp"], col["attention_dp"], col["prefill_tp"],
@@ -341,6 +345,7 @@ def predict(rows: list[dict], calibration, quantile: float, model=None) -> xr.Da
                  "concurrency", "isl", "osl"):
         out[name] = ("config", col[name].astype(np.int64))
     out["id"] = ("config", np.array([r["id"] for r in rows], dtype=str))
+    out["config_key"] = ("config", keys.astype(str))
     for name, (long_name, units) in UNITS.items():
         out[name].attrs.update({"long_name": long_name, "units": units})
     out.attrs.update({"quantile": quantile, "docs": "docs/model.md, Experiment 12"})

@@ -31,10 +31,10 @@ def row_steps(r: dict, _gpu=None) -> list[Step]:
         Step("TPOT floor", f"one ideal decode step of B = {r['batch_floor']:,} sequences per "
              f"worker at S = isl + osl/2 = {fmt_number(r['context_mid'], 0)} tokens, tp "
              f"{r['tp']}, attention DP {r['attention_dp']}, KV cache {r['kv_precision_floor']} "
-             "(§0; with attention DP each rank its B/dp sequences, lab.models.attention_dp)",
+             "(§0; with attention DP each rank decodes its own B/dp sequences)",
              _ms(r["tpot_floor_ms"])),
         Step("Communication term", "all-reduces 2·L·(2·(tp−1)/tp·(B/dp)·d·2 B / link + 5 µs) "
-             f"(§3) + expert all-to-all over ep {r['moe_ep']} (issue 26)",
+             f"(§3) + expert all-to-all over ep {r['moe_ep']}",
              _ms(r["tpot_term_allreduce_ms"])),
     ]
     if r["mode"] == "agg":

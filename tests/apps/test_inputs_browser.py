@@ -96,7 +96,7 @@ def test_refused_values_are_explained_and_the_message_follows_the_last_one(lab_u
     expect(message).to_have_count(0)
     for text in ("abc", "3.5"):
         type_in(box, text)
-        expect(message).to_contain_text(f"whole number from 1 to 1e+09, typed in digits; "
+        expect(message).to_contain_text(f"whole number from 1 to 1,000,000,000, typed in digits; "
                                          f"'{text}' was not applied")
         expect(box).to_have_value("1000000000")  # the box shows the value in force again
     type_in(box, "1000000000")  # the value in force, typed again: nothing left to explain

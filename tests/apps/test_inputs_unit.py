@@ -37,7 +37,7 @@ def test_readable_follows_the_boxes_own_rules(kind, text, ok):
 def test_typed_text_gets_a_sentence_or_clears_the_message():
     tokens = ContextGrowth.param.tokens
     assert typed_problem(tokens, "int", "abc") == (
-        "Prompt (tokens) must be a whole number from 1 to 1e+09, typed in digits; "
+        "Prompt (tokens) must be a whole number from 1 to 1,000,000,000, typed in digits; "
         "'abc' was not applied.")
     assert "'3.5' was not applied" in typed_problem(tokens, "int", "3.5")
     assert "'0' was not applied" in typed_problem(tokens, "int", "0")  # as the widget says

@@ -332,3 +332,20 @@ def test_experiment_8_offers_every_model_and_shows_the_layer_mix(document):
     assert "7,086,467,072 over all 62 layers" in mix[0].caption
     exp.model = "llama-3.1-8b"
     assert exp.error is None and not [c for c in exp.cards() if c.label == "Layer mix"]
+
+
+def test_goodput_ttft_is_on_a_log_axis_and_the_speed_up_axis_is_labelled():
+    """Issue 37 item 10: experiment 7's TTFT median runs from milliseconds to minutes, so its
+    axis is logarithmic (its 1,000 ms limit lay on a linear axis's baseline); experiment 10's
+    speed-up axis reads ×."""
+    from apps.ui.plots.lessons import lesson_data
+    from apps.ui.plots.series_chart import series_data
+    from lab.experiments.speculative_decoding import SpeculativeDecoding
+
+    goodput = GoodputContract()
+    ttft = series_data(lesson_data(goodput, goodput.chart_data()), "ttft_p50_s",
+                       goodput.inputs())
+    assert ttft.layout.log_y and ttft.y_label == "ms"
+    spec = SpeculativeDecoding()
+    assert series_data(lesson_data(spec, spec.chart_data()), "speedup",
+                       spec.inputs()).y_label == "×"

@@ -108,3 +108,15 @@ def test_a_link_sets_the_filters_and_a_bad_value_is_one_sentence(document):
     page.__panel__().get_root(document)
     assert page.experiment.model == "all"
     assert "model=nope" in page.message.object
+
+
+def test_the_calculation_names_no_internal_reference(view):
+    """Issue 37 item 10: the page's calculation names docs/model.md's sections, never an issue
+    number or a module path."""
+    import dataclasses
+    import re
+
+    view.experiment.param.update(model="all", row="")
+    text = " ".join(str(dataclasses.astuple(step)) for step in view.experiment.steps())
+    assert "TPOT floor" in text
+    assert re.findall(r"issue \d+|\blab\.\w+|\w+\.py\b", text) == []

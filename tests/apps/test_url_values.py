@@ -76,7 +76,7 @@ def test_valid_url_values_apply_without_a_message(document):
 
 @pytest.mark.parametrize(("name", "value", "sentence"), [
     ("budget", 1.5, "Memory budget (share of capacity) must be a number from 0.01 to 1"),
-    ("reserve_gb", -1.0, "Reserve (GB) must be a number from 0 to 1000"),
+    ("reserve_gb", -1.0, "Reserve (GB) must be a number from 0 to 100,000"),
     ("batch", 5000, "Batch (sequences) must be a whole number from 1 to"),
     ("model", "/etc/passwd", "Model must be one of llama-3.2-1b"),
 ])

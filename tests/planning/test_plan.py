@@ -13,7 +13,7 @@ import pytest
 
 from lab.errors import LabInputError
 from lab.plan.plan_calc import calc_plan, plan_point, rank_candidates
-from lab.plan.plan_calibration import shipped_calibration
+from lab.plan.plan_calibration import DEFAULT_QUANTILE, shipped_calibration
 from lab.plan.plan_decide import Targets, frontier, pick
 from lab.plan.plan_space import PlanSpace, config_row, enumerate_rows, predict
 from lab.served.served_loader import MEASURED_VARIABLES, NUMBER_VARIABLES, TEXT_VARIABLES
@@ -69,7 +69,7 @@ def test_a_grid_cell_equals_the_point_call():
               "engine": np.array(["vllm", "ideal"]), "weight_precision": np.array(["fp8"]),
               "layout": np.array(["tp4", "tp8"]), "serving": np.array(["agg", "disagg-1p2d"]),
               "concurrency": np.array([16, 64]), "workload": np.array(["1024/1024"])}
-    out = plan_block(coords, {"quantile": 0.9})
+    out = plan_block(coords, {"quantile": DEFAULT_QUANTILE})
     assert out["tpot_ms"].shape == (1, 1, 2, 1, 2, 2, 2, 1)
     for e, engine in enumerate(("vllm", "ideal")):
         for s, (mode, workers) in enumerate((("agg", (1, 1)), ("disagg", (1, 2)))):
@@ -215,8 +215,39 @@ def test_the_regret_study_runs_per_engine_and_mode():
     code, out, _ = _cli("plan", "--validate", "--json")
     assert code == 0
     study = json.loads(out)["validation"]
-    floor, band = study["floor only"]["overall"], study["band q 0.9"]["overall"]
+    default = f"band q {DEFAULT_QUANTILE:g}"
+    floor, band = study["floor only"]["overall"], study[default]["overall"]
     assert floor["cases"] == band["cases"] == 612
     assert band["misses"] < floor["misses"]
     assert {"trtllm × agg", "vllm × agg", "sglang × disagg"} <= set(
-        study["band q 0.9"]["per_engine_mode"])
+        study[default]["per_engine_mode"])
+
+
+def test_the_predict_first_answer_is_the_pick_at_the_defaults():
+    """The question's right choice names the layout the page picks at its defaults."""
+    from lab.plan.plan_experiment import PlanDeployment
+
+    experiment = PlanDeployment()
+    best = experiment.result["best"]
+    gpus = best["tp"] * best["attention_dp"]
+    chosen = 3 if best["mode"] == "disagg" else {8: 0, 4: 1}.get(gpus, 2)
+    assert chosen == experiment.prediction.answer
+    assert best["label"] in experiment.explanation()
+
+
+def test_candidates_may_leave_the_measurements_out(tmp_path):
+    path = tmp_path / "mine.csv"
+    path.write_text("id,backend,model_path,system,mode,isl,osl,batch_size,tp_size,"
+                    "silicon_ttft_ms,silicon_tpot_ms\n"
+                    "a,vllm,llama-3.1-70b,h200,agg,1024,1024,16,4,,\n"
+                    "b,vllm,llama-3.1-70b,h200,agg,1024,1024,64,4,120,17\n")
+    code, out, _ = _cli("plan", "--candidates", str(path), "--json")
+    assert code == 0
+    ranked = {r["id"]: r for r in json.loads(out)["candidates"]}
+    assert set(ranked) == {"a", "b"} and "tpot_measured_ms" not in ranked["a"]
+    assert ranked["b"]["tpot_measured_ms"] == 17.0
+    no_columns = tmp_path / "bare.csv"
+    no_columns.write_text("id,backend,model_path,system,mode,isl,osl,batch_size,tp_size\n"
+                          "a,vllm,llama-3.1-70b,h200,agg,1024,1024,16,4\n")
+    code, out, _ = _cli("plan", "--candidates", str(no_columns), "--json")
+    assert code == 0 and json.loads(out)["candidates"][0]["tokens_per_s_gpu"] > 0

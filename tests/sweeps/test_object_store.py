@@ -282,6 +282,25 @@ def test_a_concurrent_reader_never_sees_a_half_written_grid(s3_options, s3_endpo
     assert open_grid_url(url).attrs[md.ATTR_NAME] == "old"
     versions = _fs(s3_endpoint).ls("lab/readers/context.zarr/versions", refresh=True)
     assert len(versions) == 2  # the finished but unnamed version is left for later cleanup
+    reading = open_grid_url(url)  # a reader holding the version a newer sweep then replaces
+    _context(url, CONTEXT_NEW, "newer")
+    with pytest.raises(DatasetError, match="was replaced by a newer sweep while it was read; "
+                                           "open it again"):
+        reading.load()
+    assert open_grid_url(url).attrs[md.ATTR_NAME] == "newer"
+
+
+def test_only_replaced_versions_and_day_old_unnamed_ones_are_deleted():
+    now = pointer.version_time("20261206T100000000000Z-1-abcdef01")
+    present = ["20261206T100000000000Z-1-abcdef01",  # the new current
+               "20261206T090000000000Z-2-abcdef02",  # the one the pointer replaced
+               "20261206T095000000000Z-3-abcdef03",  # a live sweep's (younger than a day)
+               "20261205T090000000000Z-4-abcdef04",  # a killed sweep's, a day old
+               "mine-not-the-labs"]                  # a name the lab never makes
+    assert pointer.versions_to_delete(present, present[0], [present[1]], now - 3600 * 20) == [
+        present[1]]  # 20 h earlier, the killed sweep's version was 5 h old: kept
+    assert pointer.versions_to_delete(present, present[0], [present[1]], now + 7200) == [
+        present[1], present[3]]
 
 
 def test_a_worker_killed_mid_sweep_is_survived_with_no_differing_cell(
@@ -314,6 +333,7 @@ def test_a_worker_killed_mid_sweep_is_survived_with_no_differing_cell(
             time.sleep(0.05)
             fs.invalidate_cache()
         os.kill(next(iter(pids.values())), signal.SIGKILL)
+        assert thread.is_alive()  # killed mid-sweep
         assert open_grid_url(url).attrs[md.ATTR_NAME] == "small"  # the previous grid meanwhile
         thread.join(timeout=180)
     assert "error" not in result, result.get("error")
@@ -406,9 +426,20 @@ def test_hostile_stores_are_one_sentence_each(s3_endpoint, hostile, monkeypatch,
     assert code == 2 and "did not answer" in err and took < 60, (err, took)
 
 
-def test_a_damaged_store_is_the_same_sentence_as_a_local_one(s3_options, s3_endpoint):
+def test_a_damaged_store_is_the_same_sentence_as_a_local_one(s3_options, s3_endpoint,
+                                                             monkeypatch):
+    from sweeps import remote_grid
+
     url = "s3://lab/damaged/context.zarr"
     _context(url, CONTEXT_OLD, "old")
+    with monkeypatch.context() as bounds:  # reads are bounded as a local store's are
+        bounds.setattr(remote_grid, "MAX_FILE_BYTES", 8)
+        with pytest.raises(CorruptDatasetError, match=r"MiB the lab reads\); delete it"):
+            open_grid_url(url)
+        bounds.undo()
+        bounds.setattr(remote_grid, "MAX_CHUNK_BYTES", 8)
+        with pytest.raises(CorruptDatasetError, match=r"claims chunks of .* when decoded"):
+            open_grid_url(url)
     fs = _fs(s3_endpoint)
     current = json.loads(fs.cat_file("lab/damaged/context.zarr/" + pointer.POINTER))["current"]
     root = f"lab/damaged/context.zarr/{current}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
+import numpy as np
 import panel as pn
 import param
 from panel.viewable import Viewer
@@ -14,7 +15,13 @@ from apps.ui.parts.downloads import chart_csv_button
 from apps.ui.plots.batch_chart import BatchChart, batch_charts, power_of_two_rows
 from apps.ui.plots.charts import NOTE
 from apps.ui.plots.expert_chart import ExpertChart, expert_chart
-from apps.ui.plots.lessons import MarkLayer, chart_inputs, lesson_data, lesson_marks
+from apps.ui.plots.lessons import (
+    CURRENT_WEIGHT,
+    MarkLayer,
+    chart_inputs,
+    lesson_data,
+    lesson_marks,
+)
 from apps.ui.plots.series_chart import SeriesChart, experiment_charts, update_charts
 from apps.ui.shell.busy import BusyNote
 from apps.ui.shell.plain_text import shown_error
@@ -32,6 +39,21 @@ BUDGET_NOTE = "Hollow markers exceed the chosen memory budget."
 CHART_NOTE = "The curves describe ideal phase costs, not measured performance."
 """Caption under every chart."""
 
+
+
+def drawn_points(chart: SeriesChart) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(xs, ys, weights)`` of what ``chart`` draws: every series' points (weight 1) and the
+    current point (:data:`~apps.ui.plots.lessons.CURRENT_WEIGHT`), so that a line's label
+    covers neither."""
+    x, y = chart.layout.x, chart.variable
+    parts = [(source.data[x], source.data[y], 1.0) for source in chart.sources]
+    if chart.point is not None and len(chart.point.data.get(x, [])):
+        parts.append((chart.point.data[x], chart.point.data[y], CURRENT_WEIGHT))
+    xs = [np.asarray(px, dtype=float) for px, _py, _w in parts]
+    return (np.concatenate(xs), np.concatenate([np.asarray(py, dtype=float)
+                                                for _px, py, _w in parts]),
+            np.concatenate([np.full(len(px), w) for px, (_a, _b, w) in zip(xs, parts,
+                                                                            strict=True)]))
 
 class ChartView(Viewer):
     """The chart(s) of an experiment over its swept axis, the current point highlighted.
@@ -217,7 +239,7 @@ class ChartView(Viewer):
             if layer is None:
                 layer = self._layers[id(chart.figure)] = MarkLayer(
                     chart.figure, chart.variable, chart.layout.x)
-            layer.show(marks, chart.sources[0].data[chart.layout.x])
+            layer.show(marks, chart.sources[0].data[chart.layout.x], drawn_points(chart))
 
     def parts(self) -> list:
         """The busy note, the charts, why there are none, the caption and the CSV download, in

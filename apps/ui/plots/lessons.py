@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import xarray as xr
-from bokeh.models import BoxAnnotation, Label, Span
+from bokeh.models import BoxAnnotation, Label, LogScale, Span
 from bokeh.plotting import figure
 
 from apps.ui.shell.theme import OKABE_ITO
@@ -61,6 +61,55 @@ def band_label_place(mark: Mark, xs=None) -> dict:
     return {"x": mark.start, "x_units": "data", "x_offset": 4, "text_align": "left"}
 
 
+LABEL_CHAR_PX = 6.5
+"""Average width of a character of a mark's label (11 px text), px."""
+NARROW_PLOT_PX = 300
+"""Width of a chart's plot area on a phone, px: a label's share of the width is taken there."""
+LABEL_ROOM = 0.2
+"""Share of the plot's height a label at its bottom or top may cover."""
+CURRENT_WEIGHT = 10
+"""How much worse covering the current point is than covering a point of a curve."""
+
+
+def _shares(values, lo: float, hi: float, log: bool) -> np.ndarray:
+    """``values`` as shares (0 to 1) of the axis from ``lo`` to ``hi`` (log or linear)."""
+    v = np.asarray(values, dtype=float)
+    if log:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v, lo, hi = np.log(np.where(v > 0, v, np.nan)), np.log(lo), np.log(hi)
+    return (v - lo) / (hi - lo) if hi > lo else np.full(v.shape, 0.5)
+
+
+def vline_label_place(mark: Mark, points: tuple, log_x: bool, log_y: bool,
+                      y_bounds: tuple = (None, None)) -> dict:
+    """Where a vertical line's label goes so that it covers neither the curves nor the current
+    point: beside the line (left of it, or right when there is no room on the left) at the
+    plot's bottom or top, whichever the drawn ``points`` ((xs, ys, weights): the curves' and the
+    current point's) leave emptier near the line; ``y_bounds``: the y axis's set range, if
+    any."""
+    xs, ys, weights = (np.asarray(a, dtype=float) for a in points)
+    ok = np.isfinite(xs) & np.isfinite(ys) & (~log_x | (xs > 0)) & (~log_y | (ys > 0))
+    xs, ys, weights = xs[ok], ys[ok], weights[ok]
+    bottom = {"y": 28, "y_units": "screen", "y_offset": 0, "text_baseline": "bottom"}
+    if xs.size == 0 or mark.start is None:
+        return {**bottom, "x_offset": -4, "text_align": "right"}
+    lo_y = y_bounds[0] if y_bounds[0] is not None else float(ys.min())
+    hi_y = y_bounds[1] if y_bounds[1] is not None else float(ys.max())
+    fx = _shares(np.append(xs, mark.start), float(xs.min()), float(xs.max()), log_x)
+    fy = _shares(ys, lo_y, hi_y, log_y)
+    line, fx = fx[-1], fx[:-1]
+    width = len(mark.label) * LABEL_CHAR_PX / NARROW_PLOT_PX
+    left = line - width >= 0
+    near = (fx >= line - width) & (fx <= line) if left else (fx >= line) & (fx <= line + width)
+    at_bottom = float(weights[near & (fy <= LABEL_ROOM)].sum())
+    at_top = float(weights[near & (fy >= 1 - LABEL_ROOM)].sum())
+    side = {"x_offset": -4, "text_align": "right"} if left else {"x_offset": 4,
+                                                                "text_align": "left"}
+    if at_bottom <= at_top:
+        return {**bottom, **side}
+    return {"y": hi_y, "y_units": "data", "y_offset": -2, "text_baseline": "top", **side}
+
+
 class MarkLayer:
     """The Bokeh annotations of the marks on one figure, moved in place on each update."""
 
@@ -89,9 +138,11 @@ class MarkLayer:
             self.models[key] = (shape, label)
         return self.models[key]
 
-    def show(self, marks: list[Mark], xs=None) -> None:
+    def show(self, marks: list[Mark], xs=None, points: tuple | None = None) -> None:
         """Place every mark that belongs on this figure (``xs``: the x values drawn, which
-        say on which side of a band its label fits, :func:`band_label_place`)."""
+        say on which side of a band its label fits, :func:`band_label_place`; ``points``:
+        (xs, ys, weights) of everything drawn, which say where a vertical line's label covers
+        nothing, :func:`vline_label_place`)."""
         for mark in marks:
             if mark.kind == "yrange":
                 if mark.variable == self.variable:
@@ -115,3 +166,9 @@ class MarkLayer:
                     label.y = mark.start
                 else:
                     label.x = mark.start
+                    if points is not None:
+                        y_range = self.figure.y_range
+                        label.update(**vline_label_place(
+                            mark, points, isinstance(self.figure.x_scale, LogScale),
+                            isinstance(self.figure.y_scale, LogScale),
+                            (getattr(y_range, "start", None), getattr(y_range, "end", None))))

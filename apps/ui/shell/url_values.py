@@ -45,7 +45,10 @@ def quoted(value: object) -> str:
 
 
 def _number(value: float) -> str:
-    return f"{value:g}"
+    """A bound as a reader writes it: ``1,048,576``, ``0.01`` (never ``1.04858e+06``)."""
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.6f}".rstrip("0").rstrip(".")
 
 
 def allowed_text(parameter: param.Parameter) -> str:
