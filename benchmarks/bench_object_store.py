@@ -198,11 +198,14 @@ def main() -> None:
         server_proc.terminate()
         server_proc.wait(timeout=30)
         shutil.rmtree(work, ignore_errors=True)
-    text = json.dumps(record, indent=2)
-    print(text)
+    print(json.dumps(record, indent=2))
     target = Path(args.json) if args.json else (
         REPO / "benchmarks" / "results" / f"object-store-{datetime.now(UTC):%Y-%m-%d}.json")
-    target.write_text(text + "\n", encoding="utf-8")
+    runs = []
+    if target.is_file():  # the day's earlier runs are kept: {"runs": [...]}
+        earlier = json.loads(target.read_text(encoding="utf-8"))
+        runs = earlier.get("runs", [earlier]) if isinstance(earlier, dict) else []
+    target.write_text(json.dumps({"runs": [*runs, record]}, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ models, with the lab's splits:
 It prints and writes (``--json``, default ``benchmarks/results/served-reference.json``) median
 and p90 |predicted − measured| / measured, overall, per mode and per engine × GPU × mode, beside
 the lab's (``lab.served.served_calc.served_table``). scikit-learn is the ``bench`` extra
-(``pip install -e .[bench]``), never a runtime dependency. About 5 minutes on two cores.
+(``pip install -e .[bench]``), never a runtime dependency. About 5 minutes on one core
+(404 fits).
 
 Usage::
 
@@ -29,9 +30,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
+
+# one OpenMP thread per fit: on a shared two-core machine scikit-learn's threads spin against
+# each other (27 s of CPU per fit measured under load, 0.4 s with one thread)
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np
 

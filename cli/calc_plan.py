@@ -30,7 +30,7 @@ def _targets(args) -> Targets:
 
 def _validate(args) -> int:
     from lab.plan.plan_calibration import shipped_calibration
-    from lab.plan.plan_decide import validate
+    from lab.plan.plan_decide import planner_name, validate
 
     result = validate(shipped_calibration().table)
     if args.json:
@@ -44,8 +44,8 @@ def _validate(args) -> int:
         o = r["overall"]
         print(f"- {name}: {o['cases']} cases; regret {_pct(o['median_regret'])}; misses "
               f"{_pct(o['misses'])}; no pick {o['no_pick']}")
-    default = f"band q {DEFAULT_QUANTILE:g}"
-    print(f"Per engine × mode ({default} | floor only):")
+    default = planner_name(DEFAULT_QUANTILE)
+    print(f"Per engine × mode ({default}, the default | floor only):")
     for key, r in result[default]["per_engine_mode"].items():
         f = result["floor only"]["per_engine_mode"].get(key, {})
         print(f"- {key}: {r['cases']} cases; regret {_pct(r['median_regret'])}, misses "

@@ -14,14 +14,20 @@ from sweeps.paths import DATASET_NAMES
 
 
 def _run(args: argparse.Namespace) -> int:
+    from sweeps.object_store import parse_storage_options, using_storage_options
+
+    with using_storage_options(parse_storage_options(args.storage_option)):
+        return _export(args)
+
+
+def _export(args: argparse.Namespace) -> int:
     from sweeps.files import ignore_file_size_signal
 
     ignore_file_size_signal()
     from sweeps.datasets import open_dataset
     from sweeps.export import check_output, format_for, select, write
-    from sweeps.object_store import is_url, parse_storage_options, set_storage_options
+    from sweeps.object_store import is_url
 
-    set_storage_options(parse_storage_options(args.storage_option))
     if is_url(args.output):
         raise LabInputError(f"-o {args.output} is a URL; export writes a local file (or -), so "
                             "give a path and copy it to the store afterwards.")

@@ -10,6 +10,13 @@ from sweeps.paths import DATASET_NAMES
 
 
 def _run(args: argparse.Namespace) -> int:
+    from sweeps.object_store import parse_storage_options, using_storage_options
+
+    with using_storage_options(parse_storage_options(args.storage_option)):
+        return _sweep(args)
+
+
+def _sweep(args: argparse.Namespace) -> int:
     from sweeps.allocator import tune_allocator
     from sweeps.files import ignore_file_size_signal
 
@@ -17,11 +24,9 @@ def _run(args: argparse.Namespace) -> int:
     tune_allocator()  # this process exists to compute the grid (threaded scheduler included)
     from sweeps.grid_files import load_grid
     from sweeps.job import plan_sweep, run_sweep
-    from sweeps.object_store import parse_storage_options, set_storage_options
     from sweeps.performance import checked_report_path, performance_report
     from sweeps.runner import runner
 
-    set_storage_options(parse_storage_options(args.storage_option))
     grid = load_grid(args.grid)
     plan = plan_sweep(grid, args.experiment, args.out)  # bad input fails before any cluster
     report_path = checked_report_path(args.performance_report, args.scheduler)

@@ -21,7 +21,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from lab.errors import LabInputError
@@ -38,7 +39,8 @@ NOT_SECRET = ("endpoint_url", "region_name", "key_prefix")
 """Names holding a secret word that are not secrets."""
 PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "abfs": "adlfs",
             "abfss": "adlfs", "az": "adlfs"}
-"""The package each object store's fsspec filesystem lives in."""
+"""The object stores the lab keeps grids in (fsspec's asynchronous filesystems, which Zarr
+writes through), and the package each one's filesystem lives in; any other scheme is refused."""
 CONNECT_TIMEOUT_S = 5
 """Seconds to open a connection to the store before a retry."""
 READ_TIMEOUT_S = 30
@@ -78,21 +80,42 @@ def _value(key: str, text: str, flag: str) -> Any:
         if name not in os.environ:
             raise LabInputError(f"{flag} {key}=env:{name} names the environment variable {name}, "
                                 "which is not set.")
-        return os.environ[name]
+        return _structured(os.environ[name])
     if text.startswith("@"):
         try:
             with open(os.path.expanduser(text[1:]), encoding="utf-8") as handle:
-                return handle.read().strip()
+                return _structured(handle.read().strip())
         except OSError as exc:
             raise LabInputError(f"{flag} {key}=@{text[1:]} cannot be read "
                                 f"({(exc.strerror or type(exc).__name__).lower()}).") from None
-    if _secret(key):
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = text
+    if _secret(key) or _holds_secret(value):
         raise LabInputError(f"{flag} {key}=… would show the secret to every user of this machine "
                             f"(ps); give {key}=env:NAME (an environment variable) or {key}=@FILE.")
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
+    return value
+
+
+def _structured(text: str) -> Any:
+    """A value read from the environment or a file: a JSON object or list as such (e.g.
+    ``client_kwargs``), anything else as the text it is (a secret stays a string)."""
+    if text[:1] in "{[" and text:
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _holds_secret(value: Any) -> bool:
+    """Whether a JSON value names a secret-like key at any depth (``client_kwargs={…}``)."""
+    if isinstance(value, dict):
+        return any(_secret(str(k)) or _holds_secret(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_secret(v) for v in value)
+    return False
 
 
 def parse_storage_options(items: Iterable[str] | None,
@@ -116,6 +139,18 @@ def set_storage_options(options: Mapping[str, Any] | None) -> None:
     none given: the environment's (:data:`OPTIONS_ENV`)."""
     global _options
     _options = dict(options) if options else None
+
+
+@contextmanager
+def using_storage_options(options: Mapping[str, Any] | None) -> Iterator[None]:
+    """:func:`set_storage_options` for the duration of a command, then the previous ones."""
+    global _options
+    previous = _options
+    set_storage_options(options)
+    try:
+        yield
+    finally:
+        _options = previous
 
 
 def storage_options() -> dict[str, Any]:
@@ -160,11 +195,11 @@ def check_url(url: str, what: str = "--out") -> str:
     if proto in ("file", "local"):
         raise LabInputError(f"{what} {url} is a file:// URL; give the local path itself "
                             f"({url.split('://', 1)[1] or '/'}).")
-    if proto not in known_implementations or proto in ("http", "https", "memory", "ftp"):
+    if proto not in PACKAGES or proto not in known_implementations:
         raise LabInputError(f"{what} {url} is a URL of a kind the lab cannot store grids in "
                             f"('{proto}://'); give a local path or an object store URL (s3://, "
                             "gs://, abfs://).")
-    package = PACKAGES.get(proto, known_implementations[proto].get("class", proto).split(".")[0])
+    package = PACKAGES[proto]
     try:
         from fsspec.registry import get_filesystem_class
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
+from zarr.storage import WrapperStore
 
 from lab.errors import LabInputError
 from lab.units import MIB
@@ -94,22 +95,22 @@ def _fsspec_store(url: str, options: Mapping[str, Any], *, read_only: bool = Fal
         return FsspecStore.from_url(url, storage_options=dict(options), read_only=read_only)
 
 
-class _Recording:
+class _Recording(WrapperStore):
     """A Zarr store wrapper that records the checksum of every object written through it."""
 
-    def __new__(cls, store):
-        from zarr.storage import WrapperStore
+    def __init__(self, store):
+        super().__init__(store)
+        self.digests: dict[str, str] = {}
 
-        class Recording(WrapperStore):
-            def __init__(self, inner):
-                super().__init__(inner)
-                self.digests: dict[str, str] = {}
+    def _with_store(self, store) -> _Recording:
+        other = type(self)(store)
+        other.digests = self.digests
+        return other
 
-            async def set(self, key, value):
-                self.digests[key] = file_digest(value.to_bytes())
-                await self._store.set(key, value)
-
-        return Recording(store)
+    async def set(self, key, value):
+        """Record ``value``'s checksum under ``key``, then write it."""
+        self.digests[key] = file_digest(value.to_bytes())
+        await self._store.set(key, value)
 
 
 def write_region_url(url: str, options: Mapping[str, Any], block, spec: ExperimentSpec,
@@ -209,7 +210,10 @@ def check_replaceable_url(url: str, options: Mapping[str, Any] | None = None) ->
         if fs.isfile(root):
             raise DatasetError(f"{url} is an object this tool did not write, so a sweep will not "
                                "replace it; give another --out.")
-        found = _read_pointer(fs, root, url) is not None
+        try:
+            found = _read_pointer(fs, root, url) is not None
+        except CorruptDatasetError:  # a damaged pointer: replaced, as a damaged local store is
+            found = False
         try:
             entries = fs.ls(root, detail=False, refresh=True)
         except FileNotFoundError:
@@ -272,7 +276,10 @@ def write_experiment_url(kind: GridKind, spec: ExperimentSpec, grid_name: str, u
     version_root = f"{root}/{pointer.version_path(version)}"
     moved = False
     try:
-        old = _read_pointer(fs, root, url)
+        try:
+            old = _read_pointer(fs, root, url)
+        except CorruptDatasetError:
+            old = None
         dtypes = output_dtypes(spec, kind.schema, kind.block)
         ds = kind.build(spec, grid_name, dtypes)
         pointer._step("template")

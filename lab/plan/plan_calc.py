@@ -27,7 +27,8 @@ from lab.plan.plan_space import (
     enumerate_rows,
     predict,
 )
-from lab.served.served_calc import TERM_NAMES, TERMS
+from lab.served import gap
+from lab.served.served_calc import TERM_NAMES
 from lab.served.served_floors import _gpu_id, _model_id
 from lab.units import fmt_number
 
@@ -57,13 +58,51 @@ def plan_arrays(plan: xr.Dataset) -> dict:
     return {name: plan[name].values for name in plan.data_vars}
 
 
+COEFFICIENT_TERMS = {"k_prefill": "prefill", "k_step": "step", "t_layer_ms": "fixed",
+                     "t_moe_layer_ms": "moe", "k_comm": "collective", "k_queue": "queue",
+                     "t_first_ms": "fixed", "k_chunk": "chunk"}
+"""Experiment 11's term (:data:`~lab.served.served_calc.TERMS`) each fitted coefficient
+multiplies; a coefficient not listed is named by itself."""
+
+
 def term_name(metric: str, mode: str, j: int) -> str:
-    """Experiment 11's name of fitted term ``j`` (0-based): its :data:`TERMS` after the
-    communication term, the interleaved prefill (agg) being the decode step's (disagg)."""
-    keys = [k for k in TERMS[metric] if k != "allreduce"]
-    if metric == "tpot":
-        keys = [k for k in keys if k != ("step" if mode == "agg" else "prefill")]
-    return TERM_NAMES[metric, keys[j]] if j < len(keys) else f"fitted term {j + 1}"
+    """Experiment 11's name of fitted term ``j`` (0-based, the design's column order: its
+    coefficient's, :data:`lab.served.gap.TPOT_COEFFICIENTS` and ``TTFT_COEFFICIENTS``)."""
+    names = gap.TPOT_COEFFICIENTS[mode] if metric == "tpot" else gap.TTFT_COEFFICIENTS
+    if j >= len(names):
+        return f"fitted term {j + 1}"
+    key = COEFFICIENT_TERMS.get(names[j])
+    return f"{TERM_NAMES.get((metric, key), names[j])} ({names[j]})"
+
+
+def meet_chances(plan: xr.Dataset, arrays: dict, targets: Targets, calibration) -> np.ndarray:
+    """Each configuration's chance of meeting the targets, read from its error sample (the
+    product over TTFT and TPOT), as far as the pick needs it: computed from the most predicted
+    tokens down until no chance ≤ 1 could lift a configuration above the best expected tokens
+    so far (those left: 0); NaN for configurations that miss the targets at the band's edge
+    and for uncalibrated ones."""
+    out = np.full(plan.sizes["config"], np.nan)
+    candidates = np.flatnonzero(meets(plan, targets) & arrays["calibrated"])
+    group_of = plan.attrs.get("gpu", "")
+    model = plan.attrs.get("model", "")
+    limits = [(m, limit) for m, limit in (("tpot", targets.tpot_limit()),
+                                          ("ttft", targets.ttft_limit())) if np.isfinite(limit)]
+    tokens = np.asarray(arrays["tokens_per_s_gpu"], dtype=float)
+    best = -np.inf
+    for i in candidates[np.argsort(-tokens[candidates], kind="stable")].tolist():
+        if tokens[i] <= best:  # a chance ≤ 1 cannot lift it above the best so far
+            out[i] = 0.0
+            continue
+        group = f"{arrays['engine'][i]} × {group_of} × {arrays['mode'][i]}"
+        chance = 1.0
+        for metric, limit in limits:
+            share, n = calibration.sure(group, model, float(arrays["concurrency"][i]), metric,
+                                        limit / arrays[f"{metric}_ms"][i],
+                                        str(arrays["config_key"][i]))
+            chance *= share if n else 1.0
+        out[i] = chance
+        best = max(best, tokens[i] * chance)
+    return out
 
 
 def how_sure(plan: xr.Dataset, index: int, targets: Targets, calibration) -> dict:
@@ -150,7 +189,8 @@ def plan_record(plan: xr.Dataset, targets: Targets, calibration, inputs: dict,
         first = weights[-1] if weights else refusals.most_common(1)[0][0]
         raise LabInputError(f"No configuration can be planned; for example: {first}")
     arrays = plan_arrays(plan)
-    chosen = pick(plan, targets)
+    chance = meet_chances(plan, arrays, targets, calibration)
+    chosen = pick(plan, targets, chance=chance)
     optimistic = pick(plan, targets, conservative=False)
     calibrated = np.asarray(plan["calibrated"].values, dtype=bool)
     result = {
@@ -212,8 +252,10 @@ def config_steps(r: dict) -> list[Step]:
             steps.append(Step(name, "fitted on the group's measured rows",
                               ms(r[f"tpot_fitted_term_{j}_ms"])))
             j += 1
-    steps.append(Step("TPOT predicted", "floor + terms" if r["calibrated"] else
-                      "the floor (uncalibrated)", ms(r["tpot_ms"])))
+    steps.append(Step("TPOT predicted", ("experiment 11's fixed part (floor + communication; a "
+                                         "disaggregated worker whose batch is inferred carries "
+                                         "its floor in a fitted term) + the fitted terms")
+                      if r["calibrated"] else "the floor (uncalibrated)", ms(r["tpot_ms"])))
     steps.append(Step("TTFT floor", "one request's ideal prefill (§11)", ms(r["ttft_floor_ms"])))
     if r["calibrated"]:
         j = 1

@@ -24,7 +24,7 @@ import xarray as xr
 from lab.served import gap
 from lab.served.served_calc import METRICS, _designs, run_keys, served_table
 
-DEFAULT_QUANTILE = 0.95
+DEFAULT_QUANTILE = 0.9
 """The band's conservative quantile: a plan's latency is read at the q-th quantile of its
 group's out-of-sample errors (chosen by ``calc plan --validate``, docs/model.md §12)."""
 MIN_BAND_ROWS = 5
@@ -80,6 +80,7 @@ class Calibration:
         self.band_rows = ok
         self.keys = config_keys({k: t[k].values for k in CONFIG_KEY})
         self._centres: dict = {}
+        self._samples: dict = {}
 
     def _centre_data(self, metric: str) -> tuple[dict, np.ndarray]:
         """Mean error per configuration over the band rows, and each band row's error less
@@ -116,6 +117,15 @@ class Calibration:
         workloads plus its bucket's spread about such errors when it was measured there, else
         its bucket's errors (bucket: the group, the same model when ≥ MIN_BAND_ROWS, a
         concurrency within a factor of two when ≥ MIN_BAND_ROWS)."""
+        cache_key = (group, model, float(concurrency), metric,
+                     float(centre) if np.isfinite(centre) else None)
+        if cache_key not in self._samples:
+            self._samples[cache_key] = self._read_sample(group, model, concurrency, metric,
+                                                         centre)
+        return self._samples[cache_key]
+
+    def _read_sample(self, group: str, model: str, concurrency: float, metric: str,
+                     centre: float) -> np.ndarray:
         sample = self.band_rows & (self.groups == group)
         if not sample.any():
             return np.empty(0)
@@ -139,6 +149,7 @@ class Calibration:
         other.exclude_workload = workload
         other._theta = {}
         other._centres = {}
+        other._samples = {}
         other.band_rows = self.band_rows & (self.workloads != workload)
         return other
 

@@ -27,6 +27,12 @@ QUANTILES = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 """Band quantiles the validation reports."""
 
 
+def planner_name(quantile: float) -> str:
+    """The regret study's name of the product's planner at ``quantile``: the band's edge
+    keeps the configurations, the chance of meeting the target weighs their throughput."""
+    return f"band q {quantile:g}, × chance"
+
+
 @dataclass(frozen=True)
 class Targets:
     """Latency targets (None: no target): TTFT ≤, TPOT ≤ (ms), tokens/s per user ≥."""
@@ -65,17 +71,21 @@ def meets(plan: xr.Dataset, targets: Targets, conservative: bool = True) -> np.n
     return usable & (tpot <= targets.tpot_limit()) & (ttft <= targets.ttft_limit())
 
 
-def pick(plan: xr.Dataset, targets: Targets, conservative: bool = True) -> int | None:
-    """Index of the configuration with the most predicted tokens/s per GPU that meets the
-    targets, a calibrated one when any calibrated one does (None: none does)."""
+def pick(plan: xr.Dataset, targets: Targets, conservative: bool = True,
+         chance: np.ndarray | None = None) -> int | None:
+    """Index of the configuration with the most predicted tokens/s per GPU — times its
+    ``chance`` of meeting the targets when given — among those that meet them, a calibrated
+    one when any calibrated one does (None: none does)."""
     ok = meets(plan, targets, conservative)
     if not ok.any():
         return None
     calibrated = ok & np.asarray(plan["calibrated"].values, dtype=bool)
     if calibrated.any():  # a floor is a lower bound, not a prediction to bet on
         ok = calibrated
-    score = np.where(ok, np.asarray(plan["tokens_per_s_gpu"].values), -np.inf)
-    return int(np.argmax(score))
+    score = np.asarray(plan["tokens_per_s_gpu"].values)
+    if chance is not None:  # the expected tokens: a pick likelier to hold weighs more
+        score = score * np.where(np.isfinite(chance), chance, 1.0)
+    return int(np.argmax(np.where(ok, score, -np.inf)))
 
 
 def frontier(plan: xr.Dataset, mode: str) -> np.ndarray:
@@ -99,7 +109,11 @@ def frontier(plan: xr.Dataset, mode: str) -> np.ndarray:
 
 # -- validation ------------------------------------------------------------------------------
 def _regret_cases(table: xr.Dataset, tpot_pred: np.ndarray, tpot_bound: np.ndarray,
-                  score: np.ndarray, keys: np.ndarray, usable: np.ndarray) -> list[dict]:
+                  score: np.ndarray, keys: np.ndarray, usable: np.ndarray,
+                  chance=None) -> list[dict]:
+    """The study's cases for one planner: it keeps the configurations whose ``tpot_bound``
+    meets the target and picks the highest ``score`` (times ``chance(index, target)``, the
+    probability of meeting it, when given)."""
     measured_tpot = np.asarray(table["tpot_measured_ms"].values, dtype=float)
     measured_ttft = np.asarray(table["ttft_measured_ms"].values, dtype=float)
     measured = _throughput(table, measured_ttft, measured_tpot)
@@ -117,7 +131,8 @@ def _regret_cases(table: xr.Dataset, tpot_pred: np.ndarray, tpot_bound: np.ndarr
                 cases.append({"key": key, "percentile": q, "picked": False, "miss": False,
                               "regret": 1.0})
                 continue
-            j = int(np.argmax(np.where(chosen, score[index], -np.inf)))
+            weight = score[index] if chance is None else score[index] * chance(index, target)
+            j = int(np.argmax(np.where(chosen, weight, -np.inf)))
             miss = bool(tpot[j] > target)
             regret = 1.0 if miss else float(1 - measured[index][j] / best)
             cases.append({"key": key, "percentile": q, "picked": True, "miss": miss,
@@ -169,23 +184,35 @@ def validate(table: xr.Dataset, quantiles=QUANTILES) -> dict:
     base = Calibration(table)
     calibrations: dict[str, Calibration] = {}
     workloads = s("workload")
+    samples: dict[int, np.ndarray] = {}
+    for key in dict.fromkeys(keys[usable].tolist()):
+        index = np.flatnonzero(usable & (keys == key))
+        if index.size < MIN_GROUP:
+            continue
+        w = workloads[index[0]]
+        if w not in calibrations:
+            calibrations[w] = base.excluding(w)
+        cal = calibrations[w]
+        centres = cal.centre(base.keys[index], "tpot")
+        for i, centre in zip(index.tolist(), centres.tolist(), strict=True):
+            samples[i] = cal._sample(s("group")[i], s("model")[i], max(f("concurrency")[i], 1.0),
+                                     "tpot", centre)
+    tpot_predicted = f("tpot_predicted_ms")
+
+    def chance(index: np.ndarray, target: float) -> np.ndarray:
+        return np.array([np.mean(tpot_predicted[i] * np.exp(samples[i]) <= target)
+                         if samples[i].size else float(tpot_predicted[i] <= target)
+                         for i in index.tolist()])
+
     for q in quantiles:
         bound = np.full(usable.shape, np.nan)
-        for key in dict.fromkeys(keys[usable].tolist()):
-            index = np.flatnonzero(usable & (keys == key))
-            if index.size < MIN_GROUP:
-                continue
-            w = workloads[index[0]]
-            if w not in calibrations:
-                calibrations[w] = base.excluding(w)
-            cal = calibrations[w]
-            group, model = s("group")[index[0]], s("model")[index[0]]
-            factor = cal.band(group, model, f("concurrency")[index], "tpot", q,
-                              base.keys[index])
-            bound[index] = f("tpot_predicted_ms")[index] * np.where(np.isfinite(factor), factor,
-                                                                     1.0)
-        planners[f"band q {q:g}"] = _regret_cases(table, f("tpot_predicted_ms"), bound,
-                                                  predicted, keys, usable)
+        for i, sample in samples.items():
+            bound[i] = tpot_predicted[i] * (np.exp(np.quantile(sample, q)) if sample.size
+                                            else 1.0)
+        planners[f"band q {q:g}"] = _regret_cases(table, tpot_predicted, bound, predicted, keys,
+                                                  usable)
+        planners[f"band q {q:g}, × chance"] = _regret_cases(
+            table, tpot_predicted, bound, predicted, keys, usable, chance)
     out = {}
     for name, cases in planners.items():
         per = {}

@@ -349,3 +349,21 @@ def test_goodput_ttft_is_on_a_log_axis_and_the_speed_up_axis_is_labelled():
     spec = SpeculativeDecoding()
     assert series_data(lesson_data(spec, spec.chart_data()), "speedup",
                        spec.inputs()).y_label == "×"
+
+
+def test_a_line_label_moves_off_the_current_point_and_the_curves():
+    """Issue 37 item 10: a vertical line's label goes where the curves and the current point
+    leave room (experiment 8's crossover label covered the current point)."""
+    from apps.ui.plots.lessons import CURRENT_WEIGHT, vline_label_place
+    from apps.ui.views.page_descriptions import Mark
+
+    mark = Mark("vline", "crossover n* = 8,192", 8192.0, axis="tokens")
+    xs = np.array([1024.0, 2048, 4096, 8192, 16384, 32768, 4096])
+    rising = np.array([1.0, 1.1, 1.2, 1.5, 3.0, 9.0, 1.2])  # current point last, bottom left
+    weights = np.array([1, 1, 1, 1, 1, 1, CURRENT_WEIGHT])
+    place = vline_label_place(mark, (xs, rising, weights), log_x=True, log_y=False)
+    assert place["y_units"] == "data" and place["text_baseline"] == "top"  # at the top
+    falling = rising[::-1].copy()
+    falling[-1], xs[-1] = 9.0, 1024.0  # the current point high on the left, far from the line
+    place = vline_label_place(mark, (xs, falling, weights), log_x=True, log_y=False)
+    assert place["y_units"] == "screen"  # the bottom, left of the line, is empty

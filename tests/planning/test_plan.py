@@ -215,7 +215,7 @@ def test_the_regret_study_runs_per_engine_and_mode():
     code, out, _ = _cli("plan", "--validate", "--json")
     assert code == 0
     study = json.loads(out)["validation"]
-    default = f"band q {DEFAULT_QUANTILE:g}"
+    default = f"band q {DEFAULT_QUANTILE:g}, × chance"
     floor, band = study["floor only"]["overall"], study[default]["overall"]
     assert floor["cases"] == band["cases"] == 612
     assert band["misses"] < floor["misses"]

@@ -92,6 +92,20 @@ def test_export_to_a_url_and_open_dataset_of_a_bad_scheme_are_one_sentence(tmp_p
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_store_whose_package_is_missing_names_the_package(monkeypatch):
+    import importlib
+
+    registry = importlib.import_module("fsspec.registry")
+
+    def missing(protocol):
+        raise ImportError(f"Install gcsfs to access {protocol}")
+
+    monkeypatch.setattr(registry, "get_filesystem_class", missing)
+    with pytest.raises(LabInputError, match=r"needs the package gcsfs to reach gs:// storage; "
+                                            r"run `pip install gcsfs`\."):
+        lab.open_dataset("gs://bucket/grids/decode.zarr")
+
+
 def test_storage_options_never_take_a_secret_from_the_command_line(tmp_path, monkeypatch):
     with pytest.raises(LabInputError, match=r"secret=env:NAME .* or secret=@FILE"):
         parse_storage_options(["secret=hunter2"])
@@ -193,21 +207,24 @@ def test_serve_passes_storage_options_through_its_environment_not_its_command_li
         seen["cmd"], seen["env"] = cmd, dict(os.environ)
         raise SystemExit(0)
 
+    from apps.ui.server.page_gate import LIMIT_ENV
+    from sweeps.catalog_of_datasets import DATASETS_ENV
+    from sweeps.object_store import using_storage_options
+
     monkeypatch.setattr(serve_cmd.os, "execv", execv)
     monkeypatch.setenv("LAB_TEST_SECRET", "testing")
-    monkeypatch.delenv(OPTIONS_ENV, raising=False)
-    with pytest.raises(SystemExit):
+    for name in (OPTIONS_ENV, DATASETS_ENV, LIMIT_ENV):  # what serve sets: restored afterwards
+        monkeypatch.delenv(name, raising=False)
+    with using_storage_options(None), pytest.raises(SystemExit):
         main(["serve", "--datasets", "s3://lab/grids/", "--storage-option",
               f"endpoint_url={s3_endpoint}", "--storage-option", "secret=env:LAB_TEST_SECRET",
               "--storage-option", "key=env:LAB_TEST_SECRET"])
-    monkeypatch.delenv(OPTIONS_ENV)
-    from sweeps.object_store import set_storage_options
-
-    set_storage_options(None)
     assert json.loads(seen["env"][OPTIONS_ENV])["secret"] == "testing"
+    assert seen["env"][DATASETS_ENV] == "s3://lab/grids"
     assert not any("testing" in part for part in seen["cmd"])
-    assert main(["serve", "--datasets", "s3://no-such-bucket/grids/", "--storage-option",
-                 f"endpoint_url={s3_endpoint}"]) == 2
+    with using_storage_options(None):
+        assert main(["serve", "--datasets", "s3://no-such-bucket/grids/", "--storage-option",
+                     f"endpoint_url={s3_endpoint}"]) == 2
 
 
 # ---- 3. replacing without rename: a kill at any step, a worker killed mid-sweep ------------
@@ -458,6 +475,8 @@ def test_a_damaged_store_is_the_same_sentence_as_a_local_one(s3_options, s3_endp
     fs.pipe_file("lab/damaged/context.zarr/" + pointer.POINTER, b"{not json")
     with pytest.raises(CorruptDatasetError, match="its pointer"):
         open_grid_url(url)
+    _context(url, CONTEXT_NEW, "mended")  # a sweep replaces the damaged dataset
+    assert open_grid_url(url).attrs[md.ATTR_NAME] == "mended"
     with pytest.raises(MissingDatasetError, match=re.escape(
             "There is no dataset at s3://lab/nothing/context.zarr; run `inference-lab sweep "
             "--out s3://lab/nothing/context.zarr` to recompute it.")):

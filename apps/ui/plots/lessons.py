@@ -83,31 +83,36 @@ def _shares(values, lo: float, hi: float, log: bool) -> np.ndarray:
 def vline_label_place(mark: Mark, points: tuple, log_x: bool, log_y: bool,
                       y_bounds: tuple = (None, None)) -> dict:
     """Where a vertical line's label goes so that it covers neither the curves nor the current
-    point: beside the line (left of it, or right when there is no room on the left) at the
-    plot's bottom or top, whichever the drawn ``points`` ((xs, ys, weights): the curves' and the
-    current point's) leave emptier near the line; ``y_bounds``: the y axis's set range, if
-    any."""
+    point: beside the line (left of it, else right of it where it fits) at the plot's bottom
+    or top, whichever of those places the drawn ``points`` ((xs, ys, weights): the curves' and
+    the current point's) leave emptiest, the bottom left first; ``y_bounds``: the y axis's set
+    range, if any."""
     xs, ys, weights = (np.asarray(a, dtype=float) for a in points)
-    ok = np.isfinite(xs) & np.isfinite(ys) & (~log_x | (xs > 0)) & (~log_y | (ys > 0))
+    ok = np.isfinite(xs) & np.isfinite(ys) & ((xs > 0) | (not log_x)) & ((ys > 0) | (not log_y))
     xs, ys, weights = xs[ok], ys[ok], weights[ok]
     bottom = {"y": 28, "y_units": "screen", "y_offset": 0, "text_baseline": "bottom"}
+    left = {"x_offset": -4, "text_align": "right"}
     if xs.size == 0 or mark.start is None:
-        return {**bottom, "x_offset": -4, "text_align": "right"}
-    lo_y = y_bounds[0] if y_bounds[0] is not None else float(ys.min())
-    hi_y = y_bounds[1] if y_bounds[1] is not None else float(ys.max())
+        return {**bottom, **left}
+    lo_y, hi_y = (b if b is not None and np.isfinite(b) else f(ys)
+                  for b, f in zip(y_bounds, (np.min, np.max), strict=True))
     fx = _shares(np.append(xs, mark.start), float(xs.min()), float(xs.max()), log_x)
-    fy = _shares(ys, lo_y, hi_y, log_y)
+    fy = _shares(ys, float(lo_y), float(hi_y), log_y)
     line, fx = fx[-1], fx[:-1]
     width = len(mark.label) * LABEL_CHAR_PX / NARROW_PLOT_PX
-    left = line - width >= 0
-    near = (fx >= line - width) & (fx <= line) if left else (fx >= line) & (fx <= line + width)
-    at_bottom = float(weights[near & (fy <= LABEL_ROOM)].sum())
-    at_top = float(weights[near & (fy >= 1 - LABEL_ROOM)].sum())
-    side = {"x_offset": -4, "text_align": "right"} if left else {"x_offset": 4,
-                                                                "text_align": "left"}
-    if at_bottom <= at_top:
-        return {**bottom, **side}
-    return {"y": hi_y, "y_units": "data", "y_offset": -2, "text_baseline": "top", **side}
+    top = {"y": float(hi_y), "y_units": "data", "y_offset": -2, "text_baseline": "top"}
+    right = {"x_offset": 4, "text_align": "left"}
+    places = []
+    for side, (x0, x1), fits in ((left, (line - width, line), line - width >= 0),
+                                 (right, (line, line + width), line + width <= 1)):
+        if not fits:
+            continue
+        near = (fx >= x0) & (fx <= x1)
+        places += [(float(weights[near & (fy <= LABEL_ROOM)].sum()), {**bottom, **side}),
+                   (float(weights[near & (fy >= 1 - LABEL_ROOM)].sum()), {**top, **side})]
+    if not places:
+        return {**bottom, **left}
+    return min(places, key=lambda place: place[0])[1]  # the first of the emptiest
 
 
 class MarkLayer:

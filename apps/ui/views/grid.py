@@ -642,7 +642,8 @@ class GridExplorer(Viewer):
             cells = "".join(f"<td>{escape(str(row[d]))}</td>" for d in dims)
             for n in shown:
                 value = float(row[n]) * display_label(self._ds[n])[2]
-                cells += f"<td>{value:,.4g}</td>"
+                cells += f"<td>{value:,.0f}</td>" if abs(value) >= 1000 else (
+                    f"<td>{value:,.4g}</td>")  # 49,560, not 4.956e+04
             link = experiment_link(self._ds, row, c.at())
             opener = (f'<td><a class="lab-grid-open" href="{escape(link)}">Open</a></td>'
                       if link else "<td></td>")

@@ -90,7 +90,8 @@ def labels(da: xr.DataArray) -> np.ndarray:
     _, _, factor = display_label(da)
     scaled = values.astype(float) * factor
     whole = np.all(np.isfinite(scaled) & (scaled == np.round(scaled)))
-    return np.array([f"{v:,.0f}" if whole else f"{v:,.4g}" for v in scaled], dtype=object)
+    return np.array([f"{v:,.0f}" if whole or abs(v) >= 1000 else f"{v:,.4g}" for v in scaled],
+                    dtype=object)  # never 1.234e+04
 
 
 def screen(da: xr.DataArray) -> tuple[np.ndarray, str, str]:
