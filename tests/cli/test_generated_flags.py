@@ -21,8 +21,10 @@ def _subparser(slug: str) -> argparse.ArgumentParser:
     return calc._subparsers._group_actions[0].choices[slug]
 
 
-def test_only_the_measurement_commands_are_hand_written():
-    assert sorted(HAND_WRITTEN) == ["measured", "served"]
+def test_only_the_table_commands_are_hand_written():
+    """The measurement tables (9, 11) and the planner (12: --candidates FILE, --validate) take
+    files and options no param class holds; every other calc subcommand is generated."""
+    assert sorted(HAND_WRITTEN) == ["measured", "plan", "served"]
     cli = Path(__file__).resolve().parents[2] / "cli"
     assert not (cli / "calc_decode_family.py").exists()
     assert not (cli / "calc_serving.py").exists()
