@@ -17,7 +17,14 @@ import xarray as xr
 from lab.derivations.decode_steps import Step
 from lab.errors import LabInputError, shown
 from lab.plan.plan_calibration import DEFAULT_QUANTILE, calibration_for, shipped_calibration
-from lab.plan.plan_decide import Targets, frontier, meets, pick
+from lab.plan.plan_decide import (
+    Targets,
+    expected_tokens,
+    frontier,
+    meets,
+    monotone_chance,
+    pick,
+)
 from lab.plan.plan_space import (
     IDEAL,
     MODES,
@@ -75,39 +82,63 @@ def term_name(metric: str, mode: str, j: int) -> str:
     return f"{TERM_NAMES.get((metric, key), names[j])} ({names[j]})"
 
 
-def meet_chances(plan: xr.Dataset, arrays: dict, targets: Targets, calibration) -> np.ndarray:
-    """Each configuration's chance of meeting the targets, read from its error sample (the
-    product over TTFT and TPOT), as far as the pick needs it: computed from the most predicted
-    tokens down until no chance ≤ 1 could lift a configuration above the best expected tokens
-    so far (those left: 0); NaN for configurations that miss the targets at the band's edge
-    and for uncalibrated ones."""
-    out = np.full(plan.sizes["config"], np.nan)
-    candidates = np.flatnonzero(meets(plan, targets) & arrays["calibrated"])
-    group_of = plan.attrs.get("gpu", "")
-    model = plan.attrs.get("model", "")
-    limits = [(m, limit) for m, limit in (("tpot", targets.tpot_limit()),
-                                          ("ttft", targets.ttft_limit())) if np.isfinite(limit)]
-    tokens = np.asarray(arrays["tokens_per_s_gpu"], dtype=float)
-    best = -np.inf
-    for i in candidates[np.argsort(-tokens[candidates], kind="stable")].tolist():
-        if tokens[i] <= best:  # a chance ≤ 1 cannot lift it above the best so far
-            out[i] = 0.0
-            continue
-        group = f"{arrays['engine'][i]} × {group_of} × {arrays['mode'][i]}"
-        chance = 1.0
-        for metric, limit in limits:
-            share, n = calibration.sure(group, model, float(arrays["concurrency"][i]), metric,
-                                        limit / arrays[f"{metric}_ms"][i],
-                                        str(arrays["config_key"][i]))
-            chance *= share if n else 1.0
-        out[i] = chance
-        best = max(best, tokens[i] * chance)
-    return out
+def meet_chances(plan: xr.Dataset, arrays: dict, targets: Targets,
+                 calibration) -> tuple[np.ndarray, np.ndarray]:
+    """Each configuration's chance of meeting the targets and its expected output tokens/s
+    per GPU delivered, read from its out-of-sample errors (docs/model.md §12): the chance is
+    the share of its TPOT errors under which TPOT meets its limit times the share of its TTFT
+    errors under which TTFT does, made non-increasing in concurrency within its worker layout
+    (:func:`~lab.plan.plan_decide.monotone_chance`); the expected tokens are its tokens/s per
+    GPU at its TTFT centred on its own error (when measured on other workloads) and each TPOT
+    of its error sample, 0 where the target is missed. Configurations that miss the targets at
+    the band's edge have chance 0 (they cap the chance of the same layout at higher
+    concurrency); uncalibrated ones NaN."""
+    n = plan.sizes["config"]
+    chance, expected = np.full(n, np.nan), np.full(n, np.nan)
+    calibrated = np.asarray(arrays["calibrated"], dtype=bool)
+    usable = np.asarray(arrays["valid"], dtype=bool) & np.asarray(arrays["fits"], dtype=bool)
+    candidates = meets(plan, targets) & calibrated
+    chance[usable & calibrated & ~candidates] = 0.0
+    expected[usable & calibrated & ~candidates] = 0.0
+    index = np.flatnonzero(candidates)
+    if not index.size:
+        return chance, expected
+    gpu, model = plan.attrs.get("gpu", ""), plan.attrs.get("model", "")
+    tpot_limit, ttft_limit = targets.tpot_limit(), targets.ttft_limit()
+    keys = np.asarray(arrays["config_key"]).astype(str)
+    ttft_centre = calibration.centre(keys[index], "ttft")
+    for k, i in enumerate(index.tolist()):
+        group = f"{arrays['engine'][i]} × {gpu} × {arrays['mode'][i]}"
+        concurrency = float(arrays["concurrency"][i])
+        ttft = float(arrays["ttft_ms"][i])
+        ttft_chance = 1.0
+        if np.isfinite(ttft_limit):
+            share, rows = calibration.sure(group, model, concurrency, "ttft", ttft_limit / ttft,
+                                           keys[i])
+            ttft_chance = share if rows else 1.0
+        centre = ttft_centre[k]
+        ttft_at = ttft * (np.exp(centre) if np.isfinite(centre) else 1.0)
+        errors = calibration.errors(group, model, concurrency, "tpot", keys[i])
+        tpot_chance, tokens = expected_tokens(errors, float(arrays["tpot_ms"][i]), ttft_at,
+                                              tpot_limit, concurrency, float(arrays["osl"][i]),
+                                              float(arrays["gpus"][i]))
+        chance[i] = tpot_chance * ttft_chance
+        expected[i] = tokens * ttft_chance
+    layout = np.array([k.rsplit("|", 1)[0] for k in keys.tolist()])
+    measured = np.isfinite(calibration.centre(keys, "tpot"))  # on other workloads
+    adjusted = monotone_chance(chance, layout, np.asarray(arrays["concurrency"], dtype=float),
+                               measured)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = np.where(chance > 0, expected * adjusted / chance,
+                            np.where(np.isfinite(chance), 0.0, np.nan))
+    return adjusted, expected
 
 
-def how_sure(plan: xr.Dataset, index: int, targets: Targets, calibration) -> dict:
-    """How sure the pick is: the share of its group's out-of-sample TPOT and TTFT errors under
-    which it would still meet the targets."""
+def how_sure(plan: xr.Dataset, index: int, targets: Targets, calibration,
+             chance: float | None = None) -> dict:
+    """How sure the pick is: its ``chance`` of meeting the targets (:func:`meet_chances`) when
+    given, else the least share of its out-of-sample TPOT and TTFT errors under which it would
+    still meet them."""
     r = config_record(plan, index)
     if not r["calibrated"]:
         why = ("the ideal engine is the floor itself" if r["engine"] == IDEAL else
@@ -124,11 +155,14 @@ def how_sure(plan: xr.Dataset, index: int, targets: Targets, calibration) -> dic
             shares.append(share)
             rows = max(rows, n)
     share = float(min(shares)) if shares else 1.0
+    if chance is not None and np.isfinite(chance):
+        share = float(chance)
     return {"share": share, "rows": rows,
-            "sentence": f"Under {fmt_number(share * 100, 0)} % of the {rows:,} out-of-sample "
-                        f"errors of {group} (same model and nearby concurrency where there are "
-                        "enough, centred on this configuration's own error on other workloads "
-                        "where it was measured) it still meets the targets."}
+            "sentence": f"It meets the targets with a chance of {fmt_number(share * 100, 0)} %, "
+                        f"read from {rows:,} out-of-sample errors of {group} (same model and "
+                        "nearby concurrency where there are enough, centred on this "
+                        "configuration's own error on other workloads where it was measured; "
+                        "no likelier than the same layout at a lower concurrency)."}
 
 
 def measured_rows(model: str, gpu: str, engine: str, isl: int, osl: int) -> list[dict]:
@@ -143,13 +177,14 @@ def measured_rows(model: str, gpu: str, engine: str, isl: int, osl: int) -> list
 
     tput = _throughput(t, np.asarray(t["ttft_measured_ms"].values),
                        np.asarray(t["tpot_measured_ms"].values))
+    col = {n: np.asarray(t[n].values) for n in ("id", "mode", "tpot_measured_ms",
+                                                "ttft_measured_ms", "concurrency", "tp")}
     for i in np.flatnonzero(keep):
-        tpot = float(t["tpot_measured_ms"].values[i])
-        out.append({"id": str(t["id"].values[i]), "mode": str(t["mode"].values[i]),
+        tpot = float(col["tpot_measured_ms"][i])
+        out.append({"id": str(col["id"][i]), "mode": str(col["mode"][i]),
                     "tokens_per_s_user": 1e3 / tpot, "tokens_per_s_gpu": float(tput[i]),
-                    "tpot_ms": tpot, "ttft_ms": float(t["ttft_measured_ms"].values[i]),
-                    "concurrency": int(t["concurrency"].values[i]),
-                    "tp": int(t["tp"].values[i])})
+                    "tpot_ms": tpot, "ttft_ms": float(col["ttft_measured_ms"][i]),
+                    "concurrency": int(col["concurrency"][i]), "tp": int(col["tp"][i])})
     return out
 
 
@@ -189,8 +224,9 @@ def plan_record(plan: xr.Dataset, targets: Targets, calibration, inputs: dict,
         first = weights[-1] if weights else refusals.most_common(1)[0][0]
         raise LabInputError(f"No configuration can be planned; for example: {first}")
     arrays = plan_arrays(plan)
-    chance = meet_chances(plan, arrays, targets, calibration)
-    chosen = pick(plan, targets, chance=chance)
+    chance, expected = meet_chances(plan, arrays, targets, calibration)
+    chosen = pick(plan, targets, chance=chance, score=expected,
+                  quantile=inputs.get("quantile", DEFAULT_QUANTILE))
     optimistic = pick(plan, targets, conservative=False)
     calibrated = np.asarray(plan["calibrated"].values, dtype=bool)
     result = {
@@ -212,7 +248,7 @@ def plan_record(plan: xr.Dataset, targets: Targets, calibration, inputs: dict,
     }
     if chosen is not None:
         best = config_record(arrays, chosen)
-        best["sure"] = how_sure(plan, chosen, targets, calibration)
+        best["sure"] = how_sure(plan, chosen, targets, calibration, float(chance[chosen]))
         best["steps"] = [s.__dict__ for s in config_steps(best)]
         best["served_link"] = served_link(best, plan.attrs.get("model", ""),
                                           plan.attrs.get("gpu", ""))

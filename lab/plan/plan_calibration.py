@@ -24,7 +24,7 @@ import xarray as xr
 from lab.served import gap
 from lab.served.served_calc import METRICS, _designs, run_keys, served_table
 
-DEFAULT_QUANTILE = 0.9
+DEFAULT_QUANTILE = 0.875
 """The band's conservative quantile: a plan's latency is read at the q-th quantile of its
 group's out-of-sample errors (chosen by ``calc plan --validate``, docs/model.md §12)."""
 MIN_BAND_ROWS = 5
@@ -195,12 +195,19 @@ class Calibration:
             out[i] = cache[key]
         return out
 
+    def errors(self, group: str, model: str, concurrency: float, metric: str,
+               key: str | None = None) -> np.ndarray:
+        """The out-of-sample errors ``log(measured / predicted)`` a configuration's band and
+        chances are read from (:meth:`_sample`, centred on the configuration's own error on
+        other workloads when ``key`` was measured there)."""
+        centre = np.nan if key is None else float(self.centre(np.array([key]), metric)[0])
+        return self._sample(group, model, concurrency, metric, centre)
+
     def sure(self, group: str, model: str, concurrency: float, metric: str,
              ratio: float, key: str | None = None) -> tuple[float, int]:
         """Share of the errors of :meth:`_sample` under which a prediction ``ratio`` times
         below its target would still meet it, and how many errors that share is read from."""
-        centre = np.nan if key is None else float(self.centre(np.array([key]), metric)[0])
-        sample = self._sample(group, model, concurrency, metric, centre)
+        sample = self.errors(group, model, concurrency, metric, key)
         if not sample.size:
             return float("nan"), 0
         return float(np.mean(np.exp(sample) <= ratio)), int(sample.size)

@@ -9,6 +9,7 @@ on the public rows, out of sample.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,13 +24,20 @@ VALIDATION_PERCENTILES = (25, 50, 75)
 """The TPOT targets of the regret study: these percentiles of each group's measured TPOT."""
 MIN_GROUP = 3
 """Fewest measured configurations of a (checkpoint, GPU, engine, mode, isl/osl) group."""
-QUANTILES = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+QUANTILES = (0.5, 0.6, 0.7, 0.8, 0.85, 0.875, 0.9, 0.95)
 """Band quantiles the validation reports."""
 
 
 def planner_name(quantile: float) -> str:
-    """The regret study's name of the product's planner at ``quantile``: the band's edge
-    keeps the configurations, the chance of meeting the target weighs their throughput."""
+    """The regret study's name of the product's planner at ``quantile``: configurations whose
+    chance of meeting the target, non-increasing in concurrency within a layout, is at least
+    ``quantile`` are kept; the most expected tokens delivered is picked."""
+    return f"q {quantile:g}, monotone chance, expected tokens"
+
+
+def previous_planner_name(quantile: float) -> str:
+    """The regret study's name of the first planner (the band's edge keeps, the chance of
+    meeting weighs the predicted throughput), kept for comparison."""
     return f"band q {quantile:g}, × chance"
 
 
@@ -72,20 +80,62 @@ def meets(plan: xr.Dataset, targets: Targets, conservative: bool = True) -> np.n
 
 
 def pick(plan: xr.Dataset, targets: Targets, conservative: bool = True,
-         chance: np.ndarray | None = None) -> int | None:
-    """Index of the configuration with the most predicted tokens/s per GPU — times its
-    ``chance`` of meeting the targets when given — among those that meet them, a calibrated
-    one when any calibrated one does (None: none does)."""
+         chance: np.ndarray | None = None, score: np.ndarray | None = None,
+         quantile: float | None = None) -> int | None:
+    """Index of the configuration with the highest ``score`` (default: predicted tokens/s per
+    GPU, times its ``chance`` of meeting the targets when given) among those that meet them —
+    at the band's edge when conservative, and with a ``chance`` of at least ``quantile`` when
+    both are given — a calibrated one when any calibrated one does (None: none does)."""
     ok = meets(plan, targets, conservative)
+    if chance is not None and quantile is not None:
+        ok &= ~(np.asarray(chance) < quantile)  # NaN (uncalibrated): the band's edge decides
     if not ok.any():
         return None
     calibrated = ok & np.asarray(plan["calibrated"].values, dtype=bool)
     if calibrated.any():  # a floor is a lower bound, not a prediction to bet on
         ok = calibrated
-    score = np.asarray(plan["tokens_per_s_gpu"].values)
-    if chance is not None:  # the expected tokens: a pick likelier to hold weighs more
-        score = score * np.where(np.isfinite(chance), chance, 1.0)
+    tokens = np.asarray(plan["tokens_per_s_gpu"].values, dtype=float)
+    if score is not None:  # the expected tokens delivered (0 where the target is missed)
+        score = np.where(np.isfinite(score), score, tokens)
+    else:
+        score = tokens
+        if chance is not None:  # the expected tokens: a pick likelier to hold weighs more
+            score = score * np.where(np.isfinite(chance), chance, 1.0)
     return int(np.argmax(np.where(ok, score, -np.inf)))
+
+
+def monotone_chance(chance: np.ndarray, layout: np.ndarray, concurrency: np.ndarray,
+                    evidence: np.ndarray | None = None) -> np.ndarray:
+    """Chances of meeting latency targets made non-increasing in concurrency within each worker
+    ``layout`` (everything of a configuration but its concurrency): more clients on the same
+    workers never make a step or a first token faster, so a configuration is no likelier to
+    meet a target than the same layout at a lower concurrency. Only the chances marked
+    ``evidence`` (default: all) cap those above them — a configuration measured on other
+    workloads, not one read from its bucket's wide errors (NaN: no chance, left out)."""
+    chance = np.asarray(chance, dtype=float)
+    out = chance.copy()
+    layout = np.asarray(layout)
+    finite = np.isfinite(chance)
+    caps = np.where(np.ones(chance.shape, dtype=bool) if evidence is None
+                    else np.asarray(evidence, dtype=bool), chance, np.inf)
+    for name in dict.fromkeys(layout[finite].tolist()):
+        index = np.flatnonzero(finite & (layout == name))
+        order = index[np.argsort(np.asarray(concurrency)[index], kind="stable")]
+        out[order] = np.minimum(chance[order], np.minimum.accumulate(caps[order]))
+    return out
+
+
+def expected_tokens(errors: np.ndarray, tpot_ms: float, ttft_ms: float, tpot_limit: float,
+                    concurrency: float, osl: float, gpus: float) -> tuple[float, float]:
+    """A configuration's chance of meeting a TPOT limit and its expected output tokens/s per
+    GPU delivered under it (0 where TPOT misses), over its out-of-sample TPOT ``errors``
+    (log(measured / predicted)); ``ttft_ms`` is the TTFT the throughput is read at."""
+    if not errors.size:
+        errors = np.zeros(1)
+    tpot = tpot_ms * np.exp(errors)
+    met = tpot <= tpot_limit
+    tokens = throughput_per_gpu(concurrency, osl, ttft_ms, tpot, gpus)
+    return float(met.mean()), float(np.mean(np.where(met, tokens, 0.0)))
 
 
 def frontier(plan: xr.Dataset, mode: str) -> np.ndarray:
@@ -110,10 +160,11 @@ def frontier(plan: xr.Dataset, mode: str) -> np.ndarray:
 # -- validation ------------------------------------------------------------------------------
 def _regret_cases(table: xr.Dataset, tpot_pred: np.ndarray, tpot_bound: np.ndarray,
                   score: np.ndarray, keys: np.ndarray, usable: np.ndarray,
-                  chance=None) -> list[dict]:
+                  chance=None, decide=None) -> list[dict]:
     """The study's cases for one planner: it keeps the configurations whose ``tpot_bound``
     meets the target and picks the highest ``score`` (times ``chance(index, target)``, the
-    probability of meeting it, when given)."""
+    probability of meeting it, when given; or, when ``decide`` is given, those it keeps and
+    their weights: ``decide(index, target) -> (keep, weight)``, within the bound too)."""
     measured_tpot = np.asarray(table["tpot_measured_ms"].values, dtype=float)
     measured_ttft = np.asarray(table["ttft_measured_ms"].values, dtype=float)
     measured = _throughput(table, measured_ttft, measured_tpot)
@@ -127,11 +178,16 @@ def _regret_cases(table: xr.Dataset, tpot_pred: np.ndarray, tpot_bound: np.ndarr
             target = float(np.percentile(tpot, q))
             best = measured[index][tpot <= target].max()
             chosen = tpot_bound[index] <= target
+            if decide is not None:
+                keep, weight = decide(index, target)
+                chosen &= keep
             if not chosen.any():
                 cases.append({"key": key, "percentile": q, "picked": False, "miss": False,
                               "regret": 1.0})
                 continue
-            weight = score[index] if chance is None else score[index] * chance(index, target)
+            if decide is None:
+                weight = (score[index] if chance is None
+                          else score[index] * chance(index, target))
             j = int(np.argmax(np.where(chosen, weight, -np.inf)))
             miss = bool(tpot[j] > target)
             regret = 1.0 if miss else float(1 - measured[index][j] / best)
@@ -145,6 +201,13 @@ def _throughput(table: xr.Dataset, ttft: np.ndarray, tpot: np.ndarray) -> np.nda
     gpus = gpus_used(v("mode").astype(str), v("tp"), v("attention_dp"), v("prefill_tp"),
                      v("prefill_attention_dp"), v("prefill_workers"), v("decode_workers"))
     return throughput_per_gpu(v("concurrency"), v("osl"), ttft, tpot, gpus)
+
+
+def _gpus(table: xr.Dataset) -> np.ndarray:
+    v = lambda n: np.asarray(table[n].values)  # noqa: E731
+    return gpus_used(v("mode").astype(str), v("tp"), v("attention_dp"), v("prefill_tp"),
+                     v("prefill_attention_dp"), v("prefill_workers"),
+                     v("decode_workers")).astype(float)
 
 
 def _summary(cases: list[dict]) -> dict:
@@ -204,6 +267,38 @@ def validate(table: xr.Dataset, quantiles=QUANTILES) -> dict:
                          if samples[i].size else float(tpot_predicted[i] <= target)
                          for i in index.tolist()])
 
+    concurrency = np.maximum(f("concurrency"), 1.0)
+    layout = np.array([k.rsplit("|", 1)[0] for k in base.keys.tolist()])
+    ttft_centre = np.full(usable.shape, np.nan)
+    tpot_centre = np.full(usable.shape, np.nan)
+    for key in dict.fromkeys(keys[usable].tolist()):
+        index = np.flatnonzero(usable & (keys == key))
+        if index.size >= MIN_GROUP:
+            cal = calibrations[workloads[index[0]]]
+            ttft_centre[index] = cal.centre(base.keys[index], "ttft")
+            tpot_centre[index] = cal.centre(base.keys[index], "tpot")
+    ttft_at = f("ttft_predicted_ms") * np.exp(np.nan_to_num(ttft_centre))
+    gpus = _gpus(table)
+    osl = f("osl")
+    decided: dict = {}
+
+    def expected(index: np.ndarray, target: float) -> tuple[np.ndarray, np.ndarray]:
+        """Each configuration's chance of meeting ``target`` (monotone within its layout) and
+        its expected tokens delivered, from its out-of-sample errors."""
+        cache_key = (int(index[0]), target)
+        if cache_key not in decided:
+            pairs = np.array([expected_tokens(samples[i], tpot_predicted[i], ttft_at[i], target,
+                                              concurrency[i], osl[i], gpus[i])
+                              for i in index.tolist()])
+            raw, tokens = pairs[:, 0], pairs[:, 1]
+            adjusted = monotone_chance(raw, layout[index], concurrency[index],
+                                       np.isfinite(tpot_centre[index]))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                tokens = np.where(raw > 0, tokens * adjusted / raw, 0.0)
+            decided[cache_key] = (adjusted, tokens)
+        return decided[cache_key]
+
+    new_planners = []
     for q in quantiles:
         bound = np.full(usable.shape, np.nan)
         for i, sample in samples.items():
@@ -211,8 +306,16 @@ def validate(table: xr.Dataset, quantiles=QUANTILES) -> dict:
                                             else 1.0)
         planners[f"band q {q:g}"] = _regret_cases(table, tpot_predicted, bound, predicted, keys,
                                                   usable)
-        planners[f"band q {q:g}, × chance"] = _regret_cases(
+        planners[previous_planner_name(q)] = _regret_cases(
             table, tpot_predicted, bound, predicted, keys, usable, chance)
+
+        def decide(index, target, q=q):
+            adjusted, tokens = expected(index, target)
+            return adjusted >= q, tokens
+
+        planners[planner_name(q)] = _regret_cases(table, tpot_predicted, bound, predicted,
+                                                  keys, usable, decide=decide)
+        new_planners.append((q, planner_name(q)))
     out = {}
     for name, cases in planners.items():
         per = {}
@@ -220,4 +323,42 @@ def validate(table: xr.Dataset, quantiles=QUANTILES) -> dict:
             per.setdefault(engine_mode[c["key"]], []).append(c)
         out[name] = {"overall": _summary(cases),
                      "per_engine_mode": {k: _summary(v) for k, v in sorted(per.items())}}
+    out["cross-validated q"] = _cross_validate({q: planners[n] for q, n in new_planners},
+                                               engine_mode)
     return out
+
+
+CV_FOLDS = 2
+"""Folds of the groups (by a hash of the group's key) the band quantile is chosen on."""
+CV_MISSES = 0.10
+"""The misses a fold's quantile may allow on its training folds (the target)."""
+
+
+def _fold(key: str) -> int:
+    return zlib.crc32(key.encode()) % CV_FOLDS
+
+
+def _cross_validate(by_quantile: dict, engine_mode: dict) -> dict:
+    """The band quantile chosen out of sample: for each fold of groups, the quantile with the
+    least median regret whose misses on the *other* folds are at most :data:`CV_MISSES` (else
+    the most conservative), its cases taken on the held-out fold; the held-out cases of every
+    fold pooled."""
+    held_out, chosen = [], {}
+    for fold in range(CV_FOLDS):
+        best = None
+        for q, cases in sorted(by_quantile.items()):
+            train = _summary([c for c in cases if _fold(c["key"]) != fold])
+            if train["misses"] <= CV_MISSES and (best is None
+                                                 or train["median_regret"] < best[1]):
+                best = (q, train["median_regret"])
+        q = max(by_quantile) if best is None else best[0]
+        chosen[str(fold)] = q
+        held_out += [c for c in by_quantile[q] if _fold(c["key"]) == fold]
+    per: dict = {}
+    for c in held_out:
+        per.setdefault(engine_mode[c["key"]], []).append(c)
+    return {"overall": _summary(held_out),
+            "per_engine_mode": {k: _summary(v) for k, v in sorted(per.items())},
+            "folds": CV_FOLDS, "quantile_per_fold": chosen,
+            "per_fold": {str(k): _summary([c for c in held_out if _fold(c["key"]) == k])
+                         for k in range(CV_FOLDS)}}

@@ -14,7 +14,15 @@ import pytest
 from lab.errors import LabInputError
 from lab.plan.plan_calc import calc_plan, plan_point, rank_candidates
 from lab.plan.plan_calibration import DEFAULT_QUANTILE, shipped_calibration
-from lab.plan.plan_decide import Targets, frontier, pick
+from lab.plan.plan_decide import (
+    Targets,
+    expected_tokens,
+    frontier,
+    monotone_chance,
+    pick,
+    planner_name,
+    previous_planner_name,
+)
 from lab.plan.plan_space import PlanSpace, config_row, enumerate_rows, predict
 from lab.served.served_loader import MEASURED_VARIABLES, NUMBER_VARIABLES, TEXT_VARIABLES
 
@@ -125,6 +133,7 @@ def test_the_pick_meets_its_conservative_targets_and_moves_with_them():
         best = result["best"]
         assert best["calibrated"] and best["fits"] and best["valid"]
         assert 1e3 / best["tpot_upper_ms"] >= speed
+        assert best["sure"]["share"] >= DEFAULT_QUANTILE  # its chance of meeting, as kept
     assert loose["best"]["label"] != tight["best"]["label"]
     assert loose["best"]["tokens_per_s_gpu"] > tight["best"]["tokens_per_s_gpu"]
     impossible = calc_plan(tokens_per_s_user=100_000.0)
@@ -215,12 +224,37 @@ def test_the_regret_study_runs_per_engine_and_mode():
     code, out, _ = _cli("plan", "--validate", "--json")
     assert code == 0
     study = json.loads(out)["validation"]
-    default = f"band q {DEFAULT_QUANTILE:g}, × chance"
+    default = planner_name(DEFAULT_QUANTILE)
     floor, band = study["floor only"]["overall"], study[default]["overall"]
     assert floor["cases"] == band["cases"] == 612
     assert band["misses"] < floor["misses"]
     assert {"trtllm × agg", "vllm × agg", "sglang × disagg"} <= set(
         study[default]["per_engine_mode"])
+    cv = study["cross-validated q"]  # the quantile chosen on the other fold of groups
+    assert cv["overall"]["cases"] == 612 and len(cv["quantile_per_fold"]) == cv["folds"]
+    # the monotone chance keeps fewer configurations than the band's edge alone: fewer misses
+    for q in (0.8, 0.9):
+        assert (study[planner_name(q)]["overall"]["misses"]
+                <= study[previous_planner_name(q)]["overall"]["misses"])
+
+
+def test_a_chance_never_rises_with_concurrency_within_a_layout():
+    chance = np.array([0.9, 0.95, 0.5, 0.7, np.nan, 1.0, 0.2])
+    layout = np.array(["a", "a", "a", "a", "a", "b", "b"])
+    concurrency = np.array([1, 2, 4, 8, 16, 8, 4])
+    out = monotone_chance(chance, layout, concurrency)
+    np.testing.assert_array_equal(out, [0.9, 0.9, 0.5, 0.5, np.nan, 0.2, 0.2])
+    evidence = np.array([False, True, True, True, True, True, True])  # 0.9 read from a bucket
+    out = monotone_chance(chance, layout, concurrency, evidence)
+    np.testing.assert_array_equal(out, [0.9, 0.95, 0.5, 0.5, np.nan, 0.2, 0.2])
+
+
+def test_the_expected_tokens_count_a_missed_target_as_nothing():
+    errors = np.log(np.array([0.5, 1.0, 2.0, 4.0]))
+    chance, tokens = expected_tokens(errors, 10.0, 100.0, 25.0, 64, 1024, 8)
+    assert chance == 0.75
+    at = lambda tpot: 64 * 1024 / ((100.0 + 1023 * tpot) / 1e3) / 8  # noqa: E731
+    assert tokens == pytest.approx((at(5.0) + at(10.0) + at(20.0)) / 4, rel=1e-12)
 
 
 def test_the_predict_first_answer_is_the_pick_at_the_defaults():

@@ -27,7 +27,7 @@ from cli.main import main
 from lab.errors import LabInputError
 from sweeps import metadata as md
 from sweeps import pointer
-from sweeps.grid_files import from_mapping
+from sweeps.grid_files import LARGE_VARIABLES, from_mapping
 from sweeps.grid_kinds import grid_kind
 from sweeps.object_store import OPTIONS_ENV, parse_storage_options
 from sweeps.remote_grid import open_grid_url, write_experiment_url
@@ -35,8 +35,8 @@ from sweeps.runner import Runner
 from sweeps.store import CorruptDatasetError, DatasetError, MissingDatasetError, open_grid
 from tests.sweeps.conftest import SMALL_DECODE, write_small
 
-CONTEXT_OLD = {"tokens": [1024, 4096], "window": [0, 4096]}
-CONTEXT_NEW = {"tokens": [512, 2048], "window": [0, 4096]}
+CONTEXT_OLD = {"tokens": [1024, 4096], "window": [0, 4096], "variables": ["time_s", "doubling_ratio"]}
+CONTEXT_NEW = {"tokens": [512, 2048], "window": [0, 4096], "variables": ["time_s", "doubling_ratio"]}
 KILLED = 99
 
 
@@ -59,9 +59,13 @@ def _context(url: str, section: dict, name: str) -> str:
                                 Runner(None, "threads"))
 
 
+SMALL = {**SMALL_DECODE, "variables": list(LARGE_VARIABLES)}
+"""The small decode grid with the ``large`` preset's eight variables (fewer objects to send)."""
+
+
 @pytest.fixture(scope="module")
 def local_small_path(tmp_path_factory):
-    return write_small(tmp_path_factory.mktemp("ref") / "small.zarr")
+    return write_small(tmp_path_factory.mktemp("ref") / "small.zarr", SMALL)
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +132,7 @@ def s3_small(s3_endpoint, process_cluster):
     url = "s3://lab/grids/small.zarr"
     toml = Path(os.environ.get("TMPDIR", "/tmp")) / f"lab-s3-grid-{os.getpid()}.toml"
     lines = ['name = "small"', "[decode]"] + [f"{k} = {v!r}".replace("'", '"')
-                                             for k, v in SMALL_DECODE.items()]
+                                             for k, v in SMALL.items()]
     toml.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with Client(process_cluster) as client, get_task_stream(client) as stream:
         code = main(["sweep", "--grid", str(toml), "--out", url, "--quiet",
@@ -325,10 +329,10 @@ def test_a_worker_killed_mid_sweep_is_survived_with_no_differing_cell(
     from distributed import Client
 
     url = "s3://lab/workers/decode.zarr"
-    section = {**SMALL_DECODE, "chunk_cells": 30}
+    section = {**SMALL_DECODE, "chunk_cells": 30, "variables": list(LARGE_VARIABLES)}
     reference = open_grid(write_small(tmp_path / "ref.zarr", section, "many"))
-    write_small_url = from_mapping({"decode": SMALL_DECODE}, "test grid", "small")
-    write_experiment_url(grid_kind("decode"), write_small_url.resolve("decode"), "small", url,
+    previous = from_mapping({"decode": {**section, "chunk_cells": 200}}, "test grid", "small")
+    write_experiment_url(grid_kind("decode"), previous.resolve("decode"), "small", url,
                          Runner(None, "threads"))
     grid = from_mapping({"decode": section}, "test grid", "many")
     fs = _fs(s3_endpoint)
@@ -345,8 +349,8 @@ def test_a_worker_killed_mid_sweep_is_survived_with_no_differing_cell(
         thread = threading.Thread(target=sweep)
         thread.start()
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(
-                fs.glob("lab/workers/decode.zarr/versions/*/step_time_s/c/*")) < 2:
+        while time.monotonic() < deadline and not any(  # a region is written: mid-sweep
+                "/step_time_s/c/" in key for key in fs.find("lab/workers/decode.zarr/versions/")):
             time.sleep(0.05)
             fs.invalidate_cache()
         os.kill(next(iter(pids.values())), signal.SIGKILL)

@@ -2,7 +2,7 @@
 and let at most a few pages load at once (:mod:`apps.ui.server.page_gate`), each built off the
 event loop (:func:`build_pages_off_loop`); check ``--basic-auth`` logins with
 :mod:`apps.ui.server.logins`; send no server path in any page (:func:`hide_server_paths`);
-return closed sessions' memory (:mod:`apps.ui.server.memory`).
+return closed sessions' memory (:mod:`apps.ui.server.session_memory`).
 
 ``inference-lab serve`` passes it; with plain Panel:
 ``panel serve apps/*.py --setup apps/ui/server/serve_setup.py``.
@@ -20,8 +20,8 @@ from apps.ui.panel_compat import (
     hide_server_paths,
     quiet_anonymous_autoload,
 )
-from apps.ui.server.memory import session_closed
 from apps.ui.server.page_gate import PageGate, configured_limit, default_limit
+from apps.ui.server.session_memory import session_closed
 from apps.ui.server.warmup import warm_up
 from apps.ui.shell.app import build_page
 

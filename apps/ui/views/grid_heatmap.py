@@ -20,6 +20,7 @@ from bokeh.models import (
     BasicTicker,
     ColorBar,
     ColumnDataSource,
+    CustomJSTickFormatter,
     FactorRange,
     FixedTicker,
     HoverTool,
@@ -44,7 +45,7 @@ NAN_COLOR = "#d9d9d9"
 FLAG_COLORS = ("#bdbdbd", *OKABE_ITO)
 """Colours of a flag variable's values: grey for the first (``valid``), then Okabe–Ito."""
 
-OVER_LABEL = "× does not fit the memory budget"
+OVER_LABEL = "× over the memory budget"
 """Legend entry of the crosses on over-budget cells."""
 
 MEETS_LABEL = "○ meets the constraints"
@@ -153,9 +154,15 @@ LABEL_ROOM_PX = {"x": 17, "y": 14}
 """Least room one categorical tick label needs along the x axis (labels slanted) and the y
 axis, pixels; a longer axis labels every k-th value so no two labels overlap."""
 
-STRETCH_WIDTH_PX = 600
-"""Width assumed for the x labels of a heatmap stretched to its area (the area is 560 px or
-more wide)."""
+
+THINNED_FACTORS_JS = f"""
+let width = NaN;
+try {{ width = fig.inner_width; }} catch (e) {{}}  // unset until the plot is first laid out
+const keep = Math.max(1, Math.ceil({LABEL_ROOM_PX["x"]} / (width / Math.max(ticks.length, 1))));
+return Number.isFinite(keep) && index % keep !== 0 ? "" : tick;
+"""
+"""Tick label code of a heatmap's x axis: every k-th value labelled, k read from the plot's
+width in the browser at each render (a phone's heatmap is a third of a desktop's)."""
 
 
 def thinned_labels(factors: list[str], room_px: float, axis: str) -> dict[str, str]:
@@ -249,6 +256,8 @@ class Heatmap:
         legend.update(location="top_left", orientation="horizontal", background_fill_alpha=0.6)
         fig.add_layout(legend, "above")
         fig.xaxis.major_label_orientation = 0.8
+        fig.xaxis.formatter = CustomJSTickFormatter(code=THINNED_FACTORS_JS, args={"fig": fig})
+        legend.ncols = 1  # one entry a line: a phone's width holds each
         fig.grid.visible = False
         fig.min_border_left = 70
         themed(fig)
@@ -271,8 +280,6 @@ class Heatmap:
         self.hover.tooltips = tips
         fig.title.text = title or axis_label(ds[variable])
         fig.xaxis.axis_label, fig.yaxis.axis_label = axis_label(ds[x]), axis_label(ds[y])
-        fig.xaxis.major_label_overrides = thinned_labels(
-            xs, (self.width or STRETCH_WIDTH_PX) - 120, "x")
         fig.yaxis.major_label_overrides = thinned_labels(ys, self.height - 150, "y")
         crosses = None
         if "fits" in ds and set(ds["fits"].dims) == {x, y}:
