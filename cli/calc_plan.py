@@ -30,9 +30,9 @@ def _targets(args) -> Targets:
 
 def _validate(args) -> int:
     from lab.plan.plan_calibration import shipped_calibration
-    from lab.plan.plan_decide import planner_name, validate
+    from lab.plan.plan_decide import planner_name, previous_planner_name, validate
 
-    result = validate(shipped_calibration().table)
+    result = validate(shipped_calibration().table, strict=args.strict)
     if args.json:
         print_json({"validation": result, "default_quantile": DEFAULT_QUANTILE})
         return 0
@@ -44,13 +44,23 @@ def _validate(args) -> int:
         o = r["overall"]
         print(f"- {name}: {o['cases']} cases; regret {_pct(o['median_regret'])}; misses "
               f"{_pct(o['misses'])}; no pick {o['no_pick']}")
-    default = planner_name(DEFAULT_QUANTILE)
-    print(f"Per engine × mode ({default}, the default | floor only):")
+    default, previous = planner_name(DEFAULT_QUANTILE), previous_planner_name(0.9)
+    cv = result["cross-validated q"]
+    print(f"Cross-validated q: chosen per fold of groups on the other fold(s) "
+          f"({cv['folds']} folds by a hash of the group): "
+          + "; ".join(f"fold {k}: q {q:g}, held out regret "
+                      f"{_pct(cv['per_fold'][k]['median_regret'])}, misses "
+                      f"{_pct(cv['per_fold'][k]['misses'])}"
+                      for k, q in cv["quantile_per_fold"].items()))
+    print(f"Per engine × mode ({default}, the default | {previous}, the first planner | "
+          "floor only):")
     for key, r in result[default]["per_engine_mode"].items():
+        p = result[previous]["per_engine_mode"].get(key, {})
         f = result["floor only"]["per_engine_mode"].get(key, {})
         print(f"- {key}: {r['cases']} cases; regret {_pct(r['median_regret'])}, misses "
-              f"{_pct(r['misses'])} | floor only regret {_pct(f.get('median_regret'))}, misses "
-              f"{_pct(f.get('misses'))}")
+              f"{_pct(r['misses'])} | regret {_pct(p.get('median_regret'))}, misses "
+              f"{_pct(p.get('misses'))} | floor only regret {_pct(f.get('median_regret'))}, "
+              f"misses {_pct(f.get('misses'))}")
     return 0
 
 
@@ -132,6 +142,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--validate", action="store_true",
                         help="replay the decision on the public rows out of sample and report "
                         "regret and misses per engine × mode")
+    parser.add_argument("--strict", action="store_true",
+                        help="with --validate: read the bands' errors leaving two workloads out "
+                        "(the held-out one and the row's own), so no coefficient behind them has "
+                        "seen the held-out workload")
     add_json_flag(parser)
 
 

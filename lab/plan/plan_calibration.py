@@ -153,6 +153,35 @@ class Calibration:
         other.band_rows = self.band_rows & (self.workloads != workload)
         return other
 
+    def excluding_strictly(self, workload: str) -> Calibration:
+        """:meth:`excluding` ``workload``, with every band row's error re-read from a fit that
+        left out ``workload`` *and* the row's own workload (leave two workloads out): no error a
+        band is read from has seen ``workload`` even through the coefficients. Rows of a group
+        with no third workload to fit on leave the bands."""
+        other = self.excluding(workload)
+        other.residual = {m: np.full(r.shape, np.nan) for m, r in self.residual.items()}
+        for group in dict.fromkeys(self.groups[other.band_rows].tolist()):
+            in_group = other.band_rows & (self.groups == group)
+            for w in dict.fromkeys(self.workloads[in_group].tolist()):
+                rows = in_group & (self.workloads == w)
+                train = gap.first_of_each_run(self.modelled & (self.groups == group)
+                                              & (self.workloads != workload)
+                                              & (self.workloads != w), self.runs)
+                if not train.any():
+                    continue
+                for metric in METRICS:
+                    d = self.designs[metric]
+                    theta = gap.fit(d.base[train], d.columns[train], d.measured[train])
+                    value = d.base[rows].copy()
+                    parts = d.columns[rows] * theta
+                    for j in range(parts.shape[1]):
+                        value = value + np.nan_to_num(parts[:, j])
+                    with np.errstate(divide="ignore", invalid="ignore"):
+                        other.residual[metric][rows] = np.log(d.measured[rows] / value)
+        ok = np.isfinite(other.residual["tpot"]) & np.isfinite(other.residual["ttft"])
+        other.band_rows = other.band_rows & ok
+        return other
+
     def train_mask(self, group: str) -> np.ndarray:
         """The rows a group's coefficients are fitted on, each run once, as experiment 11's
         :func:`~lab.served.gap.fit_all` and :func:`~lab.served.gap.leave_one_workload_out`

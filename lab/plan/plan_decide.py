@@ -1,10 +1,12 @@
 """Experiment 12's decision: the configuration to run under latency targets, the Pareto
 frontier, and the regret study that says whether the decision holds (docs/model.md §12).
 
-The pick is the most predicted output tokens/s per GPU among the valid configurations that fit
-in memory and whose *conservative* latency — the band's upper edge, the ``q``-th quantile of
-the group's out-of-sample errors — meets every target. :func:`validate` replays the decision
-on the public rows, out of sample.
+A configuration is kept when it meets every target at the band's upper edge and its chance of
+meeting them — read from its out-of-sample errors, never higher than the same layout's at a
+lower concurrency (:func:`monotone_chance`) — is at least the quantile ``q``; the pick is the
+kept one with the most expected output tokens/s per GPU delivered (:func:`expected_tokens`).
+:func:`validate` replays the decision on the public rows, out of sample, and chooses ``q`` by
+cross-validation over folds of groups.
 """
 
 from __future__ import annotations
@@ -220,16 +222,21 @@ def _summary(cases: list[dict]) -> dict:
             "no_pick": int(sum(not c["picked"] for c in cases))}
 
 
-def validate(table: xr.Dataset, quantiles=QUANTILES) -> dict:
+def validate(table: xr.Dataset, quantiles=QUANTILES, strict: bool = False) -> dict:
     """The regret study on ``table`` (experiment 11's :func:`served_table`): per (checkpoint,
     GPU, engine, mode, isl/osl) group of ≥ :data:`MIN_GROUP` measured configurations, a TPOT
-    target at each of :data:`VALIDATION_PERCENTILES` of its measured TPOT; the planner picks,
-    out of sample, the most predicted tokens/s per GPU among the configurations whose TPOT at
-    the band's upper edge meets the target. Predictions are experiment 11's stored
-    leave-one-workload-out predictions; the band is read from the group's errors on its
+    target at each of :data:`VALIDATION_PERCENTILES` of its measured TPOT; each planner picks,
+    out of sample, among the configurations whose TPOT at the band's upper edge meets the
+    target (the product's: with a monotone chance of meeting it ≥ q, the most expected tokens
+    delivered; the first planner's: the most predicted tokens × chance). Predictions are
+    experiment 11's stored leave-one-workload-out predictions; the band is read from the group's errors on its
     *other* workloads. Regret = 1 − measured tokens/s per GPU of the pick / the best measured
     one meeting the target (1 when the pick misses the target in measurement, or when nothing
-    is picked). Returns per quantile and the floor-only planner: overall and per engine × mode.
+    is picked). Returns per quantile and the floor-only planner: overall and per engine × mode;
+    and ``cross-validated q``: the product's planner with q chosen on the other folds of groups.
+    ``strict``: the bands' errors re-read leaving two workloads out
+    (:meth:`Calibration.excluding_strictly`), so not even the coefficients behind a
+    configuration's error on another workload have seen the held-out one.
     """
     s = lambda n: np.asarray(table[n].values).astype(str)  # noqa: E731
     f = lambda n: np.asarray(table[n].values, dtype=float)  # noqa: E731
@@ -254,7 +261,7 @@ def validate(table: xr.Dataset, quantiles=QUANTILES) -> dict:
             continue
         w = workloads[index[0]]
         if w not in calibrations:
-            calibrations[w] = base.excluding(w)
+            calibrations[w] = base.excluding_strictly(w) if strict else base.excluding(w)
         cal = calibrations[w]
         centres = cal.centre(base.keys[index], "tpot")
         for i, centre in zip(index.tolist(), centres.tolist(), strict=True):
