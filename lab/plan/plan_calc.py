@@ -255,7 +255,8 @@ def plan_record(plan: xr.Dataset, targets: Targets, calibration, inputs: dict,
         result["best"] = best
     else:
         result["none_sentence"] = ("No configuration that fits meets the targets at the "
-                                   "band's upper edge; loosen a target or raise the budget.")
+                                   "band's upper edge with a chance of at least the band's "
+                                   "quantile; loosen a target or raise the budget.")
     if optimistic is not None:
         result["best_at_prediction"] = config_record(arrays, optimistic)
     return result

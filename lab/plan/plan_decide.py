@@ -89,13 +89,13 @@ def pick(plan: xr.Dataset, targets: Targets, conservative: bool = True,
     at the band's edge when conservative, and with a ``chance`` of at least ``quantile`` when
     both are given — a calibrated one when any calibrated one does (None: none does)."""
     ok = meets(plan, targets, conservative)
+    calibrated = ok & np.asarray(plan["calibrated"].values, dtype=bool)
+    if calibrated.any():  # a floor is a lower bound, not a prediction to bet on
+        ok = calibrated
     if chance is not None and quantile is not None:
         ok &= ~(np.asarray(chance) < quantile)  # NaN (uncalibrated): the band's edge decides
     if not ok.any():
         return None
-    calibrated = ok & np.asarray(plan["calibrated"].values, dtype=bool)
-    if calibrated.any():  # a floor is a lower bound, not a prediction to bet on
-        ok = calibrated
     tokens = np.asarray(plan["tokens_per_s_gpu"].values, dtype=float)
     if score is not None:  # the expected tokens delivered (0 where the target is missed)
         score = np.where(np.isfinite(score), score, tokens)

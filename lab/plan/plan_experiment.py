@@ -74,7 +74,8 @@ class PlanDeployment(Experiment):
     quantile = param.Number(default=DEFAULT_QUANTILE, bounds=(0.5, 0.99), step=0.05,
                             label="Band quantile",
                             doc="How conservative: latency read at this quantile of the "
-                                "group's out-of-sample errors.")
+                                "group's out-of-sample errors, and the least chance of "
+                                "meeting the targets a pick needs.")
 
     def compute(self) -> dict:
         target = lambda v: None if not v else float(v)  # noqa: E731

@@ -110,7 +110,8 @@ def test_query_table_row_opens_the_experiment_page(grid_url, lab_page, console_e
 @pytest.mark.parametrize(("query", "words"), [
     ("&dataset=../../etc", "dataset=../../etc is not one of decode"),
     ("&x=secret", "x=secret is not one of model, gpu"),
-    ("&where=__import__(%27os%27)", "is not constraints like"),
+    ("&where=__import__(%27os%27)",
+     "'__import__('os')' is not a constraint; write constraints like step_time_s<=0.05"),
     ("&dataset=large", "has not been computed yet; run `inference-lab sweep --grid large"),
 ])
 def test_hostile_url_values_are_one_sentence(grid_url, lab_page, query, words):

@@ -51,11 +51,14 @@ def said(view: GridExplorer) -> str:
 
 def test_catalog_lists_names_and_never_computes(folder):
     names = catalog.dataset_names(folder)
-    assert names[:7] == ["decode", "prefill", "prefix", "goodput", "context", "speculative",
-                         "large"]
-    assert "my-sweep" in names
+    # every experiment's grid (experiment 12's plan grid too), then the presets, then sweeps
+    assert names[:8] == ["decode", "prefill", "prefix", "goodput", "context", "speculative",
+                         "plan", "large"]
+    assert names[8:] == ["my-sweep"]
     with pytest.raises(LabInputError, match=r"inference-lab sweep --experiment prefill"):
         catalog.open_named("prefill", folder)
+    with pytest.raises(LabInputError, match=r"inference-lab sweep --experiment plan"):
+        catalog.open_named("plan", folder)
     with pytest.raises(LabInputError, match="--grid large --experiment decode"):
         catalog.open_named("large", folder)
     with pytest.raises(LabInputError, match="There is no dataset"):
@@ -93,9 +96,13 @@ def test_switching_dataset_replaces_its_inputs_in_the_url(served):
 @pytest.mark.parametrize(("search", "words"), [
     ("?x=nope", "x=nope is not one of model, gpu"),
     ("?facet=__class__", "facet=__class__ is not one of none, model"),
-    ("?where=__import__('os')", "where=__import__(&#x27;os&#x27;) is not constraints like"),
-    ("?where=step_time_s<=0.05;fits==1", "is not constraints like"),
-    ("?where=nothing<3", "is not constraints like"),
+    ("?where=__import__('os')", "The link&#x27;s where= was not applied, so the page shows "
+     "where=: &#x27;__import__(&#x27;os&#x27;)&#x27; is not a constraint; write constraints like "
+     "step_time_s&lt;=0.05,fits==1 (a variable, &lt;= &gt;= &lt; &gt; == or !=, a number)."),
+    ("?where=step_time_s<=0.05;fits==1", "&#x27;step_time_s&lt;=0.05;fits==1&#x27; is not a "
+     "constraint; write constraints like step_time_s&lt;=0.05,fits==1"),
+    ("?where=nothing<3", "&#x27;nothing&#x27; is not a variable of this dataset; constraints "
+     "may name linear_weight_bytes, "),
 ])
 def test_hostile_axes_and_constraints_are_one_sentence(served, search, words):
     view = served(search)

@@ -285,3 +285,22 @@ def test_candidates_may_leave_the_measurements_out(tmp_path):
                           "a,vllm,llama-3.1-70b,h200,agg,1024,1024,16,4\n")
     code, out, _ = _cli("plan", "--candidates", str(no_columns), "--json")
     assert code == 0 and json.loads(out)["candidates"][0]["tokens_per_s_gpu"] > 0
+
+
+def test_strict_band_errors_never_see_the_held_out_workload(table):
+    """Leaving two workloads out, no band error moves when the held-out workload's
+    measurements do (not even through the coefficients)."""
+    from lab.plan.plan_calibration import Calibration
+
+    held_out = "1024/1024"
+    strict = shipped_calibration().excluding_strictly(held_out)
+    changed = table.copy(deep=True)
+    rows = np.asarray(changed["workload"].values).astype(str) == held_out
+    for name in ("tpot_measured_ms", "ttft_measured_ms"):
+        changed[name].values[rows] *= 1.7
+    again = Calibration(changed).excluding_strictly(held_out)
+    np.testing.assert_array_equal(strict.band_rows, again.band_rows)
+    assert strict.band_rows.sum() > 100 and not (strict.band_rows & rows).any()
+    for metric in ("tpot", "ttft"):
+        np.testing.assert_allclose(again.residual[metric][strict.band_rows],
+                                   strict.residual[metric][strict.band_rows], rtol=1e-9)
