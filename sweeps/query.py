@@ -119,7 +119,8 @@ def higher_is_better(name: str) -> bool:
     """Whether a larger value of ``name`` is better (a rate, a count, headroom) rather than a
     smaller one (a time, bytes moved)."""
     return (name.endswith("_per_s") or "per_s_" in name or "tokens_per" in name
-            or name.endswith("_per_gpu") or name in ("max_sequences", "goodput")
+            or name.endswith("_per_gpu") or name in ("max_sequences", "goodput", "goodput_rps",
+                                                      "speedup")
             or "remaining" in name or "attainment" in name) and not name.endswith("_time_s")
 
 

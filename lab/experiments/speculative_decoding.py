@@ -10,6 +10,7 @@ import xarray as xr
 from lab.catalog import get_gpu, get_model, gpu_catalog
 from lab.catalog.lookup import dense_attention_catalog
 from lab.derivations.speculative_steps import speculative_steps
+from lab.errors import LabInputError
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.experiments.decode_inputs import batch_axis, labelled
 from lab.limits import MAX_BATCH, MAX_CONTEXT, MAX_DRAFT_TOKENS, TP_DEGREES
@@ -28,6 +29,22 @@ DRAFT_MEMORY = {"long_name": "drafter memory per GPU (weights + KV)", "units": "
 """Attributes of the chart's ``draft_memory_bytes``."""
 CHARTED = ("speedup", "per_sequence_tokens_per_s", "aggregate_tokens_per_s")
 """Chart variables over acceptance rate × batch (the drafter's memory follows)."""
+
+
+def draft_problem(target: str, draft: str) -> str | None:
+    """Why catalog model ``draft`` cannot draft for ``target``, in a few words (None: it
+    can): the point refuses another vocabulary and a draft that is not smaller."""
+    if draft == MTP:
+        return None
+    try:
+        model, drafter = get_model(target), get_model(draft)
+    except LabInputError:
+        return "not in the catalog"
+    if drafter.vocab != model.vocab:
+        return f"another vocabulary than {model.name}'s"
+    if drafter.total_params >= model.total_params:
+        return f"not smaller than {model.name}"
+    return None
 
 
 class SpeculativeDecoding(Experiment):
@@ -95,6 +112,24 @@ class SpeculativeDecoding(Experiment):
     kv_precision = param.Selector(default=DEFAULTS.kv_precision, objects=list(KV_PRECISIONS),
                                   label="KV cache precision",
                                   doc="KV cache elements of both models: BF16 (2 B) or FP8 (1 B).")
+
+    def draft_options(self) -> tuple[dict[str, str], list[str]]:
+        """``{shown name: id}`` of the drafters for the target in force, and the ids among
+        them that cannot draft for it: the page lists the MTP head and the dense models that
+        share the target's vocabulary and are smaller, plus the draft in force when it is
+        neither, marked with the reason (the cards say it in full)."""
+        options = {"MTP head (the target's own)": MTP}
+        refused = []
+        for key in self.param.draft.objects:
+            if key == MTP:
+                continue
+            problem = draft_problem(self.model, key)
+            if problem is None:
+                options[get_model(key).name] = key
+            elif key == self.draft:
+                options[f"{get_model(key).name} ({problem})"] = key
+                refused.append(key)
+        return options, refused
 
     def config(self, **changes) -> SpeculativeConfig:
         """The current inputs as a :class:`~lab.points.speculative_points.SpeculativeConfig`."""

@@ -118,6 +118,33 @@ def test_the_reason_follows_the_draft_on_page_10():
     assert "Not available" in second and "Qwen" not in second and second != first
 
 
+def test_page_10_offers_drafters_by_name_that_it_accepts():
+    """Item 10: the draft list showed ids and offered drafters the page then refused (another
+    vocabulary, or not smaller than the target)."""
+    from apps.ui.parts.input_extras import param_widgets
+
+    exp = experiment_class("speculative")()
+    box = param_widgets(input_panel(exp, ["model", "draft"]))["draft"]
+    for target in ("llama-3.1-8b", "qwen2.5-72b", "llama-3.1-405b"):
+        exp.param.update(model=target, draft="mtp")
+        offered = dict(box.options)
+        assert offered["MTP head (the target's own)"] == "mtp"
+        assert len(offered) > 1
+        for label, key in offered.items():
+            if key != "mtp":
+                assert label == get_model(key).name  # a name, not an id
+            exp.draft = key
+            assert exp.error is None, (target, key, exp.error)
+    exp.param.update(model="llama-3.1-8b", draft="mtp")
+    assert "qwen2.5-7b" not in box.options.values()
+    assert "llama-3.1-70b" not in box.options.values()  # not smaller than the target
+    # a draft in force that the new target cannot use stays, its reason in its name
+    exp.draft = "llama-3.2-1b"
+    exp.model = "qwen2.5-72b"
+    assert "Llama 3.2 1B (another vocabulary than Qwen2.5 72B's)" in box.options
+    assert box.value == "llama-3.2-1b" and "vocabulary" in str(exp.error)
+
+
 # -- item 4: grid rows open their own configuration ---------------------------------------
 SECTIONS = {
     "decode": {"model": ["llama-3.1-70b", "qwen2.5-7b"], "gpu": ["h200"], "tp": [2, 4],

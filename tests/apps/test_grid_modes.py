@@ -157,6 +157,29 @@ def test_table_rows_open_the_experiment_page(served):
     assert link.replace("&", "&amp;") in html
 
 
+def test_best_cells_table_fits_and_opens_first(served):
+    """Issue 37 item 8: at 1440 px the table was clipped at "Ope" and compare mode lost its
+    last columns: the link now comes first and a dimension every row shares is said once."""
+    view = served("?mode=compare&compare=precision&compare_a=fp8&compare_b=bf16"
+                  "&scope=dataset&where=fits==1")
+    html = view._query.objects[1].object
+    body = html.split("<tbody>")[1]
+    rows = body.split("</tr>")[:-1]
+    best = view.result.best
+    assert len(rows) == len(best) > 1
+    assert all(r.startswith('<tr><td><a class="lab-grid-open" href="?view=decode&amp;')
+               for r in rows)
+    head = html.split("<thead>")[1].split("</thead>")[0]
+    dims = [d for d in view._ds.dims if d in best]
+    shared = [d for d in dims if best[d].nunique() == 1]
+    assert shared and "Every row: " + ", ".join(f"{d} {best[d].iloc[0]}" for d in shared) \
+        in html
+    assert all(f"<th>{d}</th>" not in head for d in shared)
+    c = view.choices
+    values = len({c.objective, c.latency, c.throughput})
+    assert head.count("<th") == 1 + len(dims) - len(shared) + values  # link, dims, values
+
+
 def test_facets_share_one_colour_scale(served):
     view = served("?facet=tp&variable=step_time_s")
     figs = [p.object for p in view._area.objects[0].objects]
@@ -188,11 +211,98 @@ def test_compare_is_a_ratio_centred_on_one(served):
 
 
 def test_csv_is_what_is_on_screen(served):
-    view = served("?x=tp&y=context")
+    view = served("?x=tp&y=context&where=step_time_s<=0.01")
     buttons = [b for b in view._downloads.objects if getattr(b, "filename", "").endswith(".csv")]
     text = buttons[0].callback().getvalue()
     frame = pd.read_csv(io.StringIO(text), comment="#")
     assert len(frame) == 3 * 3 and set(frame["tp"]) == {1, 2, 8}
+    # issue 37 item 8: the inputs, the query, the objective and units travel as # lines ...
+    notes = [line for line in text.splitlines() if line.startswith("#")]
+    for line in ("# dataset = decode", "# variable = step_time_s [s]", "# x = tp",
+                 "# y = context", f"# batch = {view.choices.batch}",
+                 f"# model = {view.choices.model}", "# where = step_time_s<=0.01",
+                 "# objective = aggregate_tokens_per_s_per_gpu [1/s], highest first"):
+        assert line in notes
+    # ... and a meets column says which cells are valid and meet the constraints
+    expected = (frame["valid"] & (frame["step_time_s"] <= 0.01)).astype(int)
+    assert 0 < frame["meets"].sum() < len(frame)
+    assert (frame["meets"] == expected).all()
+
+
+def test_compare_csv_keeps_its_inputs_and_meets(served):
+    view = served("?mode=compare&compare=precision&compare_a=fp8&compare_b=bf16"
+                  "&where=fits==1")
+    text = view.screen_csv()
+    assert "# compare = precision" in text and "# A = fp8" in text and "# B = bf16" in text
+    frame = pd.read_csv(io.StringIO(text), comment="#")
+    assert {"ratio_step_time_s", "meets"} <= set(frame.columns)
+
+
+def test_a_refused_where_clears_once_a_good_query_runs(served):
+    """Issue 37 item 8: the link's refused where= sentence leaves once constraints that parse
+    are queried (another refusal in the same message stays), and so does a typed one."""
+    view = served("?x=nope&where=nothing<3")
+    assert "&#x27;nothing&#x27; is not a variable" in said(view)
+    view.choices.where = "step_time_s<=0.05"
+    assert view.result is not None and "is not a variable" not in said(view)
+    assert "x=nope is not one of model" in said(view)
+
+    view = served("?where=nothing<3")
+    view.choices.where = "bad<"
+    assert "&#x27;bad&lt;&#x27; is not a constraint" in said(view)
+    assert view.choices.where == ""
+    view.choices.where = "fits==1"
+    assert said(view) == "" and not view.message.visible
+
+
+def test_constraint_grammar_is_shown_before_any_error(served):
+    view = served()
+    help_line = next(w for w in view._controls.objects
+                     if "lab-grid-where-help" in getattr(w, "css_classes", []))
+    boxes = view._controls.objects
+    assert boxes.index(help_line) == next(
+        i for i, w in enumerate(boxes) if "lab-grid-where" in getattr(w, "css_classes", [])) + 1
+    assert "`step_time_s<=0.05,fits==1`" in help_line.object
+    assert "`<= >= < > == !=`" in help_line.object and said(view) == ""
+
+
+def test_speculative_opens_at_a_k_that_drafts(document):
+    """Issue 37 item 8: the speculative grid opened at k = 0 (no drafting: a speed-up of 1
+    everywhere) and the goodput grid on its 400 requests, the same in every cell."""
+    pn.state._locations.pop(document, None)
+    k, alpha = [0, 1, 2, 4, 8], [0.5, 0.8]
+    batch, context = [1, 8, 64], [128, 1024]
+    shape = (len(batch), len(context), len(k), len(alpha))
+    speedup = np.ones(shape) + np.arange(len(k))[None, None, :, None] * \
+        np.arange(1, len(batch) + 1)[:, None, None, None] / 10
+    spec = xr.Dataset({"expected_tokens": (("batch", "context", "k", "alpha"),
+                                           np.broadcast_to(np.array(k, float)[None, None, :,
+                                                                              None] + 1, shape)),
+                       "speedup": (("batch", "context", "k", "alpha"), speedup)},
+                      coords={"batch": batch, "context": context, "k": k, "alpha": alpha},
+                      attrs={"experiment": "speculative"})
+    view = GridExplorer(spec)
+    view.__panel__().get_root(document)
+    assert (view.choices.k, view.choices.alpha) == (4, 0.8)  # the page's defaults
+    assert view.choices.variable == "speedup"
+    drawn = view.current()["speedup"].values
+    assert drawn.min() < drawn.max()
+
+
+def test_goodput_opens_on_a_variable_that_varies(document):
+    pn.state._locations.pop(document, None)
+    cap, ttft, tpot = [1, 16, 64], [250.0, 1000.0], [6.0, 12.0, 50.0]
+    dims = ("batch_cap", "ttft_ms", "tpot_ms")
+    good = np.arange(18.0).reshape(3, 2, 3) / 100
+    goodput = xr.Dataset({"requests": (dims, np.full((3, 2, 3), 400)),
+                          "completed_requests": (dims, np.full((3, 2, 3), 400)),
+                          "goodput_rps": (dims, good)},
+                         coords={"batch_cap": cap, "ttft_ms": ttft, "tpot_ms": tpot},
+                         attrs={"experiment": "goodput"})
+    view = GridExplorer(goodput)
+    view.__panel__().get_root(document)
+    assert view.choices.batch_cap == 64 and view.choices.variable == "goodput_rps"
+    assert view.choices.objective == "goodput_rps" and view.choices.best == "highest"
 
 
 def test_memory_scale_is_clipped_to_the_headroom():

@@ -141,6 +141,19 @@ def catalog_options(name: str, ids: list) -> dict[str, str] | None:
     return options
 
 
+def draft_list(widget: pmui.Select, owner: param.Parameterized) -> None:
+    """Page 10's draft dropdown: names, not ids, and only the drafters the target can use
+    (``owner.draft_options()``), kept so as the target changes; a draft in force that cannot
+    serve stays listed with its reason in its name (the widget cannot hold a value it does not
+    list), until another is chosen."""
+
+    def refresh(*_events) -> None:
+        widget.options = owner.draft_options()[0]
+
+    refresh()
+    owner.param.watch(refresh, ["model", "draft"])
+
+
 def improve(panel: pn.Param, owner: param.Parameterized) -> None:
     """Names in the catalog dropdowns, full decimals in number boxes, and a powers-of-two
     slider under each wide count, in ``panel`` (a ``pn.Param`` of ``owner``)."""
@@ -151,6 +164,9 @@ def improve(panel: pn.Param, owner: param.Parameterized) -> None:
                    if isinstance(widget, pmui.Select) else None)
         if options is not None:
             widget.options = options
+        if name == "draft" and isinstance(widget, pmui.Select) \
+                and callable(getattr(owner, "draft_options", None)):
+            draft_list(widget, owner)
         if isinstance(widget, pmui.FloatInput):
             widget.format = NumeralTickFormatter(format=NUMBER_FORMAT)
         if isinstance(widget, (pmui.FloatInput, pmui.IntInput)):

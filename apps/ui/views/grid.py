@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from html import escape
 from urllib.parse import urlencode
 
@@ -29,7 +30,7 @@ from panel.io.state import set_curdoc
 from panel.viewable import Viewer
 
 from apps.ui.panel_compat import DimensionSlider
-from apps.ui.parts.downloads import WholeDatasetDownload, dataset_csv
+from apps.ui.parts.downloads import WholeDatasetDownload, chart_csv
 from apps.ui.parts.input_extras import catalog_options
 from apps.ui.parts.input_widgets import InputMessage
 from apps.ui.plots.charts import TOOLS, axis_label, display_label, themed
@@ -41,6 +42,14 @@ from apps.ui.views.grid_choices import NONE, GridChoices, choices_for, plain, pl
 from lab.errors import LabInputError
 from lab.experiments.registry import record
 from sweeps.query import QueryResult, meets, parse_where, run_query
+
+WHERE_HELP = ("Constraints: `variable op number`, comma-separated, e.g. "
+              "`step_time_s<=0.05,fits==1`; op is one of `<= >= < > == !=`; values in the "
+              "dataset's stored units (seconds, bytes; 1/0 or true/false for a flag).")
+"""The grammar of the Constraints box, shown under it before any query is refused."""
+
+WHERE_REFUSALS = ("The link's where=", "The link gives 'where'=", "The link gives where=")
+"""How the URL's sentences about where= begin (one sentence each, joined by spaces)."""
 
 MAX_FACETS = 12
 """Most small multiples drawn (a longer facet dimension shows its first ones, and says so)."""
@@ -66,6 +75,7 @@ TABLE_CSS = """
 .lab-grid-table table { border-collapse: collapse; font-size: 13px; }
 .lab-grid-table th, .lab-grid-table td { padding: 2px 8px; border-bottom: 1px solid #ddd;
   text-align: right; white-space: nowrap; }
+.lab-grid-table th { white-space: normal; vertical-align: bottom; }
 """
 
 
@@ -174,6 +184,8 @@ class GridExplorer(Viewer):
             data = params.pop("dataset")
         super().__init__(**params)
         self.message = InputMessage()
+        self._said = ""  # the message's sentence as said (unescaped)
+        self._where_refused: tuple[str, list[str]] | None = None  # where in force, sentences
         self.busy = BusyNote()
         self.choices: GridChoices | None = None
         self._ds: xr.Dataset | None = None
@@ -210,7 +222,27 @@ class GridExplorer(Viewer):
         """A URL's refusal (the page's two URL readers see each other's writes: a later
         'nothing refused' does not hide an earlier sentence)."""
         if sentence:
-            self.message.say(sentence)
+            self._say(sentence)
+            about_where = [p for p in re.split(r" (?=The link(?:'s| gives) )", sentence)
+                           if p.startswith(WHERE_REFUSALS)]
+            if about_where and self.choices is not None:
+                self._where_refused = (self.choices.where, about_where)
+
+    def _say(self, sentence: str | None) -> None:
+        """Show ``sentence`` by the inputs (None hides the message)."""
+        self._said = sentence or ""
+        self._where_refused = None
+        self.message.say(sentence)
+
+    def _clear_where_refusal(self) -> None:
+        """A query ran with constraints other than those in force when where= was refused:
+        the refusal's sentences leave the message (any other sentence stays)."""
+        if self._where_refused is None or self._where_refused[0] == self.choices.where:
+            return
+        text = self._said
+        for sentence in self._where_refused[1]:
+            text = text.replace(sentence, "")
+        self._say(" ".join(text.split()) or None)
 
     # -- datasets -----------------------------------------------------------------------
     def _open(self, name: str) -> None:
@@ -221,7 +253,7 @@ class GridExplorer(Viewer):
             data = open_named(name)
         except LabInputError as exc:
             self._forget()
-            self.message.say(page_sentence(exc, name))
+            self._say(page_sentence(exc, name))
             return
         self._use(data)
 
@@ -241,7 +273,7 @@ class GridExplorer(Viewer):
         """Explore ``data``: its own inputs (from the URL when served), charts and query."""
         self._forget()
         if not plottable(data) or len(data.dims) < 2:
-            self.message.say("This dataset has no numeric variable over two or more "
+            self._say("This dataset has no numeric variable over two or more "
                              "dimensions to draw.")
             return
         self._ds = data
@@ -266,7 +298,7 @@ class GridExplorer(Viewer):
         """Another dataset chosen: its inputs replace the old ones (in the URL too)."""
         self.busy.begin()
         try:
-            self.message.say(None)
+            self._say(None)
             self._open(event.new)
         finally:
             pn.state.execute(self.busy.end, schedule=True)
@@ -290,7 +322,7 @@ class GridExplorer(Viewer):
                                 f"{free[0]} is compared.")
                 c.compare = free[0]
         if problems:
-            self.message.say(" ".join(problems))
+            self._say(" ".join(problems))
 
     def _axes_changed(self, *events) -> None:
         c = self.choices
@@ -309,7 +341,9 @@ class GridExplorer(Viewer):
         event = events[-1]
         problem = self.choices.param.where.check(event.new)
         if problem:
-            self.message.say(problem + " The constraints in force are kept.")
+            sentence = problem + " The constraints in force are kept."
+            self._say(sentence)
+            self._where_refused = (event.old, [sentence])
             self.choices.param.update(where=event.old)
 
     def _build_widgets(self) -> list:
@@ -355,7 +389,10 @@ class GridExplorer(Viewer):
                                           css_classes=["lab-grid-where"])
         scope = {"The slice on screen": "view", "The whole dataset": "dataset",
                  **{f"The whole dataset at this {d}": d for d in c.dims}}
-        widgets += [pn.pane.Markdown("**Query**", margin=(10, 10, 0, 10)), where,
+        help_line = pn.pane.Markdown(WHERE_HELP, sizing_mode="stretch_width",
+                                     margin=(0, 10), css_classes=["lab-grid-where-help"],
+                                     styles={"font-size": "12px"})
+        widgets += [pn.pane.Markdown("**Query**", margin=(10, 10, 0, 10)), where, help_line,
                     select("objective", numeric), select("best"), select("scope", scope),
                     select("latency", numeric), select("throughput", numeric)]
         self._shown_inputs()
@@ -482,7 +519,7 @@ class GridExplorer(Viewer):
             layout, views = self._views()
         except LabInputError as exc:  # the dataset was deleted or damaged under the server
             self._drawn = None
-            self.message.say(page_sentence(exc, self.dataset))
+            self._say(page_sentence(exc, self.dataset))
             layout, views = None, [figure(title="No data: see the message on the left",
                                           height=460, sizing_mode="stretch_width")]
         if layout is not None and layout == self._layout:
@@ -603,8 +640,9 @@ class GridExplorer(Viewer):
             self.result = run_query(self.query_cells(), c.objective, c.best == "highest",
                                     (c.latency, c.throughput), self.constraints())
             self._query.objects = self._query_views(self.result)
+            self._clear_where_refusal()
         except LabInputError as exc:
-            self.message.say(page_sentence(exc))
+            self._say(page_sentence(exc))
         finally:
             pn.state.execute(self.busy.end, schedule=True)
 
@@ -630,12 +668,18 @@ class GridExplorer(Viewer):
                               min_height=360, css_classes=["lab-grid-frontier"])]
 
     def _table_html(self, result: QueryResult) -> str:
-        """The best cells as an escaped table; each row links to its experiment page."""
+        """The best cells as an escaped table; each row links to its experiment page.
+
+        The link comes first and a dimension every row shares is said once above the table
+        rather than repeated in a column, so the table fits beside the inputs at 1440 px (it
+        was clipped at "Ope", and compare mode lost its last columns)."""
         c = self.choices
         frame = result.best
         dims = [d for d in self._ds.dims if d in frame]
+        shared = [d for d in dims if len(frame) > 1 and frame[d].nunique() == 1]
+        dims = [d for d in dims if d not in shared]
         shown = [n for n in dict.fromkeys([c.objective, c.latency, c.throughput]) if n]
-        head = "".join(f"<th>{escape(d)}</th>" for d in dims)
+        head = "<th></th>" + "".join(f"<th>{escape(d)}</th>" for d in dims)
         head += "".join(f"<th>{escape(axis_label(self._ds[n]))}</th>" for n in shown)
         rows = []
         for row in frame.to_dict("records"):
@@ -647,12 +691,15 @@ class GridExplorer(Viewer):
             link = experiment_link(self._ds, row, c.at())
             opener = (f'<td><a class="lab-grid-open" href="{escape(link)}">Open</a></td>'
                       if link else "<td></td>")
-            rows.append(f"<tr>{cells}{opener}</tr>")
+            rows.append(f"<tr>{opener}{cells}</tr>")
         if not rows:
             return '<p class="lab-grid-table">No cell meets the constraints.</p>'
         title = escape(f"Best cells by {c.objective} ({c.best} first)")
-        return (f'<div class="lab-grid-table"><p><b>{title}</b></p><table><thead><tr>{head}'
-                f"<th></th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+        first = frame.iloc[0]
+        common = ("<p class=\"lab-grid-shared\">Every row: " + escape(", ".join(
+            f"{d} {plain(first[d])}" for d in shared)) + "</p>") if shared else ""
+        return (f'<div class="lab-grid-table"><p><b>{title}</b></p>{common}<table><thead>'
+                f"<tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
     def _frontier(self, result: QueryResult):
         """Throughput against latency of the frontier's cells, hover with their coordinates:
@@ -689,9 +736,48 @@ class GridExplorer(Viewer):
         return themed(fig)
 
     # -- downloads and layout -----------------------------------------------------------
+    def screen_csv(self) -> str:
+        """What is on screen as CSV, after ``#`` lines naming the dataset, the view, the value
+        of every dimension held fixed (and the grid's constants), the query, the objective
+        and the units; a ``meets`` column is 1 where the cell is valid and meets the
+        constraints (in compare mode: in both slices)."""
+        c = self.choices
+        ds = self.current()
+        where = self.constraints()
+
+        def unit(name: str) -> str:
+            found = self._ds[name].attrs.get("units") if name in self._ds else None
+            return f"{name} [{found}]" if found else name
+
+        inputs: dict = {"dataset": self.dataset or "(a dataset given in a notebook)",
+                        "view": c.mode, "variable": unit(c.variable), "x": c.x, "y": c.y}
+        if c.mode == "heatmap" and c.facet != NONE:
+            inputs["small multiples by"] = c.facet
+        if c.mode == "compare":
+            inputs.update({"compare": c.compare, "A": plain(c.compare_a),
+                           "B": plain(c.compare_b), "as": c.how})
+        inputs.update({d: plain(v) for d, v in c.at().items()})
+        inputs.update({f"constant {k}": v for k, v in grid_constants(self._ds).items()})
+        inputs.update({"where": c.where or "(no constraints)",
+                       "query over": c.scope if c.scope in ("view", "dataset")
+                       else f"the whole dataset at {c.scope} = {plain(getattr(c, c.scope))}",
+                       "objective": f"{unit(c.objective)}, {c.best} first" if c.objective
+                       else "(none)",
+                       "frontier": f"{unit(c.latency)} against {unit(c.throughput)}",
+                       "units": "SI as stored (s, bytes, FLOPs), as the column names say",
+                       "meets": "1 where the cell is valid and meets every constraint, else 0"})
+        if c.mode == "compare":
+            a, b = self._compare_slices()
+            met = meets(a, where) & meets(b, where)
+        else:
+            met = meets(ds, where)
+        out = ds.assign(meets=met.broadcast_like(ds[c.variable if c.mode != "compare"
+                                                   else next(iter(ds.data_vars))]).astype(int))
+        return chart_csv(out, inputs)
+
     def _download_buttons(self) -> list:
         name = self.dataset or "dataset"
-        csv = pmui.FileDownload(callback=lambda: io.StringIO(dataset_csv(self.current())),
+        csv = pmui.FileDownload(callback=lambda: io.StringIO(self.screen_csv()),
                                 filename=f"{name}-on-screen.csv", label="On screen (CSV)",
                                 embed=False, width=BUTTON_WIDTH)
         if self._ds.nbytes > MAX_WHOLE_DOWNLOAD_BYTES:

@@ -33,8 +33,43 @@ PREFERRED_AXES = (("batch", "context"), ("chunk", "prompt"), ("prompt", "chunk")
 
 LATENCY = ("step_time_s", "ttft_s", "tpot_s", "itl_during_prefill_s")
 """Latency variables offered first for the frontier (lower is better)."""
-THROUGHPUT = ("aggregate_tokens_per_s_per_gpu", "aggregate_tokens_per_s", "goodput_per_s")
+THROUGHPUT = ("aggregate_tokens_per_s_per_gpu", "aggregate_tokens_per_s", "goodput_per_s",
+              "goodput_rps")
 """Throughput variables offered first for the frontier and the objective (higher is better)."""
+
+OPENING_VARIABLES = ("step_time_s", "speedup", "goodput_rps")
+"""Variables coloured first when they vary over the opening slice (else the dataset's first
+variable that does: a variable constant over the slice, like the goodput grid's 400
+requests, shows one flat colour)."""
+
+
+def opening_value(ds: xr.Dataset, dim: str, values: list):
+    """The value dimension ``dim`` opens at: the lab's default configuration's when the grid
+    holds it (Llama 3.1 8B, H100, tp 1, …), else the experiment page's default (speculative
+    decoding's k = 4 and acceptance 0.8, not k = 0, which drafts nothing; goodput's batch cap
+    64), else the first value."""
+    from lab.experiments.registry import record
+
+    preferred = getattr(DEFAULTS, dim, None)
+    if preferred in values:
+        return preferred
+    slug = ds.attrs.get("experiment")
+    found = record(str(slug)) if slug else None
+    cls = found.experiment_class() if found is not None else None
+    if cls is not None and dim in cls.param and cls.param[dim].default in values:
+        return cls.param[dim].default
+    return values[0]
+
+
+def varies(da: xr.DataArray) -> bool:
+    """Whether ``da`` takes two or more finite values (True when it cannot be read: the page
+    then says why when it draws it)."""
+    try:
+        values = np.asarray(da.values, dtype=float)
+    except (ValueError, TypeError, RuntimeError, MemoryError, OSError, KeyError):
+        return True
+    finite = values[np.isfinite(values)]
+    return finite.size > 1 and bool(finite.min() != finite.max())
 
 
 def plain(value: object) -> object:
@@ -99,7 +134,6 @@ class GridChoices(param.Parameterized):
         numeric = [n for n in queryable(ds) if ds[n].dtype.kind in "iuf"
                    and set(ds[n].dims) == set(ds.dims)]
         self.param.variable.objects = variables
-        self.variable = first_of(("step_time_s",), variables)
         dims = list(self.dims)
         self.param.x.objects = self.param.y.objects = dims
         axes = next((a for a in PREFERRED_AXES if set(a) <= set(dims)), (dims[-1], dims[-2])
@@ -122,8 +156,17 @@ class GridChoices(param.Parameterized):
         self.param.where.check = lambda text: where_problem(text, names)
         for d in dims:
             self.param[d].objects = self.values[d]
-            preferred = getattr(DEFAULTS, d, None)
-            setattr(self, d, preferred if preferred in self.values[d] else self.values[d][0])
+            setattr(self, d, opening_value(ds, d, self.values[d]))
+        self.variable = self.opening_variable(ds, variables)
+
+    def opening_variable(self, ds: xr.Dataset, variables: list[str]) -> str | None:
+        """The variable coloured first: one of :data:`OPENING_VARIABLES`, else the first,
+        that varies over the opening slice (the first variable when none does)."""
+        ordered = [*(v for v in OPENING_VARIABLES if v in variables),
+                   *(v for v in variables if v not in OPENING_VARIABLES)]
+        at = self.at()
+        return next((v for v in ordered if varies(ds[v].sel(at))),
+                    variables[0] if variables else None)
 
     def compare_values(self) -> None:
         """List the compared dimension's values as A and B (the first two, unless the ones in
