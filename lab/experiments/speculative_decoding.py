@@ -113,13 +113,11 @@ class SpeculativeDecoding(Experiment):
                                   label="KV cache precision",
                                   doc="KV cache elements of both models: BF16 (2 B) or FP8 (1 B).")
 
-    def draft_options(self) -> tuple[dict[str, str], list[str]]:
-        """``{shown name: id}`` of the drafters for the target in force, and the ids among
-        them that cannot draft for it: the page lists the MTP head and the dense models that
-        share the target's vocabulary and are smaller, plus the draft in force when it is
-        neither, marked with the reason (the cards say it in full)."""
+    def draft_options(self) -> dict[str, str]:
+        """``{shown name: id}`` of the drafters for the target in force: the MTP head and the
+        dense models that share the target's vocabulary and are smaller, plus the draft in
+        force when it is neither, its reason in its name (the cards say it in full)."""
         options = {"MTP head (the target's own)": MTP}
-        refused = []
         for key in self.param.draft.objects:
             if key == MTP:
                 continue
@@ -128,8 +126,7 @@ class SpeculativeDecoding(Experiment):
                 options[get_model(key).name] = key
             elif key == self.draft:
                 options[f"{get_model(key).name} ({problem})"] = key
-                refused.append(key)
-        return options, refused
+        return options
 
     def config(self, **changes) -> SpeculativeConfig:
         """The current inputs as a :class:`~lab.points.speculative_points.SpeculativeConfig`."""

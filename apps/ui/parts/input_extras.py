@@ -148,7 +148,7 @@ def draft_list(widget: pmui.Select, owner: param.Parameterized) -> None:
     list), until another is chosen."""
 
     def refresh(*_events) -> None:
-        widget.options = owner.draft_options()[0]
+        widget.options = owner.draft_options()
 
     refresh()
     owner.param.watch(refresh, ["model", "draft"])
