@@ -110,13 +110,13 @@ def test_calc_served_reads_the_packaged_serving_rows(wheel_env):
 
 
 def test_default_sweep_then_open_dataset(wheel_env):
-    """The default sweep writes all five grids to the user cache; ``open_dataset`` reads one."""
+    """The default sweep writes every default grid to the user cache; ``open_dataset`` reads one."""
     result = _run([str(wheel_env[1] / "inference-lab"), "sweep", "--scheduler", "threads"],
                   wheel_env, timeout=180)
     grids = wheel_env[3] / "cache" / "inference-lab" / "grids"
     assert sorted(p.name for p in grids.glob("*.zarr")) == [
-        "context.zarr", "decode.zarr", "goodput.zarr", "prefill.zarr", "prefix.zarr",
-        "speculative.zarr"], result.stderr
+        "context.zarr", "decode.zarr", "goodput.zarr", "plan.zarr", "prefill.zarr",
+        "prefix.zarr", "speculative.zarr"], result.stderr
     out = _run([str(wheel_env[0]), "-c", "import lab; ds = lab.open_dataset('goodput'); "
                 "print(ds.attrs['sweep_complete'], float(ds['goodput_rps'].max()))"],
                wheel_env).stdout.split()

@@ -158,8 +158,8 @@ def test_a_keyboard_step_on_a_slider_redraws_in_place(grid_url, lab_page, consol
     # (a source's data replaced in parts) before the new slice's values arrive.
     lab_page.wait_for_function(
         f"(b) => {{ const now = JSON.parse(({HEATMAP})());"
-        " return now.length === 1 && JSON.stringify(now[0][1]) !== b; }",
-        arg=json.dumps(before[0][1]))
+        " return now.length === 1 && JSON.stringify(now[0][1]) !== JSON.stringify(b); }",
+        arg=before[0][1])
     after = json.loads(lab_page.evaluate(HEATMAP))
     assert [a[0] for a in after] == [before[0][0]]  # the same source, new data
     assert after[0][1] != before[0][1]

@@ -414,12 +414,14 @@ def test_two_hundred_wrong_passwords_are_throttled_after_five_and_each_logged(lo
         except urllib.error.HTTPError as error:
             codes.append(error.code)
             retry = error.headers.get("Retry-After") or retry
+            error.close()  # an HTTPError holds the response's socket
     assert codes[:5] == [302] * 5 and codes[5:] == [429] * 195, codes[:8]
     assert retry is not None and 0 < int(retry) <= 60
     good = urllib.parse.urlencode({"username": "alice", "password": PASSWORDS["alice"]}).encode()
     with pytest.raises(urllib.error.HTTPError) as refused:
         opener.open(f"{base}/login", data=good, timeout=30)
     assert refused.value.code == 429
+    refused.value.close()
     log = server_log(proc)[len(before):]
     lines = [line for line in log.splitlines() if "login" in line and "'alice'" in line]
     assert len(lines) == 201 and all("127.0.0.1" in line for line in lines), lines[:3]
