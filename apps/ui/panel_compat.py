@@ -15,9 +15,9 @@ re-checks each hook here:
   called by the server's start-up only (:mod:`apps.ui.server.warmup`);
 - :func:`gate_page_requests` (``panel.io.server.DocHandler.get`` and ``.get_session``): page
   requests pass an :class:`~apps.ui.server.page_gate.PageGate`; called by the server's start-up only
-  (``apps/ui/server/serve_setup.py``);
+  (``apps/ui/views/serve_setup.py``);
 - :func:`parse_query_value_by_value` (``Location.query_params``): one unparseable query value
-  (a 5,000-digit number) no longer blanks the page; installed when :mod:`apps.ui.shell.app` is
+  (a 5,000-digit number) no longer blanks the page; installed when :mod:`apps.ui.views.app` is
   imported;
 - :func:`answer_long_requests` (``DocHandler.prepare``, Tornado's
   ``HTTP1ConnectionParameters``): an over-long page address gets HTTP 414 and a sentence;

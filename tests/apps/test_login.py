@@ -29,7 +29,7 @@ from tornado.websocket import websocket_connect
 
 from apps.ui.server import logins as logins_module
 from apps.ui.server.logins import Logins, logins_for
-from apps.ui.shell.pages import all_pages
+from apps.ui.views.pages import all_pages
 from cli.main import main
 from lab.errors import LabInputError
 

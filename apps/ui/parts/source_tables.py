@@ -7,8 +7,8 @@ import re
 import pandas as pd
 import panel as pn
 
-from apps.ui.shell.pages import experiment_classes
 from apps.ui.shell.theme import PROSE_CSS
+from apps.ui.views.pages import experiment_classes
 from lab.catalog import gpu_catalog, model_catalog
 from lab.units import GB, TB_PER_S, TFLOPS
 

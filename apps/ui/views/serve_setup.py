@@ -5,7 +5,7 @@ event loop (:func:`build_pages_off_loop`); check ``--basic-auth`` logins with
 return closed sessions' memory (:mod:`apps.ui.server.session_memory`).
 
 ``inference-lab serve`` passes it; with plain Panel:
-``panel serve apps/*.py --setup apps/ui/server/serve_setup.py``.
+``panel serve apps/*.py --setup apps/ui/views/serve_setup.py``.
 """
 
 import logging
@@ -23,7 +23,7 @@ from apps.ui.panel_compat import (
 from apps.ui.server.page_gate import PageGate, configured_limit, default_limit
 from apps.ui.server.session_memory import session_closed
 from apps.ui.server.warmup import warm_up
-from apps.ui.shell.app import build_page
+from apps.ui.views.app import build_page
 
 log = logging.getLogger("bokeh")
 answer_long_requests()
