@@ -157,7 +157,10 @@ def test_the_login_check_reads_the_file_again_after_an_edit(tmp_path, monkeypatc
     from apps.ui import panel_compat
 
     monkeypatch.setattr(BasicLoginHandler, "_validate", BasicLoginHandler._validate)  # undone
-    panel_compat.check_logins()
+    from apps.ui.server.logins import LOGINS_ENV, LoginThrottle, login_log_line, logins_for
+
+    panel_compat.check_logins(panel_compat.LoginChecks(logins_for, LOGINS_ENV, LoginThrottle(),
+                                                       login_log_line))
     path = written(tmp_path, "alice:first-pw\n")
     monkeypatch.setattr(pn.config, "basic_auth", str(path))
     application = type("Application", (), {})()  # no per-server config: pn.config's is read

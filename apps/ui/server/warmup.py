@@ -23,12 +23,12 @@ from bokeh.document import Document
 from panel.io.state import set_curdoc
 
 from apps.ui.panel_compat import cleanup_doc, freeze_gc
-from apps.ui.views.pages import GRID
 
-WARM_PAGES = ("decode", "memory", GRID.slug)
+WARM_PAGES = ("decode", "memory", "grid")
 """Pages built at start-up: experiment 1 (the page most readers open first), one HoloViews
 experiment (its first build imports and caches what the others share) and the grid
-explorer (its dataset). Building all twelve takes about 6 s; these three about 1.5 s."""
+explorer (its dataset, :data:`apps.ui.views.pages.GRID`; ``tests/apps/test_app_serve.py`` checks
+that each is a page). Building all twelve takes about 6 s; these three about 1.5 s."""
 
 log = logging.getLogger("bokeh")
 
