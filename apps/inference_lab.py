@@ -6,7 +6,7 @@ Panel redirects ``/`` to it, the landing page. Other pages are ``?view=<slug>``.
 
 import panel as pn
 
-from apps.ui.shell.app import build_page
+from apps.ui.views.app import build_page
 
 pn.extension(throttled=True, notifications=False)
 

@@ -26,10 +26,12 @@ from sweeps.catalog_of_datasets import DATASETS_ENV
 APP_MODULE = "apps.inference_lab"
 """The app script's module; its file is what ``panel serve`` runs."""
 
-SETUP_MODULE = "apps.ui.server.serve_setup"
+SETUP_MODULE = "apps.ui.views.serve_setup"
 """Script ``panel serve --setup`` runs before serving: it builds every page once."""
+LOGINS_MODULE = "apps.ui.server.logins"
+"""The module checking logins; the lab's login page is beside it."""
 LOGIN_PAGE = "login.html"
-"""The lab's login page, beside the setup script: Panel's own loads images from a CDN. A
+"""The lab's login page, beside :data:`LOGINS_MODULE`: Panel's own loads images from a CDN. A
 ``--basic-login-template`` after ``--`` comes later on the command line and replaces it."""
 WEBSOCKET_MAX_MESSAGE_BYTES = 4 * MIB
 """Largest websocket message the server reads, bytes: uploads arrive in 1 MiB pieces, and a
@@ -57,7 +59,7 @@ def panel_command(args: argparse.Namespace) -> list[str]:
     for origin in dict.fromkeys(origins):
         cmd += ["--allow-websocket-origin", origin]
     if args.basic_auth is not None:  # the password and the secret: see server_environment
-        cmd += ["--basic-login-template", str(app_script(SETUP_MODULE).with_name(LOGIN_PAGE))]
+        cmd += ["--basic-login-template", str(app_script(LOGINS_MODULE).with_name(LOGIN_PAGE))]
     cmd += ["--setup", str(app_script(SETUP_MODULE))]
     if args.num_procs == 1:
         cmd.append("--warm")

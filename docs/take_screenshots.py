@@ -15,7 +15,7 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-from apps.ui.shell.pages import all_pages
+from apps.ui.views.pages import all_pages
 
 VIEWPORTS = {"desktop": (1440, 900), "phone": (390, 844)}
 """Screenshot name → (width, height) in CSS px."""

@@ -1,5 +1,9 @@
 """Every process-wide side effect and every private Panel hook the apps rely on, in one place.
 
+It imports nothing of ``apps.ui`` (the lowest of its roles, ``tests/architecture/test_ui_roles.py``):
+what a hook needs of the lab (the page gate and its waiting page, the logins, the upload
+limits) is given to it by its caller.
+
 Panel and panel-material-ui do not promise these internals; :data:`TESTED_PANEL` and
 :data:`TESTED_PANEL_MATERIAL_UI` are the versions they were checked against, and
 ``tests/apps/test_panel_compat.py`` fails when another version is installed, so an upgrade
@@ -14,10 +18,11 @@ re-checks each hook here:
 - :func:`freeze_gc` (``gc.freeze``): moves every object alive now out of later collections;
   called by the server's start-up only (:mod:`apps.ui.server.warmup`);
 - :func:`gate_page_requests` (``panel.io.server.DocHandler.get`` and ``.get_session``): page
-  requests pass an :class:`~apps.ui.server.page_gate.PageGate`; called by the server's start-up only
-  (``apps/ui/server/serve_setup.py``);
+  requests pass an :class:`~apps.ui.server.page_gate.PageGate`, and wait on the page of
+  :mod:`apps.ui.server.waiting_page`, both given by the caller; called by the server's start-up only
+  (``apps/ui/views/serve_setup.py``);
 - :func:`parse_query_value_by_value` (``Location.query_params``): one unparseable query value
-  (a 5,000-digit number) no longer blanks the page; installed when :mod:`apps.ui.shell.app` is
+  (a 5,000-digit number) no longer blanks the page; installed when :mod:`apps.ui.views.app` is
   imported;
 - :func:`answer_long_requests` (``DocHandler.prepare``, Tornado's
   ``HTTP1ConnectionParameters``): an over-long page address gets HTTP 414 and a sentence;
@@ -49,6 +54,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl, urlencode
@@ -72,16 +78,6 @@ from tornado.escape import url_escape
 from tornado.http1connection import HTTP1ConnectionParameters
 from tornado.web import Finish, RequestHandler
 
-from apps.ui.parts.upload_limits import (
-    MAX_REASON_CHARS,
-    MAX_UPLOAD_BYTES,
-    UPLOAD_CHUNK_BYTES,
-    limit_sentence,
-    shown_name,
-)
-from apps.ui.server.logins import LOGINS_ENV, Logins, LoginThrottle, login_log_line, logins_for
-from apps.ui.server.page_gate import PageGate, Ticket
-from apps.ui.server.waiting_page import TURN_COOKIE, TURN_HEADER, YOUR_TURN, waiting_page
 from lab.errors import LabInputError
 from lab.units import MIB
 
@@ -125,37 +121,51 @@ async def _settled(result):
     return await result if inspect.isawaitable(result) else result
 
 
-_TICKET: contextvars.ContextVar[Ticket | None] = contextvars.ContextVar("lab_page_ticket",
-                                                                       default=None)
+_TICKET: contextvars.ContextVar[Any] = contextvars.ContextVar("lab_page_ticket", default=None)
 """The page request's place in the gate, seen by the session it builds (same task)."""
 
 
-def gate_page_requests(gate: PageGate) -> None:
-    """Send every page load of this server process through ``gate`` (process-wide; a
-    second call replaces the gate).
+@dataclass(frozen=True)
+class WaitingLine:
+    """How a reader waits for a page (:mod:`apps.ui.server.waiting_page`): the waiting page's
+    HTML for ``(reader, place)``, the header of its request for its turn, the start of the
+    cookie's name with which the reloaded page claims its place, and the answer when the turn
+    has come."""
+
+    page: Callable[[str, int], str]
+    turn_header: str
+    turn_cookie: str
+    your_turn: str
+
+
+def gate_page_requests(gate, line: WaitingLine) -> None:
+    """Send every page load of this server process through ``gate`` (a
+    :class:`~apps.ui.server.page_gate.PageGate`), readers who must wait getting ``line``'s
+    page (process-wide; a second call replaces both).
 
     Every page request of a logged-in visitor is counted. A browser's navigation
     (``Sec-Fetch-Dest: document``) admitted builds its session as usual, and the session gives the place back
     on its ``document_ready`` event (the browser has drawn the page); :meth:`PageGate.sent`
     covers a browser that disconnects or never connects. A load that has to wait gets
-    :func:`~apps.ui.server.waiting_page.waiting_page`, whose request for its turn (header
-    :data:`~apps.ui.server.waiting_page.TURN_HEADER`) is answered here when the turn comes.
+    ``line.page``, whose request for its turn (header ``line.turn_header``) is answered here
+    when the turn comes.
     Any other page request (a script's, ``curl``'s) waits its turn on the server and gives its
     place back once its page is sent (:func:`_script_page`): it costs the server the build
     alone."""
     already = getattr(DocHandler, "_lab_gate", None) is not None
     DocHandler._lab_gate = gate
+    DocHandler._lab_line = line
     if already:
         return
     original_get, original_get_session = DocHandler.get, DocHandler.get_session
 
     async def get(self, *args, **kwargs):
-        gate = DocHandler._lab_gate
-        reader = self.request.headers.get(TURN_HEADER)
+        gate, line = DocHandler._lab_gate, DocHandler._lab_line
+        reader = self.request.headers.get(line.turn_header)
         if reader is not None and self.current_user:  # a waiting page asks for its turn
             self.set_header("Cache-Control", "no-store")
             self.set_header("Content-Type", "text/plain; charset=utf-8")
-            self.write(YOUR_TURN if await gate.turn(reader) else "not in line")
+            self.write(line.your_turn if await gate.turn(reader) else "not in line")
             return None
         if not self.current_user:  # the login page's redirect
             return await _settled(original_get(self, *args, **kwargs))
@@ -163,8 +173,8 @@ def gate_page_requests(gate: PageGate) -> None:
             return await _script_page(self, gate, original_get, *args, **kwargs)
         ticket = None
         for name in self.request.cookies:
-            if name.startswith(TURN_COOKIE):
-                ticket = gate.claim(name.removeprefix(TURN_COOKIE))
+            if name.startswith(line.turn_cookie):
+                ticket = gate.claim(name.removeprefix(line.turn_cookie))
                 if ticket is not None:
                     self.clear_cookie(name, path="/")
                     break
@@ -179,7 +189,7 @@ def gate_page_requests(gate: PageGate) -> None:
                 self.write(TOO_MANY_WAITING)
                 return None
             self.set_header("Content-Type", "text/html; charset=utf-8")
-            self.write(waiting_page(*place))
+            self.write(line.page(*place))
             return None
         token = _TICKET.set(ticket)
         try:
@@ -317,7 +327,7 @@ def build_pages_off_loop() -> None:
 TOO_MANY_WAITING = "Too many readers are waiting for the lab; try again in a minute."
 
 
-async def _script_page(handler, gate: PageGate, original_get, *args, **kwargs):
+async def _script_page(handler, gate, original_get, *args, **kwargs):
     """A page request that is no browser's navigation (a script, ``curl``, a prefetch): it
     waits its turn in the gate's line on the server (it runs no waiting page), and holds its
     place while its page is built and sent."""
@@ -429,20 +439,40 @@ def quiet_anonymous_autoload() -> None:
     AutoloadJsHandler._lab_quiet = True
 
 
+@dataclass(frozen=True)
+class LoginChecks:
+    """What :func:`check_logins` checks logins with (:mod:`apps.ui.server.logins`): the reader
+    of a ``--basic-auth`` value (a file name, a password or a mapping) into an object whose
+    ``check(user, password)`` says whether a login is valid, the environment variable that
+    ``inference-lab serve`` passes the value in, the throttle of failed logins
+    (``retry_after(user, address)``, ``failed(user, address)``) and the log line of a failure
+    (``log_line(outcome, user, address)``)."""
+
+    logins_for: Callable[[str | dict], Any]
+    env: str
+    throttle: Any
+    log_line: Callable[[str, str, str], str]
+
+
+_LOGIN_CHECKS: list[LoginChecks] = []
+"""The checks :func:`check_logins` was last given (one at most)."""
+
+
 def _login_option(handler) -> str | dict | None:
-    """The ``--basic-auth`` value the server was started with: from :data:`LOGINS_ENV` when
-    ``inference-lab serve`` started it, else where Panel's own ``BasicLoginHandler._validate``
-    looks for it (plain ``panel serve --basic-auth``)."""
-    if os.environ.get(LOGINS_ENV):  # inference-lab serve: never on the command line
-        return os.environ[LOGINS_ENV]
+    """The ``--basic-auth`` value the server was started with: from the checks' environment
+    variable when ``inference-lab serve`` started it, else where Panel's own
+    ``BasicLoginHandler._validate`` looks for it (plain ``panel serve --basic-auth``)."""
+    env = _LOGIN_CHECKS[0].env
+    if os.environ.get(env):  # inference-lab serve: never on the command line
+        return os.environ[env]
     server_config = pn.state._server_config.get(handler.application, {})
     return server_config.get("basic_auth", pn.config.basic_auth)
 
 
 @functools.lru_cache(maxsize=4)
-def _logins(option: str, version: tuple) -> Logins:
+def _logins(checks: LoginChecks, option: str, version: tuple):
     """The logins of ``option``, read again when its file changes (``version``)."""
-    return logins_for(option)
+    return checks.logins_for(option)
 
 
 def _file_version(option) -> tuple:
@@ -455,19 +485,21 @@ def _file_version(option) -> tuple:
     return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
 
 
-def check_logins() -> None:
-    """Check every ``--basic-auth`` login of this server process with :mod:`apps.ui.server.logins`
-    (process-wide). The file is read at the first login and again after it changes; a file
-    that has become unreadable or malformed refuses every login and logs its one sentence
-    (never a password)."""
+def check_logins(checks: LoginChecks) -> None:
+    """Check every ``--basic-auth`` login of this server process with ``checks``
+    (:mod:`apps.ui.server.logins`; process-wide, a second call replaces them). The file is
+    read at the first login and again after it changes; a file that has become unreadable or
+    malformed refuses every login and logs its one sentence (never a password)."""
+    _LOGIN_CHECKS[:] = [checks]
 
     def _validate(self, username: str, password: str) -> bool:
         option = _login_option(self)
         if not option:
             return False
+        checks = _LOGIN_CHECKS[0]
         try:
-            logins = (logins_for(option) if isinstance(option, dict)
-                      else _logins(option, _file_version(option)))
+            logins = (checks.logins_for(option) if isinstance(option, dict)
+                      else _logins(checks, option, _file_version(option)))
         except LabInputError as error:
             logging.getLogger("bokeh").error("Inference Lab: login refused: %s", error)
             return False
@@ -478,10 +510,7 @@ def check_logins() -> None:
     BasicLoginHandler.set_cookie = _set_login_cookie
 
 
-LOGIN_THROTTLE = LoginThrottle()
-"""Failed logins of this server process, per user name and per client address."""
-
-_LOGIN_CHECKS = concurrent.futures.ThreadPoolExecutor(max_workers=2,
+_LOGIN_THREADS = concurrent.futures.ThreadPoolExecutor(max_workers=2,
                                                       thread_name_prefix="lab-login")
 """Threads that check passwords (a bcrypt check holds its thread, not the event loop)."""
 
@@ -491,15 +520,16 @@ TOO_MANY_LOGINS = ("Too many failed logins for this user name or from this addre
 
 async def _post_login(self) -> None:
     """Panel's login form, checked off the event loop and throttled
-    (:class:`~apps.ui.server.logins.LoginThrottle`); every failure and every refusal is
+    (the checks' throttle, :class:`~apps.ui.server.logins.LoginThrottle`); every failure and every refusal is
     logged once with the user name and the client address, never the password."""
     username = self.get_argument("username", "")
     password = self.get_argument("password", "")
     address = self.request.remote_ip or "unknown address"
     log = logging.getLogger("bokeh")
-    wait = LOGIN_THROTTLE.retry_after(username, address)
+    checks = _LOGIN_CHECKS[0]
+    wait = checks.throttle.retry_after(username, address)
     if wait:
-        log.warning(login_log_line(f"refused for {wait} s (too many failures)", username,
+        log.warning(checks.log_line(f"refused for {wait} s (too many failures)", username,
                                    address))
         self.set_status(429)
         self.set_header("Retry-After", str(wait))
@@ -507,13 +537,13 @@ async def _post_login(self) -> None:
         self.finish(TOO_MANY_LOGINS.format(seconds=wait))
         return
     loop = asyncio.get_running_loop()
-    valid = await loop.run_in_executor(_LOGIN_CHECKS, self._validate, username, password)
+    valid = await loop.run_in_executor(_LOGIN_THREADS, self._validate, username, password)
     if valid:
         self.set_current_user(username)
         self.redirect(_validate_next_url(self.get_cookie("next_url", pn.state.base_url)))
         return
-    LOGIN_THROTTLE.failed(username, address)
-    log.warning(login_log_line("failed", username, address))
+    checks.throttle.failed(username, address)
+    log.warning(checks.log_line("failed", username, address))
     self.redirect(self.request.uri + "?error=" + url_escape("Invalid username or password!"))
 
 
@@ -625,20 +655,34 @@ class IntSlider(CheckedInput, pmui.EditableIntSlider):
     _priority_changes: ClassVar[list[str]] = PRIORITY_CHANGES
 
 
-class CappedFileInput(pmui.FileInput):
+class LimitedFileInput(pmui.FileInput):
     """A file input that never holds more than ``max_file_size`` bytes of an upload.
 
     ``max_file_size`` makes the browser refuse a larger file before sending it; a client that
     ignores it is cut off here when its declared chunk count or the bytes received pass the
     limit (the chunks held so far are dropped). ``on_refused`` gets one sentence, also for an
     empty file (the browser sends no chunk for it, so nothing would change otherwise).
+
+    The limits are a subclass's (:class:`apps.ui.parts.trace_upload.CappedFileInput`):
+    :attr:`max_bytes`, :attr:`chunk_bytes`, :attr:`max_reason_chars`, :meth:`limit_sentence`
+    and :meth:`shown_name`.
     """
 
     on_refused: Callable[[str], None] | None = None
+    max_bytes: ClassVar[int]
+    """The default ``max_file_size``, bytes."""
+    chunk_bytes: ClassVar[int]
+    """The default ``chunk_size``, bytes."""
+    max_reason_chars: ClassVar[int]
+    """Longest browser-side reason quoted when the browser stops an upload, characters."""
 
     def limit_sentence(self) -> str:
-        """The limit as the end of a sentence (a trace's; another upload names its own)."""
-        return limit_sentence()
+        """The limit as the end of a sentence."""
+        raise NotImplementedError
+
+    def shown_name(self, name: str) -> str:
+        """A browser-given file name as shown back (to be escaped)."""
+        raise NotImplementedError
 
     def empty_sentence(self) -> str:
         """What is said when the file chosen is empty (0 bytes)."""
@@ -646,11 +690,11 @@ class CappedFileInput(pmui.FileInput):
 
     def size_text(self) -> str:
         """The limit as a size ('20 MiB')."""
-        return f"{(self.max_file_size or MAX_UPLOAD_BYTES) // MIB} MiB"
+        return f"{(self.max_file_size or self.max_bytes) // MIB} MiB"
 
     def __init__(self, **params):
-        params.setdefault("max_file_size", MAX_UPLOAD_BYTES)
-        params.setdefault("chunk_size", UPLOAD_CHUNK_BYTES)
+        params.setdefault("max_file_size", type(self).max_bytes)
+        params.setdefault("chunk_size", type(self).chunk_bytes)
         super().__init__(**params)
         self._received = 0
         self._refused = False
@@ -680,14 +724,14 @@ class CappedFileInput(pmui.FileInput):
             else:
                 super()._handle_msg(msg)
         elif status == "error":
-            reason = str(msg.get("error", ""))[:MAX_REASON_CHARS]
+            reason = str(msg.get("error", ""))[:self.max_reason_chars]
             self._refuse(f"The browser did not send the file ({reason}); "
                          f"{self.limit_sentence()}.")
 
     def _chunk(self, msg: dict) -> None:
         if self._refused:
             return
-        limit = self.max_file_size or MAX_UPLOAD_BYTES
+        limit = self.max_file_size or self.max_bytes
         try:
             declared = int(msg["total_chunks"]) * self.chunk_size
             self._received += len(msg["data"])
@@ -695,7 +739,7 @@ class CappedFileInput(pmui.FileInput):
             self._refuse("The upload was malformed and has been dropped.")
             return
         if declared > limit + self.chunk_size or self._received > limit:
-            name = shown_name(str(msg.get("name", "")))
+            name = self.shown_name(str(msg.get("name", "")))
             self._refuse(f"{name} is larger than {self.size_text()}; {self.limit_sentence()}.")
             return
         self._process_chunk(msg)

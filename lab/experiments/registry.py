@@ -13,8 +13,8 @@ registry imports nothing heavy), only ``lab`` objects:
 
 The layers above register their own part of an experiment by its slug, with ordinary imports
 (``docs/architecture.md``, "One record per experiment"): its grid block in
-:mod:`sweeps.grids`, its page in :mod:`apps.ui.shell.pages` and how the generic page shows it in
-:mod:`apps.ui.views.page_descriptions`, a hand-written ``calc`` subcommand in :mod:`cli.calc_cmd`. An
+:mod:`sweeps.grids`, its page in :mod:`apps.ui.views.pages` and how the generic page shows it in
+:mod:`apps.ui.plots.page_descriptions`, a hand-written ``calc`` subcommand in :mod:`cli.calc_cmd`. An
 experiment registered nowhere above has no grid, the generic page and the flags generated from
 its param class.
 

@@ -16,7 +16,7 @@ from lab_browser import open_page, overflow, screenshot, set_number, unreachable
 from playwright.sync_api import expect
 
 from apps.ui.plots.charts import numeric_variables, sweep_axis
-from apps.ui.shell.pages import all_pages
+from apps.ui.views.pages import all_pages
 from lab.experiments import all_experiments
 
 PAGES = [p.slug for p in all_pages()]

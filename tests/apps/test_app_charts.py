@@ -251,7 +251,7 @@ def test_chart_series_carry_no_unused_glyph_copies():
 
     from apps.ui.plots.lessons import chart_inputs
     from apps.ui.plots.series_chart import experiment_charts
-    from apps.ui.shell.pages import experiment_class
+    from apps.ui.views.pages import experiment_class
 
     exp = experiment_class("precision")()
     figures = [c.figure for c in experiment_charts(exp.chart_data(), chart_inputs(exp))]

@@ -34,7 +34,7 @@ def test_panel_command_serves_the_app_as_the_index():
     assert "--warm" not in cmd
     assert not [part for part in cmd if "secret" in part or part.startswith("--cookie")]
     assert "0.0.0.0:5100" in cmd
-    assert cmd[cmd.index("--setup") + 1] == str(REPO / "apps" / "ui" / "server" / "serve_setup.py")
+    assert cmd[cmd.index("--setup") + 1] == str(REPO / "apps" / "ui" / "views" / "serve_setup.py")
     assert app_script(SETUP_MODULE).exists()
 
 
@@ -52,7 +52,7 @@ def test_login_secrets_reach_the_server_by_its_environment_not_its_command_line(
 
 def test_warm_pages_are_pages_of_the_lab():
     from apps.ui.server.warmup import WARM_PAGES
-    from apps.ui.shell.pages import all_pages
+    from apps.ui.views.pages import all_pages
 
     assert set(WARM_PAGES) <= {info.slug for info in all_pages()}
 
@@ -102,7 +102,7 @@ def test_a_served_page_is_not_held_by_panel_state():
     from bokeh.document import Document
     from panel.io.state import set_curdoc
 
-    from apps.ui.shell.app import build_page
+    from apps.ui.views.app import build_page
 
     def state_watchers() -> list:
         return [w for ws in pn.state.param.watchers.get("busy", {}).values() for w in ws]

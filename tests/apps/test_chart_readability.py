@@ -10,8 +10,8 @@ from bokeh.models import Legend, LogScale, Scatter, Span, Step
 
 from apps.ui.plots.batch_chart import batch_charts
 from apps.ui.plots.chart_view import ChartView
+from apps.ui.plots.page_descriptions import SAWTOOTH_BLOCKS
 from apps.ui.views.measured_page import BELOW_LABEL, ratio_lines
-from apps.ui.views.page_descriptions import SAWTOOTH_BLOCKS
 from lab.experiments.batch_bottleneck import BatchBottleneck
 from lab.experiments.context_growth_experiment import ContextGrowth
 from lab.experiments.goodput_contract import GoodputContract

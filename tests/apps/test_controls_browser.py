@@ -16,9 +16,9 @@ from lab_browser import open_page, set_number, wait_idle
 from playwright.sync_api import expect
 
 from apps.ui.parts.input_extras import is_wide_count, powers_of_two, slider_range
-from apps.ui.shell.pages import experiment_class
 from apps.ui.shell.url_sync import url_inputs
 from apps.ui.views.live_inputs import shown_inputs
+from apps.ui.views.pages import experiment_class
 from lab.catalog import gpu_catalog, model_catalog
 from lab.experiments.base import Experiment
 

@@ -18,13 +18,13 @@ from panel.io.location import Location
 from apps.ui.panel_compat import DimensionSlider
 from apps.ui.parts.cards import CardsView
 from apps.ui.parts.input_widgets import input_panel
-from apps.ui.shell.app import carried_values, derivation_values, navigation_markdown
-from apps.ui.shell.pages import DERIVATION, experiment_class
 from apps.ui.shell.url_sync import url_inputs
 from apps.ui.shell.url_values import strict_selectors, url_problems
+from apps.ui.views.app import carried_values, derivation_values, navigation_markdown
 from apps.ui.views.grid import GridExplorer
 from apps.ui.views.live_inputs import shown_inputs
 from apps.ui.views.measured_page import STALE, MeasuredPage
+from apps.ui.views.pages import DERIVATION, experiment_class
 from lab.catalog import get_model
 from lab.experiments import all_experiments
 from lab.experiments.batch_bottleneck import BatchBottleneck

@@ -6,8 +6,8 @@ from __future__ import annotations
 import panel as pn
 import panel_material_ui as pmui
 
-from apps.ui.shell.app import build_page
 from apps.ui.shell.held_size import BUTTON_WIDTH, HELD_HEIGHT, held_height, hold_sizes
+from apps.ui.views.app import build_page
 
 
 def test_each_widget_class_holds_its_own_or_its_base_class_height():

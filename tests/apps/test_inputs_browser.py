@@ -16,8 +16,8 @@ from lab_browser import open_page, wait_idle
 from playwright.sync_api import expect
 
 from apps.ui.parts.input_widgets import widget_spec
-from apps.ui.shell.pages import DERIVATION, experiment_class
 from apps.ui.views.live_inputs import shown_inputs
+from apps.ui.views.pages import DERIVATION, experiment_class
 from lab.experiments import all_experiments
 from lab.experiments.batch_bottleneck import BatchBottleneck
 

@@ -14,8 +14,8 @@ from apps.ui.parts.input_extras import log2_slider
 from apps.ui.parts.prediction import PredictionView
 from apps.ui.parts.trace_upload import CappedFileInput
 from apps.ui.plots.chart_view import ChartView
-from apps.ui.shell.app import carried_values, navigation_markdown
 from apps.ui.shell.number_boxes import readable, typed_problem, watch_typed
+from apps.ui.views.app import carried_values, navigation_markdown
 from apps.ui.views.experiment_view import ExperimentView
 from apps.ui.views.measured_page import MeasuredPage
 from lab.experiments.batch_bottleneck import BatchBottleneck

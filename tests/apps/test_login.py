@@ -31,7 +31,7 @@ from tornado.websocket import websocket_connect
 
 from apps.ui.server import logins as logins_module
 from apps.ui.server.logins import Logins, logins_for
-from apps.ui.shell.pages import all_pages
+from apps.ui.views.pages import all_pages
 from cli.main import main
 from lab.errors import LabInputError
 
@@ -161,7 +161,10 @@ def test_the_login_check_reads_the_file_again_after_an_edit(tmp_path, monkeypatc
     from apps.ui import panel_compat
 
     monkeypatch.setattr(BasicLoginHandler, "_validate", BasicLoginHandler._validate)  # undone
-    panel_compat.check_logins()
+    from apps.ui.server.logins import LOGINS_ENV, LoginThrottle, login_log_line, logins_for
+
+    panel_compat.check_logins(panel_compat.LoginChecks(logins_for, LOGINS_ENV, LoginThrottle(),
+                                                       login_log_line))
     path = written(tmp_path, "alice:first-pw\n")
     monkeypatch.setattr(pn.config, "basic_auth", str(path))
     application = type("Application", (), {})()  # no per-server config: pn.config's is read

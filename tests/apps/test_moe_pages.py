@@ -12,8 +12,8 @@ import pytest
 from bokeh.models import HoverTool
 from panel.io.location import Location
 
-from apps.ui.shell.pages import experiment_class
 from apps.ui.views.experiment_view import ExperimentView
+from apps.ui.views.pages import experiment_class
 
 # Mixtral-8x7B (mixtral-8x7b-v0.1/config.json): d 4096, L 32, H 32, K 8, h 128, E 8, k 2,
 # F_e 14336, V 32000, untied. Per layer: attention 2·4096·4096 + 2·4096·1024 = 41,943,040

@@ -140,8 +140,8 @@ def test_each_page_description_names_only_inputs_of_its_experiment():
     or places on a chart axis is an input of its experiment, and a switch is a Boolean."""
     import param
 
-    from apps.ui.shell.pages import experiment_class
-    from apps.ui.views.page_descriptions import DESCRIPTIONS
+    from apps.ui.plots.page_descriptions import DESCRIPTIONS
+    from apps.ui.views.pages import experiment_class
 
     for slug, page in DESCRIPTIONS.items():
         cls = experiment_class(slug)
@@ -158,8 +158,8 @@ def test_a_page_without_a_description_draws_its_data_as_they_are(monkeypatch):
     every input live; without theirs, the prefix caching page draws its chart data unchanged
     and the context growth page marks nothing."""
     from apps.ui.plots.lessons import chart_inputs, lesson_data, lesson_marks
+    from apps.ui.plots.page_descriptions import DESCRIPTIONS
     from apps.ui.views.live_inputs import live, shown_inputs
-    from apps.ui.views.page_descriptions import DESCRIPTIONS
 
     three, six, eight = TensorParallel(), PrefixOwnership(), ContextGrowth()
     assert not live(three, "allreduce_latency_us") and lesson_marks(eight)
@@ -355,7 +355,7 @@ def test_a_line_label_moves_off_the_current_point_and_the_curves():
     """Issue 37 item 10: a vertical line's label goes where the curves and the current point
     leave room (experiment 8's crossover label covered the current point)."""
     from apps.ui.plots.lessons import CURRENT_WEIGHT, vline_label_place
-    from apps.ui.views.page_descriptions import Mark
+    from apps.ui.plots.page_descriptions import Mark
 
     mark = Mark("vline", "crossover n* = 8,192", 8192.0, axis="tokens")
     xs = np.array([1024.0, 2048, 4096, 8192, 16384, 32768, 4096])

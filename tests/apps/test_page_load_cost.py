@@ -15,9 +15,9 @@ import pytest
 from lab_browser import wait_idle
 
 from apps.ui.plots.batch_chart import batch_charts, power_of_two_rows
-from apps.ui.shell.app import build_page
-from apps.ui.shell.pages import experiment_class
 from apps.ui.shell.theme import CHART_LIGHT_STYLE, FONT_STACK, LOADER_CSS
+from apps.ui.views.app import build_page
+from apps.ui.views.pages import experiment_class
 
 THEME_ATTRS = {name for part in CHART_LIGHT_STYLE.values() for name in part}
 """Every property the page's light theme sets on a chart."""

@@ -15,7 +15,7 @@ from bokeh.document import Document
 
 from apps.ui import panel_compat
 from apps.ui.parts.input_widgets import IntSlider
-from apps.ui.shell.app import build_page
+from apps.ui.views.app import build_page
 
 
 def test_installed_versions_are_the_checked_ones():

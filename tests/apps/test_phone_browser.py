@@ -7,7 +7,7 @@ from __future__ import annotations
 from lab_browser import open_page, overflow, unreachable
 from playwright.sync_api import expect
 
-from apps.ui.shell.pages import GRID, all_pages, experiment_pages
+from apps.ui.views.pages import GRID, all_pages, experiment_pages
 
 PHONE = {"width": 390, "height": 844}
 """An iPhone-sized viewport, CSS px."""

@@ -29,7 +29,7 @@ from apps.ui.parts.cards import CardsView
 from apps.ui.parts.downloads import DOWNLOAD_LOCK, WholeDatasetDownload, busy_sentence
 from apps.ui.parts.prediction import PredictionView
 from apps.ui.parts.trace_upload import MAX_UPLOAD_BYTES, UPLOAD_CHUNK_BYTES, TraceUpload
-from apps.ui.shell.app import page_content
+from apps.ui.views.app import page_content
 from cli.main import build_parser
 from cli.serve_cmd import WEBSOCKET_MAX_MESSAGE_BYTES, panel_command
 from lab.experiments.goodput_contract import GoodputContract

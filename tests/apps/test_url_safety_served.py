@@ -15,7 +15,7 @@ import pytest
 from lab_browser import ARTIFACTS, app_errors
 from playwright.sync_api import expect
 
-from apps.ui.shell.pages import all_pages
+from apps.ui.views.pages import all_pages
 
 FILE_KEYS = ("model", "gpu", "trace", "measurements", "dataset", "grid", "config", "path", "file")
 """Query keys a hostile link may name a server file under."""

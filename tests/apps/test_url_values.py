@@ -10,9 +10,9 @@ import panel as pn
 import pytest
 from panel.io.location import Location
 
-from apps.ui.shell.pages import experiment_class
 from apps.ui.shell.url_values import accepts, page_value_problem, url_problems
 from apps.ui.views.experiment_view import ExperimentView
+from apps.ui.views.pages import experiment_class
 from lab.points.decode_points import DecodeConfig
 
 DEFAULTS = DecodeConfig()
@@ -165,9 +165,9 @@ def test_derivation_page_refuses_a_path_set_later_from_the_url(document):
 
 
 @pytest.mark.parametrize("slug", [cls.slug for cls in __import__(
-    "apps.ui.shell.pages", fromlist=["experiment_classes"]).experiment_classes()])
+    "apps.ui.views.pages", fromlist=["experiment_classes"]).experiment_classes()])
 def test_a_5000_digit_value_is_refused_in_one_sentence_on_every_experiment_page(document, slug):
-    from apps.ui.shell.pages import page_builder
+    from apps.ui.views.pages import page_builder
 
     cls = experiment_class(slug)
     names = [n for n in cls.input_names() if n in ("batch", "context", "tp", "m", "prompt_tokens")]

@@ -126,7 +126,7 @@ def modules_named_in_strings(package: str, root: Path = ROOT,
                              packages=LAYERS) -> list[tuple[str, str]]:
     """``(module of package, module of a layer above it)`` for every string value in
     ``package`` that names a module of a higher layer (``"sweeps.grids.decode"``, or
-    ``"apps.ui.shell.pages:own_pages"``): a name an importlib call could load, unseen by
+    ``"apps.ui.views.pages:own_pages"``): a name an importlib call could load, unseen by
     :func:`import_graph`."""
     files = module_files(root, packages)
     above = {name for name in files if layer(name, packages) > layer(package, packages)}

@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from apps.ui.shell.pages import (
+from apps.ui.views.pages import (
     all_pages,
     experiment_class,
     experiment_pages,

@@ -40,12 +40,12 @@ def registrations() -> dict[str, dict[str, object]]:
     """Each upper layer's registration of experiments' parts: the registering module → the
     part registered for each experiment slug (a function or class, defined in the module the
     registration imports)."""
-    from apps.ui.shell.pages import own_pages
+    from apps.ui.views.pages import own_pages
     from cli.calc_cmd import HAND_WRITTEN
     from sweeps.grids import grid_blocks
 
     return {"sweeps.grids": {slug: block[1] for slug, block in grid_blocks().items()},
-            "apps.ui.shell.pages": own_pages(),
+            "apps.ui.views.pages": own_pages(),
             "cli.calc_cmd": dict(HAND_WRITTEN)}
 
 
@@ -114,11 +114,11 @@ def test_every_registration_is_an_ordinary_import_of_its_own_layer():
 def test_every_registration_is_of_an_experiment_in_labs_registry():
     """Keyed by current slugs (not former names); the grids in the lab's order, their names
     (read without loading a block) the same as the blocks' keys."""
-    from apps.ui.views.page_descriptions import DESCRIPTIONS
+    from apps.ui.plots.page_descriptions import DESCRIPTIONS
     from sweeps.grids import GRID_NAMES, grid_blocks
 
     slugs = [record.slug for record in experiments()]
-    for registrar, parts in {**registrations(), "apps.ui.views.page_descriptions": DESCRIPTIONS}.items():
+    for registrar, parts in {**registrations(), "apps.ui.plots.page_descriptions": DESCRIPTIONS}.items():
         assert set(parts) <= set(slugs), registrar
     assert tuple(grid_blocks()) == GRID_NAMES == tuple(s for s in slugs if s in GRID_NAMES)
 

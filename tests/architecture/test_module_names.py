@@ -7,10 +7,13 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+from tests.architecture.test_ui_roles import ROLES
+
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("lab", "sweeps", "apps", "cli")
 SHARED_NAMES = {"__init__.py", "__main__.py"}
-UI_ROLES = {"server", "shell", "parts", "plots", "views"}
+UI_ROLES = set(ROLES) - {"panel_compat"}
+"""The role packages of ``apps/ui`` (their import order: :mod:`tests.architecture.test_ui_roles`)."""
 
 
 def test_no_two_modules_share_a_file_name():

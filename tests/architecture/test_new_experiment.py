@@ -133,9 +133,9 @@ def test_the_command_line_runs_it_from_its_record(scratch, capsys):
 
 
 def test_the_apps_show_it_from_its_record(scratch):
-    from apps.ui.shell.app import build_page
-    from apps.ui.shell.landing import landing_page
-    from apps.ui.shell.pages import all_pages, experiment_class
+    from apps.ui.views.app import build_page
+    from apps.ui.views.landing import landing_page
+    from apps.ui.views.pages import all_pages, experiment_class
     from lab.experiments import all_experiments
 
     assert experiment_class("weights").title == "Weight bytes"

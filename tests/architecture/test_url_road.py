@@ -15,7 +15,7 @@ APPS = Path(__file__).resolve().parents[2] / "apps"
 ROAD = "ui/shell/url_sync.py"
 """The one module that reads a page's URL into its inputs."""
 
-SESSION_ARGS_READERS = {"ui/shell/app.py": "view", "ui/shell/browser_state.py": "theme"}
+SESSION_ARGS_READERS = {"ui/views/app.py": "view", "ui/shell/browser_state.py": "theme"}
 """Modules that read a raw request argument, and the one argument each reads."""
 
 

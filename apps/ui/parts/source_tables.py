@@ -7,9 +7,9 @@ import re
 import pandas as pd
 import panel as pn
 
-from apps.ui.shell.pages import experiment_classes
 from apps.ui.shell.theme import PROSE_CSS
 from lab.catalog import gpu_catalog, model_catalog
+from lab.experiments import all_experiments
 from lab.units import GB, TB_PER_S, TFLOPS
 
 UNITS_TEXT = """
@@ -104,7 +104,7 @@ def sources_page() -> pn.Column:
     """Each experiment's limits and sources, the catalogs, and the units convention."""
     parts: list = [pn.pane.Markdown("# Model boundaries and primary sources",
                                     sizing_mode="stretch_width")]
-    for cls in experiment_classes():
+    for cls in all_experiments():  # the pages' order (apps.ui.views.pages)
         sources = "\n".join(f"- {s}" for s in cls.sources)
         parts.append(pn.pane.Markdown(
             f"### {cls.number}. {cls.title}\n\n{cls.limits}\n\n{sources}",

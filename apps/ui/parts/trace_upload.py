@@ -18,7 +18,7 @@ import panel_material_ui as pmui
 import param
 from panel.viewable import Viewer
 
-from apps.ui.panel_compat import CappedFileInput
+from apps.ui.panel_compat import LimitedFileInput
 from apps.ui.parts.upload_limits import (  # noqa: F401 (the limits, importable from here too)
     MAX_REASON_CHARS,
     MAX_SHOWN_NAME_CHARS,
@@ -31,6 +31,21 @@ from apps.ui.shell.held_size import hold_sizes
 from apps.ui.shell.plain_text import shown_error, without_folders
 from lab.experiments.base import Experiment
 from lab.units import MIB
+
+
+class CappedFileInput(LimitedFileInput):
+    """The lab's upload widget: :class:`~apps.ui.panel_compat.LimitedFileInput` with the limits
+    of :mod:`apps.ui.parts.upload_limits` (a trace's; another upload names its own)."""
+
+    max_bytes = MAX_UPLOAD_BYTES
+    chunk_bytes = UPLOAD_CHUNK_BYTES
+    max_reason_chars = MAX_REASON_CHARS
+
+    def limit_sentence(self) -> str:
+        return limit_sentence()
+
+    def shown_name(self, name: str) -> str:
+        return shown_name(name)
 
 
 def stored_name(name: str | None) -> str:

@@ -1,6 +1,6 @@
 """How much a reader may upload, and how a browser-given file name is shown back.
 
-Shared by the upload widget (:class:`apps.ui.panel_compat.CappedFileInput`) and the pages'
+Shared by the upload widget (:class:`apps.ui.parts.trace_upload.CappedFileInput`) and the pages'
 uploads (:mod:`apps.ui.parts.trace_upload`, :mod:`apps.ui.parts.table_upload`)."""
 
 from __future__ import annotations

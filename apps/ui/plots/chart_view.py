@@ -22,11 +22,11 @@ from apps.ui.plots.lessons import (
     lesson_data,
     lesson_marks,
 )
+from apps.ui.plots.page_descriptions import description
 from apps.ui.plots.series_chart import SeriesChart, experiment_charts, update_charts
 from apps.ui.shell.busy import BusyNote
 from apps.ui.shell.plain_text import shown_error
 from apps.ui.shell.theme import CARD_CSS
-from apps.ui.views.page_descriptions import description
 from lab.experiments.base import Experiment
 from lab.models.moe import ROUTING_ASSUMPTION
 

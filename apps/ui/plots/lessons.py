@@ -1,7 +1,7 @@
 """The lesson drawn on an experiment's series charts, read from its page description.
 
 Which variables are drawn, on which axis an input's current value sits, and the lines and
-bands that matter are each experiment's own (:mod:`apps.ui.views.page_descriptions`); this module
+bands that matter are each experiment's own (:mod:`apps.ui.plots.page_descriptions`); this module
 applies them and draws the marks: :func:`lesson_data`, :func:`chart_inputs`,
 :func:`lesson_marks` (the marks for the current inputs in screen units, ms) and
 :class:`MarkLayer`. It knows no experiment, and nothing about Panel or sessions.
@@ -14,8 +14,8 @@ import xarray as xr
 from bokeh.models import BoxAnnotation, Label, LogScale, Span
 from bokeh.plotting import figure
 
+from apps.ui.plots.page_descriptions import Mark, description
 from apps.ui.shell.theme import OKABE_ITO
-from apps.ui.views.page_descriptions import Mark, description
 from lab.experiments.base import Experiment
 
 MARK_COLOR = OKABE_ITO[7]

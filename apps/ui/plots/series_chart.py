@@ -44,12 +44,12 @@ LOG_SPREAD = 32
 
 LOG_Y = "chart_log_y"
 """A variable's attribute asking for a log y axis (set by a lesson of
-:mod:`apps.ui.views.page_descriptions`): values spanning orders of magnitude, where halving must be
+:mod:`apps.ui.plots.page_descriptions`): values spanning orders of magnitude, where halving must be
 seen at every size."""
 
 STEP = "chart_step"
 """A variable's attribute asking for a step line without markers (set by a lesson of
-:mod:`apps.ui.views.page_descriptions`): an integer count that jumps at block boundaries."""
+:mod:`apps.ui.plots.page_descriptions`): an integer count that jumps at block boundaries."""
 
 
 def power_of_two_axis(xs: np.ndarray) -> bool:

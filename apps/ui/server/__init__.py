@@ -1,2 +1,3 @@
-"""The server runtime: the set-up script, start-up warm-up, logins and their page, and the
-line that lets a few pages load at a time (its waiting page)."""
+"""The server runtime: start-up warm-up, logins and their page, the line that lets a few
+pages load at a time (its waiting page), and closed sessions' memory. The set-up script,
+which builds the app, is :mod:`apps.ui.views.serve_setup`."""

@@ -4,7 +4,7 @@ A page's session holds a few MB (its Bokeh models, its charts' data). When sixty
 leave, Python frees those objects, but the C allocator (glibc's ``malloc``) keeps most of the
 freed pages mapped for later, so the server's resident memory stayed ~110 MB above its start
 45 s after a burst. :func:`session_closed` (registered with ``pn.state.on_session_destroyed``
-by ``apps/ui/server/serve_setup.py``) waits until no session has closed for :data:`QUIET_S`,
+by ``apps/ui/views/serve_setup.py``) waits until no session has closed for :data:`QUIET_S`,
 then collects garbage once and asks the allocator to return its free pages
 (``malloc_trim(0)``; a no-op where the C library has no such call).
 """

@@ -7,7 +7,7 @@ computes each experiment's default grid here, at start-up, when it is missing (o
 default grid the lab wrote), so a fresh clone's explorer has its grids.
 ``panel serve --warm`` runs the app once for the landing page only; :func:`warm_up` builds the
 pages in :data:`WARM_PAGES`, each into a throwaway document that is cleaned up straight away.
-``inference-lab serve`` runs it through Panel's ``--setup`` hook (``apps/ui/server/serve_setup.py``),
+``inference-lab serve`` runs it through Panel's ``--setup`` hook (``apps/ui/views/serve_setup.py``),
 before the server takes its first request. Afterwards everything allocated so far is moved
 out of the garbage collector's way (``gc.freeze``): the server's long-lived objects are then
 not rescanned by the full collections that would otherwise pause a page build.
@@ -23,12 +23,12 @@ from bokeh.document import Document
 from panel.io.state import set_curdoc
 
 from apps.ui.panel_compat import cleanup_doc, freeze_gc
-from apps.ui.shell.pages import GRID
 
-WARM_PAGES = ("decode", "memory", GRID.slug)
+WARM_PAGES = ("decode", "memory", "grid")
 """Pages built at start-up: experiment 1 (the page most readers open first), one HoloViews
 experiment (its first build imports and caches what the others share) and the grid
-explorer (its dataset). Building all twelve takes about 6 s; these three about 1.5 s."""
+explorer (its dataset, :data:`apps.ui.views.pages.GRID`; ``tests/apps/test_app_serve.py`` checks
+that each is a page). Building all twelve takes about 6 s; these three about 1.5 s."""
 
 log = logging.getLogger("bokeh")
 

@@ -4,7 +4,7 @@
 (a phone starts with the menu closed) and the browser's dark preference. The sidebar links
 carry the model, GPU, precision and theme in their own address (the derivation's link the whole
 decode configuration: tp, batch, context, …) (``?view=memory&model=…&theme=
-dark``; written by the server from the inputs in force, :func:`apps.ui.shell.app.carried_values`,
+dark``; written by the server from the inputs in force, :func:`apps.ui.views.app.carried_values`,
 so a link opened in a new tab keeps them too); a link followed in the tab gets the theme shown
 at that moment. The theme comes from the ``theme`` query argument first, else the browser's
 preference. Nothing user-given is read as markup or as a path.

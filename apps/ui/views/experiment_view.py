@@ -12,11 +12,11 @@ from apps.ui.parts.prediction import PredictionView
 from apps.ui.parts.trace_upload import TraceUpload
 from apps.ui.plots.chart_view import ChartView
 from apps.ui.plots.measured_overlay import MeasuredOverlay
+from apps.ui.plots.page_descriptions import description
 from apps.ui.shell.held_size import hold_sizes
 from apps.ui.shell.url_sync import UrlInputs, url_inputs
 from apps.ui.shell.url_values import strict_selectors
 from apps.ui.views.live_inputs import follow_switches, shown_inputs
-from apps.ui.views.page_descriptions import description
 from apps.ui.views.page_shell import experiment_page
 from lab.experiments.base import Experiment
 

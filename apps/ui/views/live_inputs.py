@@ -2,7 +2,7 @@
 
 Some inputs are shared by a family of experiments but do not change one page's result, and
 some count only while a switch is on; each experiment's page description names them
-(:class:`apps.ui.views.page_descriptions.PageDescription`: ``unused_inputs``, ``switches``). Such
+(:class:`apps.ui.plots.page_descriptions.PageDescription`: ``unused_inputs``, ``switches``). Such
 inputs stay in the URL and the experiment but get no widget, or a widget shown only while it
 counts. This module applies the descriptions and knows no experiment, nor the server.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import panel as pn
 
 from apps.ui.panel_compat import param_widgets
-from apps.ui.views.page_descriptions import description
+from apps.ui.plots.page_descriptions import description
 from lab.experiments.base import Experiment
 
 

@@ -22,8 +22,13 @@ from apps.ui.shell.browser_state import (
     BrowserState,
     follow_browser,
 )
-from apps.ui.shell.landing import landing_page
-from apps.ui.shell.pages import (
+from apps.ui.shell.theme import FONT_STACK, HEADER_CSS, LOADER_CSS, MAIN_CSS
+from apps.ui.shell.url_sync import OneHistoryEntry
+from apps.ui.shell.url_values import accepts, quoted
+from apps.ui.views.derivation import DerivationView
+from apps.ui.views.grid import GridExplorer
+from apps.ui.views.landing import landing_page
+from apps.ui.views.pages import (
     DERIVATION,
     GRID,
     HOME,
@@ -34,11 +39,6 @@ from apps.ui.shell.pages import (
     page_builder,
     page_slug,
 )
-from apps.ui.shell.theme import FONT_STACK, HEADER_CSS, LOADER_CSS, MAIN_CSS
-from apps.ui.shell.url_sync import OneHistoryEntry
-from apps.ui.shell.url_values import accepts, quoted
-from apps.ui.views.derivation import DerivationView
-from apps.ui.views.grid import GridExplorer
 
 VIEW_ARG = "view"
 """Query argument naming the page (experiments sync their inputs to the other arguments)."""

@@ -5,7 +5,7 @@ event loop (:func:`build_pages_off_loop`); check ``--basic-auth`` logins with
 return closed sessions' memory (:mod:`apps.ui.server.session_memory`).
 
 ``inference-lab serve`` passes it; with plain Panel:
-``panel serve apps/*.py --setup apps/ui/server/serve_setup.py``.
+``panel serve apps/*.py --setup apps/ui/views/serve_setup.py``.
 """
 
 import logging
@@ -13,6 +13,8 @@ import logging
 import panel as pn
 
 from apps.ui.panel_compat import (
+    LoginChecks,
+    WaitingLine,
     answer_long_requests,
     build_pages_off_loop,
     check_logins,
@@ -20,14 +22,16 @@ from apps.ui.panel_compat import (
     hide_server_paths,
     quiet_anonymous_autoload,
 )
+from apps.ui.server.logins import LOGINS_ENV, LoginThrottle, login_log_line, logins_for
 from apps.ui.server.page_gate import PageGate, configured_limit, default_limit
 from apps.ui.server.session_memory import session_closed
+from apps.ui.server.waiting_page import TURN_COOKIE, TURN_HEADER, YOUR_TURN, waiting_page
 from apps.ui.server.warmup import warm_up
-from apps.ui.shell.app import build_page
+from apps.ui.views.app import build_page
 
 log = logging.getLogger("bokeh")
 answer_long_requests()
-check_logins()
+check_logins(LoginChecks(logins_for, LOGINS_ENV, LoginThrottle(), login_log_line))
 quiet_anonymous_autoload()
 build_pages_off_loop()  # the event loop keeps answering while pages are built
 pn.state.on_session_destroyed(session_closed)  # closed sessions' memory back after a burst
@@ -39,6 +43,7 @@ except ValueError as error:  # plain `panel serve` with a bad value; inference-l
     pages_at_once = default_limit()
     log.error("Inference Lab: %s Using the default, %d.", error, pages_at_once)
 if pages_at_once:
-    gate_page_requests(PageGate(pages_at_once))
+    gate_page_requests(PageGate(pages_at_once),
+                       WaitingLine(waiting_page, TURN_HEADER, TURN_COOKIE, YOUR_TURN))
     log.info("Inference Lab: pages load %d at a time; later readers wait their turn.",
              pages_at_once)

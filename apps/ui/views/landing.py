@@ -6,8 +6,8 @@ from html import escape
 
 import panel as pn
 
-from apps.ui.shell.pages import FIXED_PAGES, experiment_classes, href
 from apps.ui.shell.theme import FONT_STACK, PROSE_CSS
+from apps.ui.views.pages import FIXED_PAGES, experiment_classes, href
 from lab.experiments.registry import count_words
 
 LANDING_CSS = """

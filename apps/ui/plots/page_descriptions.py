@@ -12,7 +12,7 @@ uploads).
 An experiment of :mod:`lab.experiments.registry` not named in :data:`DESCRIPTIONS` is shown
 with the default :class:`PageDescription`: its own series charts, every input shown, no upload,
 its chart data drawn as they are, no marks. (A page of its own instead of the generic one is
-registered in :mod:`apps.ui.shell.pages`.) Chart data come from ``lab`` unchanged: a lesson only
+registered in :mod:`apps.ui.views.pages`.) Chart data come from ``lab`` unchanged: a lesson only
 chooses and groups what is drawn (the download stays the experiment's ``chart_data``). Nothing
 here knows about Panel or sessions.
 """
