@@ -373,6 +373,7 @@ def test_an_anonymous_autoload_request_writes_no_traceback(login_server):
                                         timeout=60) as response:
                 body = response.read().decode()
         except urllib.error.HTTPError as error:
+            error.close()  # an HTTPError holds the response's socket
             assert error.code in (400, 403), error.code
             continue
         assert "login-form" in body  # redirected to the login page
@@ -393,6 +394,7 @@ def test_login_cookies_are_samesite_lax_and_not_secure_over_plain_http(login_ser
     form = urllib.parse.urlencode({"username": "dave", "password": PASSWORDS["dave"]}).encode()
     with pytest.raises(urllib.error.HTTPError) as redirected:  # 302 to the lab, not followed
         urllib.request.build_opener(NoRedirect).open(f"{base}/login", data=form, timeout=60)
+    redirected.value.close()  # an HTTPError holds the response's socket
     cookies = redirected.value.headers.get_all("Set-Cookie")
     user = [c for c in cookies if c.startswith("user=")]
     assert user and all("samesite=lax" in c.lower() for c in cookies), cookies
