@@ -37,7 +37,7 @@ from sweeps import pointer
 from sweeps.axes import choose_chunks
 from sweeps.build import block_slices, coordinate_array, file_digest, output_dtypes, run_block
 from sweeps.conventions import cf_units
-from sweeps.grid_kinds import GridKind, grid_kind
+from sweeps.grid_kinds import GridKind
 from sweeps.grid_schema import ExperimentSpec
 from sweeps.local_store_checks import MAX_CHUNK_BYTES, MAX_FILE_BYTES, MAX_METADATA_BYTES
 from sweeps.object_store import (
@@ -56,10 +56,8 @@ from sweeps.store import (
     DatasetError,
     DatasetWriteError,
     MissingDatasetError,
-    StaleDatasetError,
     VerifiedStore,
-    _check_coordinates,
-    _stale_detail,
+    checked_against_spec,
     corrupt,
     stored_spec,
 )
@@ -441,23 +439,8 @@ def open_grid_spec_url(url: str, *, check_stale: bool = True,
         raise _failed(exc, url, "read the dataset at") if store_error(exc, url, "read") else \
             CorruptDatasetError(f"The dataset at {url} is unreadable ({type(exc).__name__}: "
                                 f"{exc}); delete it and {fix}.") from None
-    try:
-        spec = grid_kind(stored.experiment).schema.finalized(stored)
-        expected = md.expected_hash(spec)
-    except LabInputError as exc:
-        raise StaleDatasetError(f"The dataset at {url} is stale: {exc} Run `inference-lab "
-                                f"sweep --out {url}` with a current grid.") from None
     _check_chunks(url, ds)
-    ds.attrs.pop(md.ATTR_DIGESTS, None)
-    if check_stale and ds.attrs[md.ATTR_HASH] != expected:
-        raise StaleDatasetError(f"The dataset at {url} is stale: "
-                                f"{_stale_detail(ds, stored, spec)}; {fix}.")
-    absent = [v for v in spec.variables if v not in ds.data_vars]
-    if absent or dict(ds.sizes) != {k: len(v) for k, v in spec.axes.items()}:
-        what = f"lacks variable '{absent[0]}' of" if absent else "does not have the shape of"
-        raise CorruptDatasetError(f"The dataset at {url} {what} its grid spec; delete it and {fix}.")
-    ds = ds[list(spec.variables)]
-    _check_coordinates(ds, url, spec)
+    ds, spec = checked_against_spec(ds, stored, url, fix, check_stale=check_stale)
     lost = [key for key in digests if key not in listed]
     if lost:
         raise corrupt(url, f"its file {lost[0]} is missing"

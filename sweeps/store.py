@@ -435,6 +435,35 @@ def _check_files(path: Path, digests: dict[str, str]) -> None:
                       + (f", and {len(missing) - 1} more" if len(missing) > 1 else ""))
 
 
+def checked_against_spec(ds: xr.Dataset, stored: ExperimentSpec, where: str | Path, fix: str,
+                         *, check_stale: bool) -> tuple[xr.Dataset, ExperimentSpec]:
+    """``ds`` (opened from ``where``, a folder or a store URL) checked against its stored grid
+    spec as finalised now: stale before corrupt, then its variables, shape and coordinates;
+    returns the dataset's grid variables and the finalised spec. Local and object-store
+    datasets share this one check."""
+    try:
+        spec = grid_kind(stored.experiment).schema.finalized(stored)
+        expected = md.expected_hash(spec)
+    except LabInputError as exc:
+        out = where if isinstance(where, str) and "://" in where else shlex.quote(str(where))
+        raise StaleDatasetError(f"The dataset at {where} is stale: {exc} Run `inference-lab "
+                                f"sweep --out {out}` with a current grid.") from None
+    ds.attrs.pop(md.ATTR_DIGESTS, None)
+    # Stale before corrupt: a dataset of an older grid (one without an axis a newer lab added)
+    # has another shape than today's reading of its spec, and is out of date, not damaged.
+    if check_stale and ds.attrs[md.ATTR_HASH] != expected:
+        raise StaleDatasetError(f"The dataset at {where} is stale: "
+                                f"{_stale_detail(ds, stored, spec)}; {fix}.")
+    absent = [v for v in spec.variables if v not in ds.data_vars]
+    if absent or dict(ds.sizes) != {k: len(v) for k, v in spec.axes.items()}:
+        what = f"lacks variable '{absent[0]}' of" if absent else "does not have the shape of"
+        raise CorruptDatasetError(f"The dataset at {where} {what} its grid spec; "
+                                  f"delete it and {fix}.")
+    ds = ds[list(spec.variables)]
+    _check_coordinates(ds, where, spec)
+    return ds, spec
+
+
 def open_grid_spec(path: str | Path, *,
                    check_stale: bool = True) -> tuple[xr.Dataset, ExperimentSpec]:
     """:func:`open_grid`, and the dataset's stored grid spec as finalised now (what its hash
@@ -464,24 +493,6 @@ def open_grid_spec(path: str | Path, *,
         raise CorruptDatasetError(f"The dataset at {path} is unreadable "
                                   f"({type(exc).__name__}: {exc}); delete it and {fix}.") \
             from None
-    try:
-        spec = grid_kind(stored.experiment).schema.finalized(stored)
-        expected = md.expected_hash(spec)
-    except LabInputError as exc:
-        raise StaleDatasetError(f"The dataset at {path} is stale: {exc} Run `inference-lab "
-                                f"sweep --out {shlex.quote(str(path))}` with a current grid.") from None
-    ds.attrs.pop(md.ATTR_DIGESTS, None)
-    # Stale before corrupt: a dataset of an older grid (one without an axis a newer lab added)
-    # has another shape than today's reading of its spec, and is out of date, not damaged.
-    if check_stale and ds.attrs[md.ATTR_HASH] != expected:
-        raise StaleDatasetError(f"The dataset at {path} is stale: {_stale_detail(ds, stored, spec)}; "
-                                f"{fix}.")
-    absent = [v for v in spec.variables if v not in ds.data_vars]
-    if absent or dict(ds.sizes) != {k: len(v) for k, v in spec.axes.items()}:
-        what = f"lacks variable '{absent[0]}' of" if absent else "does not have the shape of"
-        raise CorruptDatasetError(f"The dataset at {path} {what} its grid spec; "
-                                  f"delete it and {fix}.")
-    ds = ds[list(spec.variables)]
-    _check_coordinates(ds, path, spec)
+    ds, spec = checked_against_spec(ds, stored, path, fix, check_stale=check_stale)
     _check_files(path, digests)
     return cf_units(ds), spec  # a store written before the CF units opens as a new one does
