@@ -36,7 +36,7 @@ from lab.plan.plan_space import (
 )
 from lab.served import gap
 from lab.served.served_calc import TERM_NAMES
-from lab.served.served_floors import _gpu_id, _model_id
+from lab.served.served_floors import catalog_gpu_id, catalog_model_id
 from lab.units import fmt_number
 
 DEFAULT_TARGETS = Targets(ttft_ms=2000.0, tokens_per_s_user=50.0)
@@ -173,9 +173,9 @@ def measured_rows(model: str, gpu: str, engine: str, isl: int, osl: int) -> list
     keep = (cal.modelled & (s("model") == model) & (s("gpu") == gpu) & (s("engine") == engine)
             & (np.asarray(t["isl"].values) == isl) & (np.asarray(t["osl"].values) == osl))
     out = []
-    from lab.plan.plan_decide import _throughput
+    from lab.plan.plan_decide import throughput_of
 
-    tput = _throughput(t, np.asarray(t["ttft_measured_ms"].values),
+    tput = throughput_of(t, np.asarray(t["ttft_measured_ms"].values),
                        np.asarray(t["tpot_measured_ms"].values))
     col = {n: np.asarray(t[n].values) for n in ("id", "mode", "tpot_measured_ms",
                                                 "ttft_measured_ms", "concurrency", "tp")}
@@ -205,12 +205,13 @@ def calc_plan(model: str = "llama-3.1-70b", gpu: str = "h200", budget: int = 8,
     rows = enumerate_rows(space)
     calibration = shipped_calibration()
     plan = predict(rows, calibration, quantile)
-    plan.attrs.update({"model": _model_id(model) or model, "gpu": _gpu_id(gpu) or gpu})
+    plan.attrs.update({"model": catalog_model_id(model) or model,
+                       "gpu": catalog_gpu_id(gpu) or gpu})
     return plan_record(plan, targets, calibration, {
         "model": model, "gpu": gpu, "budget": budget, "engine": engine, "isl": isl, "osl": osl,
         "ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "tokens_per_s_user": tokens_per_s_user,
-        "quantile": quantile}, measured=measured_rows(_model_id(model) or model,
-                                                      _gpu_id(gpu) or gpu, engine, isl, osl))
+        "quantile": quantile}, measured=measured_rows(catalog_model_id(model) or model,
+                                                      catalog_gpu_id(gpu) or gpu, engine, isl, osl))
 
 
 def plan_record(plan: xr.Dataset, targets: Targets, calibration, inputs: dict,
@@ -250,8 +251,9 @@ def plan_record(plan: xr.Dataset, targets: Targets, calibration, inputs: dict,
         best = config_record(arrays, chosen)
         best["sure"] = how_sure(plan, chosen, targets, calibration, float(chance[chosen]))
         best["steps"] = [s.__dict__ for s in config_steps(best)]
+        best["served_row"] = measured_row_id(best, calibration)
         best["served_link"] = served_link(best, plan.attrs.get("model", ""),
-                                          plan.attrs.get("gpu", ""))
+                                          plan.attrs.get("gpu", ""), best["served_row"])
         result["best"] = best
     else:
         result["none_sentence"] = ("No configuration that fits meets the targets at the "
@@ -262,15 +264,32 @@ def plan_record(plan: xr.Dataset, targets: Targets, calibration, inputs: dict,
     return result
 
 
-def served_link(r: dict, model: str, gpu: str) -> str:
+def measured_row_id(r: dict, calibration) -> str:
+    """The id of the first modelled row of ``calibration``'s table that is configuration
+    ``r`` (same :data:`~lab.plan.plan_calibration.CONFIG_KEY` values and workload), ``""``
+    when this configuration was not measured."""
+    if calibration is None or not r.get("config_key"):
+        return ""
+    cal = calibration
+    workload = f"{r['isl']}/{r['osl']}"
+    hits = np.flatnonzero(cal.modelled & (cal.keys == r["config_key"])
+                          & (cal.workloads == workload))
+    return str(cal.table["id"].values[hits[0]]) if hits.size else ""
+
+
+def served_link(r: dict, model: str, gpu: str, row_id: str = "") -> str:
     """Experiment 11's page filtered to this configuration's model, GPU, engine, mode and
-    workload (its measured rows)."""
+    workload (its measured rows), with ``row_id`` (the configuration itself, when measured:
+    :func:`measured_row_id`) selected."""
+    from urllib.parse import quote
+
     from lab.catalog import model_catalog
 
     engine = r["engine"] if r["engine"] != IDEAL else "all"
     model = model if model in model_catalog() else "all"  # a config.json has no rows
+    row = f"&row={quote(row_id, safe='')}" if row_id else ""
     return (f"?view=served&model={model}&gpu={gpu}&engine={engine}&mode={r['mode']}"
-            f"&workload={r['isl']}/{r['osl']}")
+            f"&workload={r['isl']}/{r['osl']}{row}")
 
 
 def config_steps(r: dict) -> list[Step]:
@@ -350,7 +369,7 @@ def rank_candidates(data: xr.Dataset, targets: Targets, quantile: float = DEFAUL
     for i, r in enumerate(rows):
         by_pair.setdefault((r["model_path"], r["system"]), []).append(i)
     for (path, system), index in by_pair.items():
-        model_id, gpu_id = _model_id(path), _gpu_id(system)
+        model_id, gpu_id = catalog_model_id(path), catalog_gpu_id(system)
         if not model_id or not gpu_id:
             what = f"model {path}" if not model_id else f"GPU {system}"
             for i in index:

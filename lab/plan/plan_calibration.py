@@ -2,7 +2,7 @@
 engine × GPU × mode and the out-of-sample errors that make its bands (docs/model.md §12).
 
 Nothing here is a new model. The coefficients are fitted by :func:`lab.served.gap.fit` on the
-designs of :func:`lab.served.served_calc._designs` — the very fit behind ``calc served`` — on
+designs of :func:`lab.served.served_calc.term_designs` — the very fit behind ``calc served`` — on
 every modelled row of the group, each run once (or, to reproduce a row's out-of-sample prediction, on the rows
 of its group with another (isl, osl) workload, as :func:`lab.served.gap.leave_one_workload_out`
 does). The band of a prediction is a quantile of the group's *out-of-sample* relative errors
@@ -22,7 +22,7 @@ import numpy as np
 import xarray as xr
 
 from lab.served import gap
-from lab.served.served_calc import METRICS, _designs, run_keys, served_table
+from lab.served.served_calc import METRICS, run_keys, served_table, term_designs
 
 DEFAULT_QUANTILE = 0.875
 """The band's conservative quantile: a plan's latency is read at the q-th quantile of its
@@ -66,7 +66,7 @@ class Calibration:
         self.models = _strings(t, "model")
         self.concurrency = np.maximum(np.asarray(t["concurrency"].values, dtype=float), 1.0)
         self.modelled = np.asarray(t["modelled"].values, dtype=bool)
-        self.designs = _designs(t)
+        self.designs = term_designs(t)
         self.runs = run_keys(t)
         self.residual = {}
         for metric in METRICS:

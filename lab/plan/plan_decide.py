@@ -160,6 +160,30 @@ def frontier(plan: xr.Dataset, mode: str) -> np.ndarray:
 
 
 # -- validation ------------------------------------------------------------------------------
+def study_groups(table: xr.Dataset) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """The regret study's groups on ``table`` (experiment 11's :func:`served_table`): each
+    row's group key ``model_path|gpu|engine|mode|isl/osl``, which rows are usable (modelled,
+    with an out-of-sample TPOT and TTFT prediction) and, per key of ≥ :data:`MIN_GROUP`
+    usable rows, their indices (in the order the keys first occur)."""
+    s = lambda n: np.asarray(table[n].values).astype(str)  # noqa: E731
+    f = lambda n: np.asarray(table[n].values, dtype=float)  # noqa: E731
+    usable = (np.asarray(table["modelled"].values, dtype=bool)
+              & np.isfinite(f("tpot_predicted_ms")) & np.isfinite(f("ttft_predicted_ms")))
+    keys = np.array(["|".join(k) for k in zip(s("model_path"), s("gpu"), s("engine"), s("mode"),
+                                                s("workload"), strict=True)])
+    groups = {}
+    for key in dict.fromkeys(keys[usable].tolist()):
+        index = np.flatnonzero(usable & (keys == key))
+        if index.size >= MIN_GROUP:
+            groups[key] = index
+    return keys, usable, groups
+
+
+def study_target(tpot_ms: np.ndarray, percentile: float) -> float:
+    """A case's TPOT target (ms): the ``percentile`` of its group's measured TPOT."""
+    return float(np.percentile(tpot_ms, percentile))
+
+
 def _regret_cases(table: xr.Dataset, tpot_pred: np.ndarray, tpot_bound: np.ndarray,
                   score: np.ndarray, keys: np.ndarray, usable: np.ndarray,
                   chance=None, decide=None) -> list[dict]:
@@ -169,7 +193,7 @@ def _regret_cases(table: xr.Dataset, tpot_pred: np.ndarray, tpot_bound: np.ndarr
     their weights: ``decide(index, target) -> (keep, weight)``, within the bound too)."""
     measured_tpot = np.asarray(table["tpot_measured_ms"].values, dtype=float)
     measured_ttft = np.asarray(table["ttft_measured_ms"].values, dtype=float)
-    measured = _throughput(table, measured_ttft, measured_tpot)
+    measured = throughput_of(table, measured_ttft, measured_tpot)
     cases = []
     for key in dict.fromkeys(keys[usable].tolist()):
         index = np.flatnonzero(usable & (keys == key))
@@ -177,7 +201,7 @@ def _regret_cases(table: xr.Dataset, tpot_pred: np.ndarray, tpot_bound: np.ndarr
             continue
         tpot = measured_tpot[index]
         for q in VALIDATION_PERCENTILES:
-            target = float(np.percentile(tpot, q))
+            target = study_target(tpot, q)
             best = measured[index][tpot <= target].max()
             chosen = tpot_bound[index] <= target
             if decide is not None:
@@ -198,18 +222,23 @@ def _regret_cases(table: xr.Dataset, tpot_pred: np.ndarray, tpot_bound: np.ndarr
     return cases
 
 
-def _throughput(table: xr.Dataset, ttft: np.ndarray, tpot: np.ndarray) -> np.ndarray:
-    v = lambda n: np.asarray(table[n].values)  # noqa: E731
-    gpus = gpus_used(v("mode").astype(str), v("tp"), v("attention_dp"), v("prefill_tp"),
-                     v("prefill_attention_dp"), v("prefill_workers"), v("decode_workers"))
-    return throughput_per_gpu(v("concurrency"), v("osl"), ttft, tpot, gpus)
-
-
-def _gpus(table: xr.Dataset) -> np.ndarray:
+def gpus_of(table: xr.Dataset) -> np.ndarray:
+    """GPUs each row of experiment 11's ``table`` deploys (:func:`gpus_used`; GPUs, float)."""
     v = lambda n: np.asarray(table[n].values)  # noqa: E731
     return gpus_used(v("mode").astype(str), v("tp"), v("attention_dp"), v("prefill_tp"),
                      v("prefill_attention_dp"), v("prefill_workers"),
                      v("decode_workers")).astype(float)
+
+
+def throughput_of(table: xr.Dataset, ttft: np.ndarray, tpot: np.ndarray) -> np.ndarray:
+    """Output tokens/s per GPU of each row of experiment 11's ``table`` at ``ttft`` and
+    ``tpot`` (ms, one per row): :func:`throughput_per_gpu` on the row's concurrency, osl and
+    :func:`gpus_of`."""
+    v = lambda n: np.asarray(table[n].values)  # noqa: E731
+    return throughput_per_gpu(v("concurrency"), v("osl"), ttft, tpot, gpus_of(table))
+
+
+_throughput, _gpus = throughput_of, gpus_of  # the former private names
 
 
 def _summary(cases: list[dict]) -> dict:
@@ -240,15 +269,12 @@ def validate(table: xr.Dataset, quantiles=QUANTILES, strict: bool = False) -> di
     """
     s = lambda n: np.asarray(table[n].values).astype(str)  # noqa: E731
     f = lambda n: np.asarray(table[n].values, dtype=float)  # noqa: E731
-    usable = (np.asarray(table["modelled"].values, dtype=bool)
-              & np.isfinite(f("tpot_predicted_ms")) & np.isfinite(f("ttft_predicted_ms")))
-    keys = np.array(["|".join(k) for k in zip(s("model_path"), s("gpu"), s("engine"), s("mode"),
-                                                s("workload"), strict=True)])
+    keys, usable, _ = study_groups(table)
     engine_mode = {k: " × ".join(k.split("|")[2:4]) for k in dict.fromkeys(keys[usable].tolist())}
-    predicted = _throughput(table, f("ttft_predicted_ms"), f("tpot_predicted_ms"))
+    predicted = throughput_of(table, f("ttft_predicted_ms"), f("tpot_predicted_ms"))
     planners = {"floor only": _regret_cases(
         table, f("tpot_floor_ms"), f("tpot_floor_ms"),
-        _throughput(table, f("ttft_floor_ms"), f("tpot_floor_ms")), keys, usable)}
+        throughput_of(table, f("ttft_floor_ms"), f("tpot_floor_ms")), keys, usable)}
     planners["predicted, no band"] = _regret_cases(table, f("tpot_predicted_ms"),
                                                    f("tpot_predicted_ms"), predicted, keys, usable)
     base = Calibration(table)
@@ -285,7 +311,7 @@ def validate(table: xr.Dataset, quantiles=QUANTILES, strict: bool = False) -> di
             ttft_centre[index] = cal.centre(base.keys[index], "ttft")
             tpot_centre[index] = cal.centre(base.keys[index], "tpot")
     ttft_at = f("ttft_predicted_ms") * np.exp(np.nan_to_num(ttft_centre))
-    gpus = _gpus(table)
+    gpus = gpus_of(table)
     osl = f("osl")
     decided: dict = {}
 

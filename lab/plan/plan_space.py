@@ -28,8 +28,13 @@ from lab.errors import LabInputError, shown
 from lab.models.inputs import DecodeInputs
 from lab.models.memory import sequence_capacity
 from lab.plan.plan_calibration import config_keys
-from lab.served.served_calc import _designs
-from lab.served.served_floors import _floors, _model_id, precision_of, reason_for
+from lab.served.served_calc import term_designs
+from lab.served.served_floors import (
+    catalog_model_id,
+    precision_of,
+    reason_for,
+    row_floors,
+)
 from lab.units import GB
 
 ENGINES = ("trtllm", "vllm", "sglang", "ideal")
@@ -129,9 +134,17 @@ def _model_path(model_id: str) -> str:
     return model_id
 
 
+def decode_share(concurrency: int, decode_workers: int) -> int:
+    """Sequences each decode worker holds when ``concurrency`` clients spread over
+    ``decode_workers`` workers: ``⌈c / D⌉`` (sequences; the pool a disaggregated
+    configuration lists, so ``c ≤ decode_batch · D`` and the batch is stated)."""
+    return -(-int(concurrency) // max(int(decode_workers), 1))
+
+
 def config_row(engine: str, model: str, gpu: str, mode: str, layout: Layout, precision: str,
                concurrency: int, isl: int, osl: int, workers: tuple[int, int] = (1, 1)) -> dict:
-    """One configuration as a row of experiment 11's table (no measurements)."""
+    """One configuration as a row of experiment 11's table (no measurements; times in ms).
+    A disaggregated one lists its decode pools: ``decode_batch`` = :func:`decode_share`."""
     p, d = workers if mode == "disagg" else (1, 1)
     tag = f"p{p}d{d}" if mode == "disagg" else "agg"
     return {
@@ -141,9 +154,9 @@ def config_row(engine: str, model: str, gpu: str, mode: str, layout: Layout, pre
         "system": gpu, "mode": mode, "precision_listed": precision, "gemm_quant": "",
         "moe_quant": "", "isl": int(isl), "osl": int(osl), "concurrency": int(concurrency),
         "tp": layout.tp, "pp": 1, "attention_dp": layout.dp, "moe_ep": layout.ep,
-        # agg: the one worker holds every client; disagg: the loader's reading of a row that
-        # lists no decode batch (one per attention-DP rank), the batch inferred from c
-        "decode_batch": int(concurrency) if mode == "agg" else layout.dp,
+        # agg: the one worker holds every client; disagg: the decode pools listed, each
+        # worker holding its share ⌈c / D⌉ (so experiment 11 reads the batch as stated, k_step)
+        "decode_batch": int(concurrency) if mode == "agg" else decode_share(concurrency, d),
         "decode_workers": d, "prefill_tp": layout.tp, "prefill_pp": 1,
         "prefill_attention_dp": layout.dp, "prefill_moe_ep": layout.ep, "prefill_workers": p,
         "ttft_measured_ms": math.nan, "tpot_measured_ms": math.nan,
@@ -221,7 +234,7 @@ def predict(rows: list[dict], calibration, quantile: float, model=None) -> xr.Da
     ``config`` with :data:`UNITS`, the coordinates of each configuration, ``reason`` (empty
     when valid) and ``label``."""
     n = len(rows)
-    model_id = (_model_id(rows[0]["model_path"]) or rows[0]["model_path"]) if n else ""
+    model_id = (catalog_model_id(rows[0]["model_path"]) or rows[0]["model_path"]) if n else ""
     model = get_model(model_id) if model is None else model
     gpu = get_gpu(rows[0]["system"]) if n else None
     floors: dict[str, np.ndarray] = {}
@@ -241,7 +254,7 @@ def predict(rows: list[dict], calibration, quantile: float, model=None) -> xr.Da
     for p in dict.fromkeys(precision[ok].tolist()):
         index = np.flatnonzero(ok & (precision == p))
         sub = [rows[i] for i in index]
-        values = _floors(model, gpu, p, sub)
+        values = row_floors(model, gpu, p, sub)
         for name, array in values.items():
             array = np.asarray(array)
             if name not in floors:
@@ -275,7 +288,7 @@ def predict(rows: list[dict], calibration, quantile: float, model=None) -> xr.Da
         rows[0] if n else {}) if isinstance(rows[0][k], int | float) and k not in floors}
     table = xr.Dataset({**numbers, "mode": ("row", mode),
                         **{k: ("row", v) for k, v in floors.items()}})
-    designs = _designs(table) if valid.any() else {
+    designs = term_designs(table) if valid.any() else {
         m: None for m in ("tpot", "ttft")}
     groups = np.array([f"{e} × {gpu.id if gpu else ''} × {m}"
                        for e, m in zip(col["engine"], mode, strict=True)])

@@ -8,7 +8,9 @@ Named terms, each a formula on the row (milliseconds)::
                  | comm + k_inferred · floor             [batch inferred]
                    + t_layer · L + t_moe · L_moe                               (+ residual)
     TTFT = floor + k_queue · (c − 1)/2 · floor / workers + t_first
-           + k_chunk · ⌈isl / chunk⌉ · (TPOT floor + comm)   [agg]             (+ residual)
+           + k_chunk · ⌈isl / chunk⌉ · (TPOT floor + comm)   [agg]
+           + k_queue_chunk · (c − 1)/2 · ⌈isl / chunk⌉ · (TPOT floor + comm)  [agg]
+                                                                               (+ residual)
 
 - ``floor``: :mod:`lab.served.served_floors` (one ideal decode step; one request's ideal prefill);
 - ``comm``: experiment 3's ring all-reduces of the attention's tensor-parallel ranks
@@ -36,7 +38,16 @@ Named terms, each a formula on the row (milliseconds)::
 - the chunks (aggregated): chunked prefill splits a prompt into ``⌈isl / chunk⌉`` chunks, each
   scheduled into one decode step of the running batch (``chunk`` =
   :data:`lab.served.served_floors.PREFILL_CHUNK` tokens), so the first token waits that many
-  steps; ``k_chunk`` ≥ 0, fitted: those steps in ideal steps.
+  steps; ``k_chunk`` ≥ 0, fitted: those steps in ideal steps;
+- the queued chunks (aggregated): the ``(c − 1)/2`` prompts ahead of a request are chunked
+  too, each riding ``⌈isl / chunk⌉`` decode steps of the running batch before the request's
+  own chunks start; ``k_queue_chunk`` ≥ 0, fitted: those steps in ideal steps.
+
+A row measured below its TPOT floor whose batch is stated (aggregated, or disaggregated with
+its listed pools holding every client) is impossible as labelled (:attr:`Design.fit_on`): it
+is predicted and scored like every row, but no fit uses it, since no term of the labelled
+configuration can bring a prediction below the floor and such a row only pulls every
+coefficient towards 0.
 
 At most :data:`MAX_COEFFICIENTS` coefficients per metric and group (engine × GPU × mode), fitted
 by non-negative least squares on the relative error, each run once (copies of a run, rows with
@@ -64,9 +75,10 @@ LEGACY_TPOT_COEFFICIENTS = {"agg": ("k_prefill", "t_layer_ms"), "disagg": ("k_st
 """The two-coefficient design's names (:func:`tpot_design` without the keyword columns)."""
 MAX_COEFFICIENTS = 4
 """At most this many fitted coefficients per metric per engine × GPU × mode (issue 41)."""
-TTFT_COEFFICIENTS = ("k_queue", "t_first_ms", "k_chunk")
+TTFT_COEFFICIENTS = ("k_queue", "t_first_ms", "k_chunk", "k_queue_chunk")
 """TTFT's fitted coefficients: cost of one queued prefill per ideal prefill; fixed ms; the
-decode steps a prompt's chunks ride, per ideal step (agg)."""
+decode steps a prompt's chunks ride, per ideal step (agg); the decode steps the queued
+prompts' chunks ride, per ideal step (agg)."""
 
 
 def _gauss(a: list[list[float]], b: list[float]) -> list[float] | None:
@@ -143,15 +155,21 @@ def fit(base: np.ndarray, columns: np.ndarray, measured: np.ndarray) -> np.ndarr
 
 @dataclass(frozen=True)
 class Design:
-    """One metric's model: the fixed part and the columns its coefficients multiply."""
+    """One metric's model: the fixed part and the columns its coefficients multiply (ms),
+    the measured values (ms) and ``fit_on``, the rows a fit may use (None: every row)."""
 
     base: np.ndarray
     columns: np.ndarray
     measured: np.ndarray
+    fit_on: np.ndarray | None = None
+
+    def fittable(self, rows: np.ndarray) -> np.ndarray:
+        """``rows`` (a mask) without the rows no fit may use (:attr:`fit_on`)."""
+        return rows if self.fit_on is None else rows & np.asarray(self.fit_on, dtype=bool)
 
 
 def tpot_design(floor, communication, prefill_basis, layers, agg, measured, *,
-                moe_layers=None, stated=None) -> Design:
+                moe_layers=None, stated=None, fit_on=None) -> Design:
     """TPOT's design (columns in :data:`TPOT_COEFFICIENTS` order).
 
     Without the keyword arguments, the two-coefficient design: aggregated rows TPOT = floor +
@@ -160,11 +178,13 @@ def tpot_design(floor, communication, prefill_basis, layers, agg, measured, *,
     disaggregated row's listed pools hold every client), the four-coefficient design of the
     module docstring (aggregated rows' fourth column: the communication itself): a stated
     disaggregated row keeps its floor in the fixed part (``k_step − 1 ≥ 0``, never faster than
-    the roofline), an inferred one's floor is the fourth column."""
+    the roofline), an inferred one's floor is the fourth column. ``fit_on``: the rows a fit
+    may use (:attr:`Design.fit_on`)."""
     agg = np.asarray(agg, dtype=bool)
     if moe_layers is None and stated is None:
         return Design(np.where(agg, floor + communication, communication),
-                      np.column_stack([np.where(agg, prefill_basis, floor), layers]), measured)
+                      np.column_stack([np.where(agg, prefill_basis, floor), layers]), measured,
+                      fit_on)
     zeros = np.zeros_like(np.asarray(floor, dtype=float))
     moe_layers = zeros if moe_layers is None else np.asarray(moe_layers, dtype=float)
     stated = np.ones_like(agg) if stated is None else np.asarray(stated, dtype=bool)
@@ -173,7 +193,7 @@ def tpot_design(floor, communication, prefill_basis, layers, agg, measured, *,
                   np.column_stack([np.where(agg, prefill_basis, np.where(stated, floor, 0.0)),
                                    layers, moe_layers,
                                    np.where(agg, communication,
-                                            np.where(stated, 0.0, floor))]), measured)
+                                            np.where(stated, 0.0, floor))]), measured, fit_on)
 
 
 def queue_basis(ttft_floor, concurrency, prefill_workers):
@@ -181,13 +201,25 @@ def queue_basis(ttft_floor, concurrency, prefill_workers):
     return (concurrency - 1) / 2.0 * ttft_floor / prefill_workers
 
 
-def ttft_design(floor, concurrency, prefill_workers, measured, *, chunk_basis=None) -> Design:
+def queue_chunk_basis(chunk_basis, concurrency):
+    """``(c − 1)/2 · chunk_basis``: the decode steps the chunks of the ``(c − 1)/2`` prompts
+    ahead of a request ride (ms; ``chunk_basis``: one prompt's ``⌈isl/chunk⌉`` steps, 0 for a
+    disaggregated row)."""
+    return (np.asarray(concurrency, dtype=float) - 1) / 2.0 * np.asarray(chunk_basis, dtype=float)
+
+
+def ttft_design(floor, concurrency, prefill_workers, measured, *, chunk_basis=None,
+                queued_chunks: bool = False, fit_on=None) -> Design:
     """TTFT = floor + k_queue · queue + t_first (+ k_chunk · chunk_basis when given:
-    ``⌈isl/chunk⌉`` decode steps of the running batch, aggregated rows; 0 disaggregated)."""
+    ``⌈isl/chunk⌉`` decode steps of the running batch, aggregated rows, 0 disaggregated;
+    + k_queue_chunk · :func:`queue_chunk_basis` when ``queued_chunks``). ``fit_on``: the rows
+    a fit may use (:attr:`Design.fit_on`)."""
     columns = [queue_basis(floor, concurrency, prefill_workers), np.ones_like(floor)]
     if chunk_basis is not None:
         columns.append(np.asarray(chunk_basis, dtype=float))
-    return Design(floor, np.column_stack(columns), measured)
+        if queued_chunks:
+            columns.append(queue_chunk_basis(chunk_basis, concurrency))
+    return Design(floor, np.column_stack(columns), measured, fit_on)
 
 
 def first_of_each_run(rows: np.ndarray, runs: np.ndarray | None) -> np.ndarray:
@@ -216,7 +248,7 @@ def leave_one_workload_out(design: Design, groups: np.ndarray, workloads: np.nda
         in_group = usable & (groups == group)
         for workload in np.unique(workloads[in_group]):
             rows = in_group & (workloads == workload)
-            train = first_of_each_run(in_group & (workloads != workload), runs)
+            train = first_of_each_run(design.fittable(in_group & (workloads != workload)), runs)
             if not train.any():
                 continue
             theta[rows] = fit(design.base[train], design.columns[train], design.measured[train])
@@ -229,7 +261,7 @@ def fit_all(design: Design, groups: np.ndarray, usable: np.ndarray, *,
     """In-sample coefficients per group (for display: what the terms mean physically)."""
     out = {}
     for group in np.unique(groups[usable]):
-        rows = first_of_each_run(usable & (groups == group), runs)
+        rows = first_of_each_run(design.fittable(usable & (groups == group)), runs)
         out[str(group)] = fit(design.base[rows], design.columns[rows], design.measured[rows])
     return out
 

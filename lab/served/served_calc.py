@@ -27,7 +27,7 @@ sample; issue 24's were TPOT 10 % / 30 %)."""
 METRICS = ("tpot", "ttft")
 """The two measured latencies."""
 TERMS = {"tpot": ("allreduce", "collective", "prefill", "step", "fixed", "moe"),
-         "ttft": ("queue", "fixed", "chunk")}
+         "ttft": ("queue", "fixed", "chunk", "queue_chunk")}
 """The named terms of each metric, in the order they stack on the floor."""
 TERM_NAMES = {
     ("tpot", "allreduce"): "all-reduces and expert all-to-all",
@@ -40,6 +40,7 @@ TERM_NAMES = {
     ("ttft", "queue"): "queue behind (c − 1)/2 prefills",
     ("ttft", "fixed"): "fixed time to first token",
     ("ttft", "chunk"): "decode steps the prompt's chunks ride",
+    ("ttft", "queue_chunk"): "decode steps the queued prompts' chunks ride",
     ("ttft", "residual"): "residual (unexplained)",
 }
 """How each term is named on the page and in the text output."""
@@ -76,20 +77,40 @@ def first_rows_of_runs(table: xr.Dataset) -> np.ndarray:
     return gap.first_of_each_run(np.ones(table.sizes["row"], dtype=bool), run_keys(table))
 
 
-def _designs(table: xr.Dataset) -> dict[str, gap.Design]:
+def term_designs(table: xr.Dataset) -> dict[str, gap.Design]:
+    """The least-squares designs of experiment 11's fit for every row of ``table`` (a table
+    with :func:`~lab.served.served_floors.add_floors`'s variables, times in ms): per metric
+    (``tpot``, ``ttft``) the floor the terms stack on, the term columns whose coefficients
+    :func:`lab.served.gap.fit` fits, the measured values (NaN → 0) and the rows a fit may use
+    (:attr:`lab.served.gap.Design.fit_on`, :func:`fit_rows`)."""
     v = {k: np.nan_to_num(np.asarray(table[k].values, dtype=float)) for k in (
         "tpot_floor_ms", "tpot_term_allreduce_ms", "prefill_step_basis_ms", "ttft_floor_ms",
         "concurrency", "prefill_workers", "tpot_measured_ms", "ttft_measured_ms", "layers",
         "moe_layers", "chunk_basis_ms")}
     agg = np.asarray(table["mode"].values).astype(str) == "agg"
     stated = np.asarray(table["batch_stated"].values, dtype=bool)
+    fit_on = fit_rows(v["tpot_measured_ms"], v["tpot_floor_ms"], stated)
     return {"tpot": gap.tpot_design(v["tpot_floor_ms"], v["tpot_term_allreduce_ms"],
                                     v["prefill_step_basis_ms"], v["layers"], agg,
                                     v["tpot_measured_ms"], moe_layers=v["moe_layers"],
-                                    stated=stated),
+                                    stated=stated, fit_on=fit_on),
             "ttft": gap.ttft_design(v["ttft_floor_ms"], v["concurrency"],
                                     v["prefill_workers"], v["ttft_measured_ms"],
-                                    chunk_basis=v["chunk_basis_ms"])}
+                                    chunk_basis=v["chunk_basis_ms"], queued_chunks=True,
+                                    fit_on=fit_on)}
+
+
+def fit_rows(tpot_measured_ms, tpot_floor_ms, stated) -> np.ndarray:
+    """The rows a fit may use: all but those measured below their TPOT floor (ms) whose batch
+    is stated (``stated``: aggregated, or the listed decode pools hold every client), which
+    are impossible as labelled (docs/model.md §11); a row whose batch per decode worker is
+    inferred has an upper bound for its floor, so it stays."""
+    below = np.asarray(tpot_measured_ms, dtype=float) < np.asarray(tpot_floor_ms, dtype=float)
+    return ~(below & np.asarray(stated, dtype=bool))
+
+
+_designs = term_designs
+"""The former private name of :func:`term_designs` (kept for existing callers)."""
 
 
 def _var(values, long_name: str, units: str = "") -> tuple:
@@ -117,7 +138,8 @@ def served_table(data: xr.Dataset | None = None) -> xr.Dataset:
     agg = np.asarray(table["mode"].values).astype(str) == "agg"
     stated = np.asarray(table["batch_stated"].values, dtype=bool)
     out = table.copy()
-    for metric, design in _designs(table).items():
+    designs = _designs(table)
+    for metric, design in designs.items():
         theta, fitted_on = gap.leave_one_workload_out(design, groups, workloads, modelled,
                                                       runs=runs)
         ok = modelled & np.isfinite(theta[:, 0])
@@ -148,6 +170,8 @@ def served_table(data: xr.Dataset | None = None) -> xr.Dataset:
             out["ttft_term_queue_ms"] = _var(term[0], TERM_NAMES["ttft", "queue"], "ms")
             out["ttft_term_fixed_ms"] = _var(term[1], TERM_NAMES["ttft", "fixed"], "ms")
             out["ttft_term_chunk_ms"] = _var(term[2], TERM_NAMES["ttft", "chunk"], "ms")
+            out["ttft_term_queue_chunk_ms"] = _var(term[3], TERM_NAMES["ttft", "queue_chunk"],
+                                                   "ms")
             coefficient = dict(zip(gap.TTFT_COEFFICIENTS, theta.T, strict=True))
         out[f"{metric}_predicted_ms"] = _var(
             predicted, f"{metric.upper()} predicted out of sample (floor + terms)", "ms")
@@ -176,6 +200,9 @@ def served_table(data: xr.Dataset | None = None) -> xr.Dataset:
     out["below_floor"] = _var(modelled & (np.asarray(table["tpot_measured_ms"].values)
                                           < np.asarray(table["tpot_floor_ms"].values)),
                               "measured TPOT below its floor")
+    out["fit_on"] = _var(designs["tpot"].fittable(modelled),
+                         "a fit may use this row (modelled, and not measured below a TPOT "
+                         "floor whose batch it states)")
     out["group"] = _var(groups, "engine × GPU × mode (the coefficients' group)")
     out["workload"] = _var(workloads, "isl/osl (the left-out unit)")
     out["first_of_run"] = _var(gap.first_of_each_run(np.ones(len(runs), dtype=bool), runs),

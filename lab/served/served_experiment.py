@@ -30,6 +30,7 @@ CHART_VARIABLES = ("tpot_measured_ms", "tpot_predicted_ms", "tpot_floor_ms",
                    "tpot_term_fixed_ms", "tpot_term_moe_ms", "tpot_term_collective_ms",
                    "ttft_measured_ms", "ttft_predicted_ms", "ttft_floor_ms",
                    "ttft_term_queue_ms", "ttft_term_fixed_ms", "ttft_term_chunk_ms",
+                   "ttft_term_queue_chunk_ms",
                    "tpot_error", "ttft_error")
 """Variables of :meth:`FromFloorToServed.chart_data` (every modelled, filtered row)."""
 

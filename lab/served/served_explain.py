@@ -82,8 +82,14 @@ def row_steps(r: dict, _gpu=None) -> list[Step]:
             "Chunk term", f"k_chunk · ⌈isl / {PREFILL_CHUNK:,}⌉ · (TPOT floor + communication) = "
             f"{_x(r['ttft_k_chunk'])} · {_ms(r['chunk_basis_ms'])} (each chunk of the prompt "
             "rides one decode step of the running batch)", _ms(r["ttft_term_chunk_ms"])))
+        steps.append(Step(
+            "Queued chunks term", f"k_queue_chunk · (c − 1)/2 · ⌈isl / {PREFILL_CHUNK:,}⌉ · "
+            f"(TPOT floor + communication) = {_x(r['ttft_k_queue_chunk'])} · "
+            f"({r['concurrency']:,} − 1)/2 · {_ms(r['chunk_basis_ms'])} (the chunks of the "
+            "prompts ahead ride decode steps too)", _ms(r["ttft_term_queue_chunk_ms"])))
     steps += [
-        Step("TTFT predicted", "floor + queue + fixed + chunks", _ms(r["ttft_predicted_ms"])),
+        Step("TTFT predicted", "floor + queue + fixed + chunks + queued chunks",
+             _ms(r["ttft_predicted_ms"])),
         Step("TTFT residual", "measured − predicted", _ms(r["ttft_term_residual_ms"])),
     ]
     if r.get("below_floor_sentence"):

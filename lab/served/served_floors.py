@@ -112,20 +112,30 @@ for online serving; TTFT's chunk term, docs/model.md §11): out of sample 2,048 
 best of 512–8,192 over the shipped rows (docs/model.md §11)."""
 
 
-def _model_id(path: str) -> str:
-    """The catalog id of a row's checkpoint (``""``: not in the catalog). A user's file may
-    name a catalog id; a value that looks like a path is never opened (an uploaded table's
-    cells are untrusted, and get_model would read a config file from the server's disk)."""
+def catalog_model_id(path: str) -> str:
+    """The catalog id of a row's checkpoint ``path`` (a ``model_path`` cell; ``""``: not in
+    the catalog). A user's file may name a catalog id; a value that looks like a path is never
+    opened (an uploaded table's cells are untrusted, and get_model would read a config file
+    from the server's disk)."""
     if path in MODEL_OF_PATH:
         return MODEL_OF_PATH[path]
     return path if isinstance(path, str) and path in model_catalog() else ""
 
 
-def _gpu_id(system: str) -> str:
-    """The catalog id of a row's system (``""``: not in the catalog), never a file read."""
+_model_id = catalog_model_id
+"""The former private name of :func:`catalog_model_id` (kept for existing callers)."""
+
+
+def catalog_gpu_id(system: str) -> str:
+    """The catalog id of a row's ``system`` cell (``""``: not in the catalog), never a file
+    read."""
     if system in GPU_OF_SYSTEM:
         return GPU_OF_SYSTEM[system]
     return system if isinstance(system, str) and system in gpu_catalog() else ""
+
+
+_gpu_id = catalog_gpu_id
+"""The former private name of :func:`catalog_gpu_id` (kept for existing callers)."""
 
 
 def precision_of(listed: str, gemm: str, moe_quant: str, model_path: str) -> str:
@@ -184,8 +194,10 @@ def reason_for(row: dict, model_id: str, gpu_id: str, precision: str) -> str:
     return ""
 
 
-def _floors(model, gpu, precision: str, rows: list[dict]) -> dict:
-    """Floors and term bases of rows of one model, GPU and precision (arrays, seconds).
+def row_floors(model, gpu, precision: str, rows: list[dict]) -> dict:
+    """Floors and term bases of ``rows`` (experiment 11's row dicts) of one model, GPU and
+    weight precision: arrays, one value per row, times in ms (``*_ms``; ``context_mid`` in
+    tokens, ``batch_floor`` in sequences, ``fits_bf16_kv`` and ``batch_stated`` booleans).
 
     A worker of ``tp · dp`` GPUs (attention data parallelism ``dp``, expert parallelism
     ``moe_ep``) is :mod:`lab.models.attention_dp`'s layout; the floor reads the KV cache at
@@ -225,6 +237,10 @@ def _floors(model, gpu, precision: str, rows: list[dict]) -> dict:
                                          col("decode_workers")),
             "layers": np.full(len(rows), float(model.layers)), "batch_floor": batch,
             "_prefill_compute_ms": prefill * 1e3}
+
+
+_floors = row_floors
+"""The former private name of :func:`row_floors` (kept for existing callers)."""
 
 
 def decode_batch(listed, concurrency, workers, room) -> np.ndarray:

@@ -117,9 +117,12 @@ def test_a_dense_rows_floors_and_terms_by_hand(table):
     # one 2,048-token chunk holds the 1,024-token prompt: one decode step (floor + comm)
     assert r["chunk_basis_ms"] == pytest.approx(r["tpot_floor_ms"] + r["tpot_term_allreduce_ms"])
     assert r["ttft_term_chunk_ms"] == pytest.approx(r["ttft_k_chunk"] * r["chunk_basis_ms"])
+    # the 63/2 prompts ahead are chunked too: each rides its own decode step
+    assert r["ttft_term_queue_chunk_ms"] == pytest.approx(
+        r["ttft_k_queue_chunk"] * (64 - 1) / 2 * r["chunk_basis_ms"])
     assert r["ttft_predicted_ms"] == pytest.approx(
         r["ttft_floor_ms"] + r["ttft_term_queue_ms"] + r["ttft_term_fixed_ms"]
-        + r["ttft_term_chunk_ms"])
+        + r["ttft_term_chunk_ms"] + r["ttft_term_queue_chunk_ms"])
     assert r["tpot_term_residual_ms"] == pytest.approx(r["tpot_measured_ms"]
                                                        - r["tpot_predicted_ms"])
 
@@ -131,6 +134,7 @@ def test_the_coefficients_never_see_the_rows_own_workload(table):
     same = ((table["group"].values == r["group"]) & table["modelled"].values
             & (table["workload"].values != r["workload"]))
     same &= table["first_of_run"].values  # each run once: its copies count once
+    same &= table["fit_on"].values  # a row measured below its stated floor is not fitted on
 
     def tpot_fit(sub):
         base = sub["tpot_floor_ms"].values + sub["tpot_term_allreduce_ms"].values  # agg rows
@@ -145,7 +149,7 @@ def test_the_coefficients_never_see_the_rows_own_workload(table):
     assert r["tpot_fitted_on"] == int(same.sum())
     # fitting with the row's workload included would give other coefficients
     everything = ((table["group"].values == r["group"]) & table["modelled"].values
-                  & table["first_of_run"].values)
+                  & table["first_of_run"].values & table["fit_on"].values)
     assert tpot_fit(table.isel(row=np.flatnonzero(everything)))[0] != pytest.approx(theta[0])
 
 
@@ -169,7 +173,8 @@ def test_a_disaggregated_rows_step_term_and_its_group_by_hand(table):
         + r["tpot_t_layer_ms"] * 61 + r["tpot_t_moe_layer_ms"] * 58)  # V3: 61 layers, 58 MoE
     # its coefficients: the group's other workloads, each run once, fitted by hand
     same = ((table["group"].values == r["group"]) & table["modelled"].values
-            & (table["workload"].values != r["workload"]) & table["first_of_run"].values)
+            & (table["workload"].values != r["workload"]) & table["first_of_run"].values
+            & table["fit_on"].values)
     sub = table.isel(row=np.flatnonzero(same))
     stated = sub["batch_stated"].values
     assert not stated.all()  # rows whose batch is inferred share the fit, with their k_inferred
@@ -198,7 +203,7 @@ def test_at_most_four_coefficients_per_metric_engine_gpu_and_mode(table):
     stated or inferred."""
     ok = table["modelled"].values & np.isfinite(table["tpot_t_layer_ms"].values)
     names = {"tpot": ("k_prefill", "k_step", "k_inferred", "t_layer_ms", "t_moe_layer_ms",
-                      "k_comm"), "ttft": ("k_queue", "t_first_ms", "k_chunk")}
+                      "k_comm"), "ttft": ("k_queue", "t_first_ms", "k_chunk", "k_queue_chunk")}
     for metric, coefficient_names in names.items():
         keys = np.array([f"{g}|{w}" for g, w in zip(table["group"].values[ok],
                                                     table["workload"].values[ok], strict=True)])

@@ -71,6 +71,47 @@ def test_the_ttft_chunk_term_by_hand():
     assert d.base[0] + d.columns[0] @ [0.5, 30.0, 2.0] == pytest.approx(100 + 100 + 30 + 80)
 
 
+def test_the_ttft_queued_chunks_term_by_hand():
+    """9 clients, isl 8,192 at 2,048 tokens a chunk, decode steps of 10 ms: the (9 − 1)/2 = 4
+    prompts ahead ride 4 steps each, 16 steps of 10 ms = 160 ms; with k_queue_chunk 0.5, 80 ms
+    beside the other terms (a disaggregated row's chunk basis is 0, so is this term)."""
+    steps = math.ceil(8192 / PREFILL_CHUNK) * 10.0
+    assert gap.queue_chunk_basis(np.array([steps, 0.0]), np.array([9, 9])).tolist() == [160.0, 0.0]
+    d = gap.ttft_design(np.array([100.0]), np.array([9]), np.array([2]), np.array([500.0]),
+                        chunk_basis=np.array([steps]), queued_chunks=True)
+    assert d.columns.tolist() == [[(9 - 1) / 2 * 100 / 2, 1.0, 40.0, 160.0]]
+    assert d.columns.shape[1] == len(gap.TTFT_COEFFICIENTS) <= gap.MAX_COEFFICIENTS
+    assert d.base[0] + d.columns[0] @ [0.5, 30.0, 2.0, 0.5] == pytest.approx(
+        100 + 100 + 30 + 80 + 80)
+
+
+def test_a_row_below_its_stated_floor_is_not_fitted_on():
+    """Rows measured below a floor whose batch they state (impossible as labelled) are left
+    out of every fit, not of the scoring; a row whose batch is inferred (its floor an upper
+    bound) stays. By hand: TPOT = floor + t · 1 with floor 10 ms, rows measured 12, 14 and 5 ms;
+    fitted on all three rows t would be pulled down by the 5 ms row, on the first two it is
+    the least-squares solution of 2/12, 4/14 over 1/12, 1/14."""
+    from lab.served.served_calc import fit_rows
+
+    measured = np.array([12.0, 14.0, 5.0, 5.0])
+    floor = np.full(4, 10.0)
+    keep = fit_rows(measured, floor, np.array([True, True, True, False]))
+    assert keep.tolist() == [True, True, False, True]
+    d = gap.Design(floor, np.ones((4, 1)), measured, keep)
+    rows = d.fittable(np.array([True, True, True, False]))
+    assert rows.tolist() == [True, True, False, False]
+    t = gap.fit(d.base[rows], d.columns[rows], d.measured[rows])[0]
+    # minimise (2 − t)²/12² + (4 − t)²/14²: t = (2/144 + 4/196) / (1/144 + 1/196)
+    assert t == pytest.approx((2 / 144 + 4 / 196) / (1 / 144 + 1 / 196))
+    assert gap.fit(floor[:3], np.ones((3, 1)), measured[:3])[0] < t
+    # leave_one_workload_out honours it: the third row is predicted but not fitted on
+    groups, workloads = np.array(["g"] * 4), np.array(["a", "b", "c", "c"])
+    theta, fitted_on = gap.leave_one_workload_out(d, groups, workloads, np.ones(4, dtype=bool))
+    # a: b and the inferred row of c; b: a and that row; c: a and b (never the third row)
+    assert fitted_on.tolist() == [2, 2, 2, 2] and np.isfinite(theta).all()
+    assert theta[2, 0] == pytest.approx(t)
+
+
 def test_copies_count_once():
     runs = np.array(["a", "b", "a", "c", "b"])
     assert gap.first_of_each_run(np.ones(5, dtype=bool), runs).tolist() == [

@@ -304,3 +304,63 @@ def test_strict_band_errors_never_see_the_held_out_workload(table):
     for metric in ("tpot", "ttft"):
         np.testing.assert_allclose(again.residual[metric][strict.band_rows],
                                    strict.residual[metric][strict.band_rows], rtol=1e-9)
+
+
+def test_a_disaggregated_configuration_lists_its_decode_pools(table):
+    """The planner's disaggregated rows list ⌈c / D⌉ sequences per decode worker, so
+    experiment 11 reads their batch as stated (k_step), exactly as a measured row that lists
+    the same pools is predicted."""
+    from lab.plan.plan_space import Layout, decode_share
+    from lab.served.served_floors import batch_stated
+
+    for c, d in ((1, 1), (3, 2), (64, 3), (1024, 8)):
+        row = config_row("trtllm", "deepseek-v3", "b200", "disagg", Layout(4, 2, 8), "fp8", c,
+                         1024, 1024, (1, d))
+        assert row["decode_batch"] == decode_share(c, d) == -(-c // d)
+        assert batch_stated(c, row["decode_batch"], d)
+    v = lambda n: np.asarray(table[n].values)  # noqa: E731
+    listed = (v("modelled") & (v("mode").astype(str) == "disagg") & v("batch_stated")
+              & np.isfinite(v("tpot_predicted_ms").astype(float))
+              & (v("decode_batch") == -(-v("concurrency") // v("decode_workers")))
+              & (v("prefill_tp") == v("tp")) & (v("prefill_attention_dp") == v("attention_dp"))
+              & (v("prefill_moe_ep") == v("moe_ep")))
+    assert listed.sum() > 50
+    for i in np.random.default_rng(39).choice(np.flatnonzero(listed), 12, replace=False):
+        i = int(i)
+        row = config_row(str(v("engine")[i]), str(v("model")[i]), str(v("gpu")[i]), "disagg",
+                         Layout(int(v("tp")[i]), int(v("attention_dp")[i]), int(v("moe_ep")[i])),
+                         str(v("precision")[i]), int(v("concurrency")[i]), int(v("isl")[i]),
+                         int(v("osl")[i]), (int(v("prefill_workers")[i]),
+                                            int(v("decode_workers")[i])))
+        plan = predict([row], shipped_calibration(str(v("workload")[i])), DEFAULT_QUANTILE)
+        assert plan["batch_floor"].values[0] == v("batch_floor")[i]
+        for metric in ("tpot", "ttft"):
+            np.testing.assert_allclose(plan[f"{metric}_ms"].values[0],
+                                       v(f"{metric}_predicted_ms")[i], rtol=RTOL)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"model": "deepseek-v3", "gpu": "b200", "budget": 16,
+                                         "engine": "trtllm"}])
+def test_the_link_to_experiment_11_opens_the_same_configuration(kwargs):
+    """The card's link, parsed as the served page parses a URL, selects a row of experiment
+    11 that is the card's configuration (when it was measured; else the group's rows)."""
+    from urllib.parse import parse_qsl
+
+    from lab.served.served_experiment import FromFloorToServed
+
+    best = calc_plan(**kwargs)["best"]
+    query = dict(parse_qsl(best["served_link"].split("?", 1)[1]))
+    assert query.pop("view") == "served"
+    served = FromFloorToServed()
+    served.table_built(served.table())
+    served.param.update(**query)
+    selected = served.result["selected"]
+    for name in ("model", "gpu", "engine", "mode", "isl", "osl"):
+        assert str(selected[name]) == str(best[name] if name not in ("model", "gpu")
+                                          else query[name]), name
+    if best["served_row"]:
+        assert selected["id"] == best["served_row"]
+        for name in ("precision", "tp", "attention_dp", "moe_ep", "concurrency",
+                     "prefill_workers", "decode_workers"):
+            assert selected[name] == best[name], name
+    assert kwargs or best["served_row"]  # the default pick was measured: it is opened
