@@ -33,10 +33,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 ALPHAS = (0.01, 0.5, 0.75, 0.9, 1.0)
 QUANTILES = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
@@ -44,25 +47,19 @@ SIGMAS = (0.03, 0.05, 0.1, 0.15, 0.2, 0.26)
 
 
 def _cases(table):
+    """The regret study's groups (:func:`lab.plan.plan_decide.study_groups`) and the measured
+    figures of every row (ms, output tokens/s per GPU, GPUs)."""
     from lab.plan.plan_calibration import CONFIG_KEY, config_keys
-    from lab.plan.plan_decide import MIN_GROUP, VALIDATION_PERCENTILES, _gpus, _throughput
+    from lab.plan.plan_decide import VALIDATION_PERCENTILES, gpus_of, study_groups, throughput_of
 
     s = lambda n: np.asarray(table[n].values).astype(str)  # noqa: E731
     f = lambda n: np.asarray(table[n].values, dtype=float)  # noqa: E731
-    usable = (np.asarray(table["modelled"].values, dtype=bool)
-              & np.isfinite(f("tpot_predicted_ms")) & np.isfinite(f("ttft_predicted_ms")))
-    keys = np.array(["|".join(k) for k in zip(s("model_path"), s("gpu"), s("engine"), s("mode"),
-                                                s("workload"), strict=True)])
+    _, usable, groups = study_groups(table)
     config = np.char.add(config_keys({k: table[k].values for k in CONFIG_KEY}).astype(str),
                          np.char.add("|", s("workload")))
-    groups = []
-    for key in dict.fromkeys(keys[usable].tolist()):
-        index = np.flatnonzero(usable & (keys == key))
-        if index.size >= MIN_GROUP:
-            groups.append(index)
-    measured = _throughput(table, f("ttft_measured_ms"), f("tpot_measured_ms"))
-    return {"groups": groups, "config": config, "tpot": f("tpot_measured_ms"),
-            "ttft": f("ttft_measured_ms"), "tokens": measured, "gpus": _gpus(table),
+    measured = throughput_of(table, f("ttft_measured_ms"), f("tpot_measured_ms"))
+    return {"groups": list(groups.values()), "config": config, "tpot": f("tpot_measured_ms"),
+            "ttft": f("ttft_measured_ms"), "tokens": measured, "gpus": gpus_of(table),
             "concurrency": f("concurrency"), "osl": f("osl"), "usable": usable,
             "percentiles": VALIDATION_PERCENTILES}
 
@@ -94,6 +91,8 @@ def repeats(c) -> dict:
 def column_oracle(c) -> dict:
     """The exact bound on the real cases: identical-column rows are one choice with a random
     outcome among their runs."""
+    from lab.plan.plan_decide import study_target
+
     out = {f"alpha {a:g}": {"regret": [], "miss": []} for a in ALPHAS}
     straddle = 0
     for index in c["groups"]:
@@ -103,7 +102,7 @@ def column_oracle(c) -> dict:
         members = [np.array(v) for v in sets.values()]
         tpot = c["tpot"][index]
         for p in c["percentiles"]:
-            target = float(np.percentile(tpot, p))
+            target = study_target(tpot, p)
             best = c["tokens"][index][tpot <= target].max()
             share = np.array([np.mean(c["tpot"][m] <= target) for m in members])
             tokens = np.array([np.mean(c["tokens"][m] * (c["tpot"][m] <= target))
@@ -133,13 +132,18 @@ def _summary(regret, miss) -> dict:
 
 
 def _tokens(c, index, tpot):
-    return (c["concurrency"][index] * c["osl"][index]
-            / ((c["ttft"][index] + (c["osl"][index] - 1) * tpot) / 1e3) / c["gpus"][index])
+    """Output tokens/s per GPU of rows ``index`` at their measured TTFT and ``tpot`` (ms)."""
+    from lab.plan.plan_space import throughput_per_gpu
+
+    return throughput_per_gpu(c["concurrency"][index], c["osl"][index], c["ttft"][index], tpot,
+                              c["gpus"][index])
 
 
 def noise_oracle(c, noise, draws: int, rng) -> dict:
     """The simulated bound: expected TPOT known (taken as the measured one), measurement =
     expected · exp(ε), ε independent per configuration from ``noise`` (a sorted sample)."""
+    from lab.plan.plan_decide import study_target
+
     out = {q: ([], []) for q in QUANTILES}
     for _ in range(draws):
         for index in c["groups"]:
@@ -147,7 +151,7 @@ def noise_oracle(c, noise, draws: int, rng) -> dict:
             tpot = mu * np.exp(rng.choice(noise, index.size))
             measured, expected = (_tokens(c, index, tpot), _tokens(c, index, mu))
             for p in c["percentiles"]:
-                target = float(np.percentile(tpot, p))
+                target = study_target(tpot, p)
                 best = measured[tpot <= target].max()
                 chance = np.searchsorted(noise, np.log(target / mu), side="right") / noise.size
                 for q, (regret, miss) in out.items():

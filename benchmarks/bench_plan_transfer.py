@@ -31,6 +31,12 @@ scored at its *best* margin whose misses are ≤ 10 %, chosen on the very cases 
   is told exactly where the held-out workload's scale sits still loses this much; the standard
   deviation of its log TPOT error between configurations is printed beside it.
 
+Beside them, ``lab, centred × transfer`` and ``tree × lab, centred`` (geometric means of
+two predictors), and the **margin oracle**: a planner that knows every measured TPOT exactly
+but keeps a safety margin m (never a miss) — its regret at m bounds any predictor that needs
+that margin to keep its misses ≤ 10 %, and the best configuration's own slack log(target /
+TPOT) says why the study is harsh (the target sits at a measured configuration's TPOT).
+
 With ``--planner`` the product's whole planner (bands, monotone chance, expected tokens:
 :func:`lab.plan.plan_decide.validate`) is also run on the tree's predictions in place of the
 lab's, at every band quantile.
@@ -91,13 +97,17 @@ class Study:
 
     def __init__(self, table) -> None:
         from lab.plan.plan_calibration import CONFIG_KEY, config_keys
-        from lab.plan.plan_decide import MIN_GROUP, VALIDATION_PERCENTILES, _gpus, _throughput
+        from lab.plan.plan_decide import (
+            VALIDATION_PERCENTILES,
+            gpus_of,
+            study_groups,
+            throughput_of,
+        )
 
         s = lambda n: np.asarray(table[n].values).astype(str)  # noqa: E731
         f = lambda n: np.asarray(table[n].values, dtype=float)  # noqa: E731
         self.table = table
-        self.usable = (np.asarray(table["modelled"].values, dtype=bool)
-                       & np.isfinite(f("tpot_predicted_ms")) & np.isfinite(f("ttft_predicted_ms")))
+        _, self.usable, groups = study_groups(table)
         self.group = np.array(["|".join(k) for k in zip(s("model_path"), s("gpu"), s("engine"),
                                                           s("mode"), strict=True)])
         self.workload = s("workload")
@@ -106,15 +116,10 @@ class Study:
         self.isl, self.osl = f("isl"), f("osl")
         self.tpot, self.ttft = f("tpot_measured_ms"), f("ttft_measured_ms")
         self.floor = {"tpot": f("tpot_floor_ms"), "ttft": f("ttft_floor_ms")}
-        self.measured_tokens = _throughput(table, self.ttft, self.tpot)
-        self.gpus, self.concurrency = _gpus(table), np.maximum(f("concurrency"), 1.0)
-        self.cases = []
-        for key in dict.fromkeys(np.char.add(np.char.add(self.group, "#"),
-                                             self.workload)[self.usable].tolist()):
-            g, w = key.split("#")
-            index = np.flatnonzero(self.usable & (self.group == g) & (self.workload == w))
-            if index.size >= MIN_GROUP:
-                self.cases.append((g, w, index))
+        self.measured_tokens = throughput_of(table, self.ttft, self.tpot)
+        self.gpus, self.concurrency = gpus_of(table), np.maximum(f("concurrency"), 1.0)
+        self.cases = [(self.group[index[0]], self.workload[index[0]], index)
+                      for index in groups.values()]
         self.percentiles = VALIDATION_PERCENTILES
         # each (configuration, workload)'s geometric mean of its runs, per metric
         self._runs: dict = {}
@@ -123,8 +128,10 @@ class Study:
 
     def tokens(self, index: np.ndarray, ttft: np.ndarray, tpot: np.ndarray) -> np.ndarray:
         """Output tokens/s per GPU of rows ``index`` at ``ttft`` and ``tpot`` (ms)."""
-        return (self.concurrency[index] * self.osl[index]
-                / ((ttft + (self.osl[index] - 1) * tpot) / 1e3) / self.gpus[index])
+        from lab.plan.plan_space import throughput_per_gpu
+
+        return throughput_per_gpu(self.concurrency[index], self.osl[index], ttft, tpot,
+                                  self.gpus[index])
 
     def transfer(self, fallback: dict[str, np.ndarray]) -> tuple[dict, np.ndarray]:
         """The ``transfer`` predictor (TPOT and TTFT, ms, per row) and which rows it covers
@@ -178,6 +185,8 @@ class Study:
         its own configurations (what the group shares at the held-out workload);
         ``"percentile"``: shifted so that their q-th percentile is the target (the target's
         exact rank among the predictions)."""
+        from lab.plan.plan_decide import study_target
+
         cases = []
         extra = np.zeros(self.usable.shape) if extra is None else extra
         for _, _, index in self.cases:
@@ -189,7 +198,7 @@ class Study:
             measured_tpot = self.tpot[index]
             measured = self.measured_tokens[index]
             for q in self.percentiles:
-                target = float(np.percentile(measured_tpot, q))
+                target = study_target(measured_tpot, q)
                 best = measured[measured_tpot <= target].max()
                 at = p_tpot
                 if oracle_offset == "percentile":
@@ -219,6 +228,37 @@ class Study:
                 "sd_log_tpot_error_between_configurations": float(np.std(within)),
                 "median_abs_error_between_configurations": float(
                     np.median(np.abs(np.expm1(within))))}
+
+
+def margin_oracle(study: Study, margins=(0.0, 0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.2,
+                                         0.25, 0.3)) -> dict:
+    """A planner that knows every configuration's measured TPOT and throughput exactly but
+    keeps a safety margin ``m``: it picks the best measured throughput among the configurations
+    whose measured TPOT · exp(m) meets the target (never a miss). Its regret at ``m`` bounds
+    every predictor that needs that margin to keep its misses down; the best configuration's
+    own slack log(target / TPOT) is summarised beside it."""
+    from lab.plan.plan_decide import study_target
+
+    out, slack = {}, []
+    regrets: dict = {m: [] for m in margins}
+    for _, _, index in study.cases:
+        tpot, tokens = study.tpot[index], study.measured_tokens[index]
+        for q in study.percentiles:
+            target = study_target(tpot, q)
+            ok = tpot <= target
+            j = np.flatnonzero(ok)[int(np.argmax(tokens[ok]))]
+            slack.append(float(np.log(target / tpot[j])))
+            for m in margins:
+                keep = tpot * np.exp(m) <= target
+                regrets[m].append(1 - tokens[keep].max() / tokens[j] if keep.any() else 1.0)
+    for m, r in regrets.items():
+        out[f"margin {m:g}"] = {"median_regret": float(np.median(r)),
+                                "mean_regret": float(np.mean(r))}
+    slack = np.array(slack)
+    out["slack_of_the_best"] = {"median": float(np.median(slack)),
+                                **{f"share_below_{x:g}": float(np.mean(slack < x))
+                                   for x in (0.05, 0.1, 0.2)}}
+    return out
 
 
 def summary(cases: list[dict]) -> dict:
@@ -284,6 +324,11 @@ def centred(study: Study, table, predicted: dict[str, np.ndarray]) -> dict[str, 
     return out
 
 
+def mix(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Two predictors' geometric mean (ms), TPOT and TTFT."""
+    return {m: np.sqrt(a[m] * b[m]) for m in ("tpot", "ttft")}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", default=None, help="cache of the tree's predictions (.npz)")
@@ -305,11 +350,15 @@ def main() -> int:
         predictors["tree, centred"] = centred(study, table, tree)
     transfer, covered = study.transfer(predictors["lab, centred"])
     predictors["transfer"] = transfer
+    predictors["lab, centred × transfer"] = mix(predictors["lab, centred"], transfer)
+    if "tree" in predictors:
+        predictors["tree × lab, centred"] = mix(tree, predictors["lab, centred"])
     case_rows = np.concatenate([index for _, _, index in study.cases])
     result = {"cases": sum(len(study.percentiles) for _ in study.cases),
               "case_rows": int(case_rows.size),
               "case_rows_measured_on_another_workload": int(covered[case_rows].sum()),
-              "margins": list(map(float, MARGINS)), "predictors": {}}
+              "margins": list(map(float, MARGINS)),
+              "margin_oracle": margin_oracle(study), "predictors": {}}
     for name, p in predictors.items():
         result["predictors"][name] = sweep(study, p["tpot"], p["ttft"], covered=covered)
         result["predictors"][f"{name} + oracle offset"] = sweep(
@@ -334,6 +383,9 @@ def main() -> int:
         result["product planner on the tree"] = {
             name: r["overall"] for name, r in study_tree.items()
             if name.startswith("q ") or name.startswith("cross")}
+        result["product planner on the lab (the same table)"] = {
+            name: r["overall"] for name, r in validate(table).items()
+            if name.startswith("q ") or name.startswith("cross")}
         result["product planner on the tree, per engine × mode (default q)"] = \
             study_tree[planner_name(0.875)]["per_engine_mode"]
     result["seconds"] = round(time.perf_counter() - started, 1)
@@ -341,6 +393,9 @@ def main() -> int:
     lines = [(name, r) for name, r in result["predictors"].items()] + [
         (f"[{covered_only['cases']} cases, measured-elsewhere configurations only] {name}", r)
         for name, r in covered_only.items() if name != "cases"]
+    print("margin oracle (measured TPOT known, safety margin m): " + "; ".join(
+        f"{k} {v['median_regret'] * 100:.1f} %" for k, v in result["margin_oracle"].items()
+        if k.startswith("margin")))
     for name, r in lines:
         b = r.get("best_at_misses_le_10_percent")
         line = (f"{name}: sd log TPOT error {r['sd_log_tpot_error']:.3f} (between configurations "

@@ -24,6 +24,8 @@ the lab's (``lab.served.served_calc.served_table``). scikit-learn is the ``bench
 Usage::
 
     python benchmarks/bench_served_reference.py [--json FILE] [--max-iter 300]
+    python benchmarks/bench_served_reference.py --rescore benchmarks/results/FILE.json \
+        --json benchmarks/results/FILE.json     # the lab rescored beside the stored trees
 """
 
 from __future__ import annotations
@@ -95,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", default="benchmarks/results/served-reference.json")
     parser.add_argument("--max-iter", type=int, default=300)
+    parser.add_argument("--rescore", default=None, help="a results JSON of this script: its "
+                        "stored tree figures beside the current lab's (no tree is fitted)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     table = served_table()
@@ -103,11 +107,14 @@ def main(argv: list[str] | None = None) -> int:
     mode = np.asarray(table["mode"].values).astype(str)
     splits = {"workload": np.asarray(table["workload"].values).astype(str),
               "isl": np.asarray(table["isl"].values).astype(str)}
-    x = features(table)
+    stored = json.loads(Path(args.rescore).read_text(encoding="utf-8")) if args.rescore else None
+    x = None if stored else features(table)
     errors = {}
     for metric in METRICS:
         measured = np.asarray(table[f"{metric}_measured_ms"].values, dtype=float)
         for split, keys in splits.items():
+            if stored:
+                continue
             log_predicted = held_out_predictions(x, np.log(measured), groups, keys, usable,
                                                  args.max_iter)
             errors[f"tree_{metric}_{split}"] = np.abs(np.exp(log_predicted) - measured) / measured
@@ -118,6 +125,13 @@ def main(argv: list[str] | None = None) -> int:
     result = {"seconds": None, "splits": list(splits), "subsets": {
         name: {k: summary(v[mask]) for k, v in errors.items()} for name, mask in masks.items()}}
     result["seconds"] = round(time.perf_counter() - started, 1)
+    if stored:  # the stored trees' figures, the lab's as it is now
+        result["seconds"], result["lab_rescored_seconds"] = (stored["seconds"],
+                                                             result["seconds"])
+        for name, sub in result["subsets"].items():
+            sub.update({k: v for k, v in stored["subsets"][name].items()
+                        if k.startswith("tree_")})
+            result["subsets"][name] = {k: sub[k] for k in stored["subsets"][name]}
     pct = lambda s: f"{s['median'] * 100:5.1f} / {s['p90'] * 100:5.1f}"  # noqa: E731
     print("subset | rows | TPOT lab | TPOT tree | TTFT lab | TTFT tree  (median / p90 %, "
           "workload left out; then input length held out)")

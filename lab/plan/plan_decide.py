@@ -238,8 +238,6 @@ def throughput_of(table: xr.Dataset, ttft: np.ndarray, tpot: np.ndarray) -> np.n
     return throughput_per_gpu(v("concurrency"), v("osl"), ttft, tpot, gpus_of(table))
 
 
-_throughput, _gpus = throughput_of, gpus_of  # the former private names
-
 
 def _summary(cases: list[dict]) -> dict:
     if not cases:

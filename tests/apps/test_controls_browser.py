@@ -1,9 +1,10 @@
 """Issue 37 items 1, 4, 5, 6 and 9 in headless Chromium against the session's served lab:
 powers-of-two sliders move their inputs (and an edit adds no history entry; experiment 9
 offers only its measured tp degrees), a grid row opens its own configuration and the
-derivation link carries it, and the "Not available" reason follows the inputs.
+derivation link carries it, and the "Not available" reason follows the inputs (also after a
+link set a dropdown).
 
-Cheap by design (six page loads in all): every wait is on an explicit condition, never a
+Cheap by design (seven page loads in all): every wait is on an explicit condition, never a
 sleep; one test walks several pages of the one served lab (the session's ``lab_server``);
 what needs no browser is in ``test_controls_unit.py``.
 """
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from lab_browser import open_page, set_number, wait_idle
 from playwright.sync_api import expect
 
@@ -175,16 +175,25 @@ def test_the_not_available_reason_follows_the_inputs(lab_url, lab_page, console_
     assert console_errors == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Known defect (issue 37, open): after a link gives page 10 its draft, a draft chosen in "
-    "the list changes the cards but neither the address nor the Not-available reason."))
-def test_a_drafts_reason_clears_when_another_draft_is_chosen(lab_url, lab_page, console_errors):
-    """Item 5, page 10: the Qwen vocabulary reason stayed after another draft was chosen. The
-    list offers only drafters of the target's vocabulary; a link still reaches a Qwen drafter,
-    and choosing an offered one must clear its reason."""
-    reason = lab_page.locator(".lab-error").first
-    open_page(lab_page, page_url(lab_url, "speculative", "&draft=qwen2.5-7b"))
-    expect(reason).to_contain_text("Qwen")
-    choose(lab_page, "draft", "llama-3.2-1b")
-    expect(reason).not_to_contain_text("Qwen")
+def test_a_dropdown_set_by_a_link_follows_the_next_choice(lab_url, lab_page, console_errors):
+    """Item 5 after a link: page 10 opened with a Qwen draft (page 1 with an FP8 A100) shows
+    the link's reason; choosing another draft (GPU) in the list must put it in the address and
+    replace the reason with cards, with no copy of the old reason left anywhere on the page:
+    the collapsed "Show the calculation" kept it (and showed it for a moment when opened).
+    Every dropdown of every page, set by a link and then chosen: ``test_controls_unit.py``."""
+    cases = (("speculative", "&draft=qwen2.5-7b", "Qwen", "draft", ("llama-3.2-1b",
+                                                                    "llama-3.2-3b")),
+             ("decode", "&gpu=a100-sxm-80gb&precision=fp8", "no FP8 peak", "gpu",
+              ("h100-sxm", "h200")))
+    cards = lab_page.locator(".lab-cards-pane").first
+    for view, link, reason, name, options in cases:
+        open_page(lab_page, page_url(lab_url, view, link))
+        expect(cards.locator(".lab-error")).to_contain_text(reason)
+        for option in options:  # off the link's reason, then from one set of cards to another
+            before = cards.inner_text()
+            choose(lab_page, name, option)
+            expect(lab_page).to_have_url(re.compile(rf"[?&]{name}={re.escape(option)}(&|$)"))
+            expect(cards).not_to_have_text(before)
+            expect(cards.locator(".lab-card").first).to_be_visible()
+            expect(lab_page.locator(".lab-error", has_text=reason)).to_have_count(0)
     assert console_errors == []

@@ -17,10 +17,15 @@ from panel.io.location import Location
 
 from apps.ui.panel_compat import DimensionSlider
 from apps.ui.parts.cards import CardsView
-from apps.ui.parts.input_widgets import input_panel
-from apps.ui.shell.url_sync import url_inputs
+from apps.ui.parts.input_widgets import Select, input_panel
+from apps.ui.shell.url_sync import url_inputs, url_text
 from apps.ui.shell.url_values import strict_selectors, url_problems
-from apps.ui.views.app import carried_values, derivation_values, navigation_markdown
+from apps.ui.views.app import (
+    carried_values,
+    derivation_values,
+    navigation_markdown,
+    page_content,
+)
 from apps.ui.views.grid import GridExplorer
 from apps.ui.views.live_inputs import shown_inputs
 from apps.ui.views.measured_page import STALE, MeasuredPage
@@ -143,6 +148,52 @@ def test_page_10_offers_drafters_by_name_that_it_accepts():
     exp.model = "qwen2.5-72b"
     assert "Llama 3.2 1B (another vocabulary than Qwen2.5 72B's)" in box.options
     assert box.value == "llama-3.2-1b" and "vocabulary" in str(exp.error)
+
+
+def page_dropdowns(content) -> dict[str, Select]:
+    """The shown dropdowns of a page's inputs, by input name (the page's own layout)."""
+    root = content.__panel__() if hasattr(content, "__panel__") else content
+    return {w.css_classes[0].removeprefix("lab-input-"): w for w in root.select(Select)
+            if w.visible and w.css_classes and w.css_classes[0].startswith("lab-input-")}
+
+
+def other_option(box: Select) -> tuple[str, object]:
+    """A ``(label, value)`` the dropdown offers other than its value in force."""
+    return next((label, value) for label, value in zip(box.labels, box.values, strict=True)
+                if value != box.value)
+
+
+def address(name: str) -> str | None:
+    """The value of ``name`` in the page's address."""
+    return dict(parse_qsl(pn.state.location.search.lstrip("?"))).get(name)
+
+
+@pytest.mark.parametrize("slug", PAGES)
+def test_every_dropdown_set_by_a_link_follows_the_next_choice(document, slug):
+    """Item 5 after a link (every dropdown of every page; page 1's GPU and page 10's draft in
+    Chromium: ``test_controls_browser.py``): a link sets each dropdown away from its default,
+    then the reader chooses another option in each, as the browser sends it (the option's
+    label); the input, the address and the cards follow, and the collapsed "Show the
+    calculation" holds no reason of other inputs (it kept the link's one)."""
+    pn.state._locations[document] = Location(search=f"?view={slug}")
+    defaults = page_dropdowns(page_content(slug))
+    link = "&".join(f"{n}={url_text(b.param.value, other_option(b)[1])}"
+                    for n, b in defaults.items())
+    pn.state._locations[document] = Location(search=f"?view={slug}&{link}")
+    content = page_content(slug)
+    exp = content.experiment
+    boxes = page_dropdowns(content)
+    assert boxes.keys() == defaults.keys()
+    for name, box in boxes.items():
+        label, value = other_option(box)
+        box._process_events({"value": label})
+        assert getattr(exp, name) == value, (slug, name)
+        assert address(name) == url_text(exp.param[name], value), (slug, name)
+        assert box.value == value
+        for card in content.__panel__().select(pn.Card):
+            body = card.objects[0].object if card.objects else ""
+            if "lab-calculation" in card.css_classes and exp.error is None:
+                assert "lab-error" not in str(body), (slug, name)
 
 
 # -- item 4: grid rows open their own configuration ---------------------------------------
