@@ -14,11 +14,14 @@ import argparse
 import json
 import re
 import sys
+import textwrap
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+WIDTH = 96
+"""Characters per line of a passage wrapped inside the prose."""
 FIRST_QUANTILE = 0.9
 """The first planner's quantile (band q 0.9 × chance), kept in the tables for comparison."""
 
@@ -121,6 +124,8 @@ def replace_block(text: str, marker: str, body: str) -> str:
                          "document.")
     inline = marker == "plan-strict"
     sep = "" if inline else "\n"
+    if inline:  # a passage inside a paragraph: wrapped as the prose around it
+        body = "\n".join(textwrap.wrap(body, width=WIDTH))
     return pattern.sub(lambda m: f"{m.group(1)}{sep}{body}{sep}{m.group(3)}", text, count=1)
 
 

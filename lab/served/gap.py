@@ -6,7 +6,8 @@ Named terms, each a formula on the row (milliseconds)::
                    + k_comm · comm                                             (+ residual)
     disagg: TPOT = floor + comm + (k_step − 1) · floor  [pools stated]
                  | comm + k_inferred · floor             [batch inferred]
-                   + t_layer · L + t_moe · L_moe                               (+ residual)
+                   + k_slots · (c / (w · B) − 1)⁺ · floor  [batch inferred]
+                   + t_layer · L                                               (+ residual)
     TTFT = floor + k_queue · (c − 1)/2 · floor / workers + t_first
            + k_chunk · ⌈isl / chunk⌉ · (TPOT floor + comm)   [agg]
            + k_queue_chunk · (c − 1)/2 · ⌈isl / chunk⌉ · (TPOT floor + comm)  [agg]
@@ -27,8 +28,14 @@ Named terms, each a formula on the row (milliseconds)::
   larger than listed); the term ``(k_inferred − 1) · floor``;
 - ``t_layer`` ≥ 0: the fixed time every layer of every decode step costs (kernel launches and
   synchronisation that no byte or FLOP explains), times the model's ``L`` layers;
-- ``t_moe`` ≥ 0: what an MoE layer costs beyond it (router, expert dispatch and combine
-  kernels), times the model's ``L_moe`` MoE layers (per-layer fixed cost by layer kind);
+- ``t_moe`` ≥ 0 (aggregated): what an MoE layer costs beyond it (router, expert dispatch and
+  combine kernels), times the model's ``L_moe`` MoE layers (per-layer fixed cost by layer
+  kind; on disaggregated rows, nearly all DeepSeek, ``L_moe`` and ``L`` are one column);
+- ``k_slots`` ≥ 0 (disaggregated rows whose batch is inferred): when the ``c`` clients
+  outnumber the sequences the listed decode pools hold (``w`` workers of ``B``, capped at what
+  fits), they take turns, each waiting ``c / (w · B) − 1`` further steps of the capped batch
+  per token (:mod:`lab.served.served_floors`' slots basis); ``k_slots`` is the share of that
+  wait the measured runs show (below 1 when the pools that ran held more than listed);
 - ``k_comm`` ≥ 0 (aggregated): the collectives' time beyond their bandwidth-ideal ``comm``
   (small latency-bound messages, the all-reduce's kernel below link speed), so they cost
   ``(1 + k_comm) · comm``, never less than ideal;
@@ -65,12 +72,13 @@ from dataclasses import dataclass
 import numpy as np
 
 TPOT_COEFFICIENTS = {"agg": ("k_prefill", "t_layer_ms", "t_moe_layer_ms", "k_comm"),
-                     "disagg": ("k_step", "t_layer_ms", "t_moe_layer_ms", "k_inferred")}
+                     "disagg": ("k_step", "t_layer_ms", "k_slots", "k_inferred")}
 """TPOT's fitted coefficients per mode, in column order: interleaved prefill's cost per ideal
 prefill (agg) or the decode step's time per ideal step (disagg, pools stated; stored as
-``1 +`` the fitted excess); fixed ms per layer per step; fixed ms per MoE layer per step; the
-collectives' excess over their ideal time (agg) or the inferred-batch rows' step per
-upper-bound floor (disagg)."""
+``1 +`` the fitted excess); fixed ms per layer per step; fixed ms per MoE layer per step (agg)
+or the share of the turn-taking wait of clients beyond the listed decode slots (disagg, batch
+inferred); the collectives' excess over their ideal time (agg) or the inferred-batch rows'
+step per upper-bound floor (disagg)."""
 LEGACY_TPOT_COEFFICIENTS = {"agg": ("k_prefill", "t_layer_ms"), "disagg": ("k_step", "t_layer_ms")}
 """The two-coefficient design's names (:func:`tpot_design` without the keyword columns)."""
 MAX_COEFFICIENTS = 4
@@ -169,7 +177,7 @@ class Design:
 
 
 def tpot_design(floor, communication, prefill_basis, layers, agg, measured, *,
-                moe_layers=None, stated=None, fit_on=None) -> Design:
+                moe_layers=None, stated=None, fit_on=None, slots=None) -> Design:
     """TPOT's design (columns in :data:`TPOT_COEFFICIENTS` order).
 
     Without the keyword arguments, the two-coefficient design: aggregated rows TPOT = floor +
@@ -178,8 +186,10 @@ def tpot_design(floor, communication, prefill_basis, layers, agg, measured, *,
     disaggregated row's listed pools hold every client), the four-coefficient design of the
     module docstring (aggregated rows' fourth column: the communication itself): a stated
     disaggregated row keeps its floor in the fixed part (``k_step − 1 ≥ 0``, never faster than
-    the roofline), an inferred one's floor is the fourth column. ``fit_on``: the rows a fit
-    may use (:attr:`Design.fit_on`)."""
+    the roofline), an inferred one's floor is the fourth column. The third column is ``L_moe``
+    on aggregated rows and ``slots`` on disaggregated ones (ms: ``(c / (w · B) − 1)⁺ · floor``
+    on rows whose batch is inferred, 0 elsewhere; None: 0). ``fit_on``: the rows a fit may use
+    (:attr:`Design.fit_on`)."""
     agg = np.asarray(agg, dtype=bool)
     if moe_layers is None and stated is None:
         return Design(np.where(agg, floor + communication, communication),
@@ -187,11 +197,12 @@ def tpot_design(floor, communication, prefill_basis, layers, agg, measured, *,
                       fit_on)
     zeros = np.zeros_like(np.asarray(floor, dtype=float))
     moe_layers = zeros if moe_layers is None else np.asarray(moe_layers, dtype=float)
+    slots = zeros if slots is None else np.asarray(slots, dtype=float)
     stated = np.ones_like(agg) if stated is None else np.asarray(stated, dtype=bool)
     keeps_floor = agg | stated
     return Design(np.where(keeps_floor, floor, 0.0) + communication,
                   np.column_stack([np.where(agg, prefill_basis, np.where(stated, floor, 0.0)),
-                                   layers, moe_layers,
+                                   layers, np.where(agg, moe_layers, slots),
                                    np.where(agg, communication,
                                             np.where(stated, 0.0, floor))]), measured, fit_on)
 

@@ -26,7 +26,7 @@ TARGETS = {"tpot": {"median": 0.12, "p90": 0.40}, "ttft": {"median": 0.30, "p90"
 sample; issue 24's were TPOT 10 % / 30 %)."""
 METRICS = ("tpot", "ttft")
 """The two measured latencies."""
-TERMS = {"tpot": ("allreduce", "collective", "prefill", "step", "fixed", "moe"),
+TERMS = {"tpot": ("allreduce", "collective", "prefill", "step", "slots", "fixed", "moe"),
          "ttft": ("queue", "fixed", "chunk", "queue_chunk")}
 """The named terms of each metric, in the order they stack on the floor."""
 TERM_NAMES = {
@@ -35,6 +35,7 @@ TERM_NAMES = {
     ("tpot", "step"): "step beyond the floor, (k_step − 1)·floor",
     ("tpot", "fixed"): "fixed time per layer × layers",
     ("tpot", "moe"): "fixed time per MoE layer × MoE layers",
+    ("tpot", "slots"): "clients beyond the decode slots, k_slots · (c/(w·B) − 1) · floor",
     ("tpot", "collective"): "collectives beyond their ideal, k_comm · comm",
     ("tpot", "residual"): "residual (unexplained)",
     ("ttft", "queue"): "queue behind (c − 1)/2 prefills",
@@ -86,14 +87,14 @@ def term_designs(table: xr.Dataset) -> dict[str, gap.Design]:
     v = {k: np.nan_to_num(np.asarray(table[k].values, dtype=float)) for k in (
         "tpot_floor_ms", "tpot_term_allreduce_ms", "prefill_step_basis_ms", "ttft_floor_ms",
         "concurrency", "prefill_workers", "tpot_measured_ms", "ttft_measured_ms", "layers",
-        "moe_layers", "chunk_basis_ms")}
+        "moe_layers", "chunk_basis_ms", "slots_basis_ms")}
     agg = np.asarray(table["mode"].values).astype(str) == "agg"
     stated = np.asarray(table["batch_stated"].values, dtype=bool)
     fit_on = fit_rows(v["tpot_measured_ms"], v["tpot_floor_ms"], stated)
     return {"tpot": gap.tpot_design(v["tpot_floor_ms"], v["tpot_term_allreduce_ms"],
                                     v["prefill_step_basis_ms"], v["layers"], agg,
                                     v["tpot_measured_ms"], moe_layers=v["moe_layers"],
-                                    stated=stated, fit_on=fit_on),
+                                    stated=stated, fit_on=fit_on, slots=v["slots_basis_ms"]),
             "ttft": gap.ttft_design(v["ttft_floor_ms"], v["concurrency"],
                                     v["prefill_workers"], v["ttft_measured_ms"],
                                     chunk_basis=v["chunk_basis_ms"], queued_chunks=True,
@@ -156,7 +157,10 @@ def served_table(data: xr.Dataset | None = None) -> xr.Dataset:
             out["tpot_term_step_ms"] = _var(np.where(agg, nan(0.0), np.where(
                 stated, term[0], term[3] - floor)), TERM_NAMES["tpot", "step"], "ms")
             out["tpot_term_fixed_ms"] = _var(term[1], TERM_NAMES["tpot", "fixed"], "ms")
-            out["tpot_term_moe_ms"] = _var(term[2], TERM_NAMES["tpot", "moe"], "ms")
+            out["tpot_term_moe_ms"] = _var(np.where(agg, term[2], nan(0.0)),
+                                           TERM_NAMES["tpot", "moe"], "ms")
+            out["tpot_term_slots_ms"] = _var(np.where(agg, nan(0.0), term[2]),
+                                             TERM_NAMES["tpot", "slots"], "ms")
             out["tpot_term_collective_ms"] = _var(np.where(agg, term[3], nan(0.0)),
                                                   TERM_NAMES["tpot", "collective"], "ms")
             out["tpot_term_allreduce_ms"] = out["tpot_term_allreduce_ms"].where(
@@ -164,7 +168,9 @@ def served_table(data: xr.Dataset | None = None) -> xr.Dataset:
             coefficient = {"k_prefill": np.where(agg, theta[:, 0], np.nan),
                            "k_step": np.where(~agg & stated, 1.0 + theta[:, 0], np.nan),
                            "k_inferred": np.where(~agg & ~stated, theta[:, 3], np.nan),
-                           "t_layer_ms": theta[:, 1], "t_moe_layer_ms": theta[:, 2],
+                           "t_layer_ms": theta[:, 1],
+                           "t_moe_layer_ms": np.where(agg, theta[:, 2], np.nan),
+                           "k_slots": np.where(~agg & ~stated, theta[:, 2], np.nan),
                            "k_comm": np.where(agg, theta[:, 3], np.nan)}
         else:
             out["ttft_term_queue_ms"] = _var(term[0], TERM_NAMES["ttft", "queue"], "ms")

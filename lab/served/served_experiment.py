@@ -27,7 +27,8 @@ FILTERS = ("model", "gpu", "engine", "mode", "workload")
 """Row filters, each a selector of the values in the data (plus :data:`ALL`)."""
 CHART_VARIABLES = ("tpot_measured_ms", "tpot_predicted_ms", "tpot_floor_ms",
                    "tpot_term_allreduce_ms", "tpot_term_prefill_ms", "tpot_term_step_ms",
-                   "tpot_term_fixed_ms", "tpot_term_moe_ms", "tpot_term_collective_ms",
+                   "tpot_term_slots_ms", "tpot_term_fixed_ms", "tpot_term_moe_ms",
+                   "tpot_term_collective_ms",
                    "ttft_measured_ms", "ttft_predicted_ms", "ttft_floor_ms",
                    "ttft_term_queue_ms", "ttft_term_fixed_ms", "ttft_term_chunk_ms",
                    "ttft_term_queue_chunk_ms",

@@ -53,20 +53,25 @@ def row_steps(r: dict, _gpu=None) -> list[Step]:
             "Decode step term", f"(k_inferred − 1) · floor = ({_x(r['tpot_k_inferred'])} − 1) · "
             f"{_ms(r['tpot_floor_ms'])} (no prefill interleaves; the batch per decode worker is "
             "inferred from the concurrency, an upper bound)", _ms(r["tpot_term_step_ms"])))
-    steps += [
-        Step("Fixed time per layer", f"t_layer · L = {_ms(r['tpot_t_layer_ms'])} · "
-             f"{fmt_number(r['layers'], 0)} layers (fitted on the other workloads)",
-             _ms(r["tpot_term_fixed_ms"])),
-        Step("Fixed time per MoE layer", f"t_moe · L_moe = {_ms(r['tpot_t_moe_layer_ms'])} · "
-             f"{fmt_number(r['moe_layers'], 0)} MoE layers", _ms(r["tpot_term_moe_ms"])),
-    ]
+        steps.append(Step(
+            "Clients beyond the decode slots", f"k_slots · (c / (w · B) − 1) · floor = "
+            f"{_x(r['tpot_k_slots'])} · {_ms(r['slots_basis_ms'])} ({r['concurrency']:,} "
+            f"clients, {r['decode_workers']} × {fmt_number(r['batch_floor'], 0)} slots listed: "
+            "the clients beyond them take turns)", _ms(r["tpot_term_slots_ms"])))
+    steps.append(Step("Fixed time per layer", f"t_layer · L = {_ms(r['tpot_t_layer_ms'])} · "
+                      f"{fmt_number(r['layers'], 0)} layers (fitted on the other workloads)",
+                      _ms(r["tpot_term_fixed_ms"])))
+    if r["mode"] == "agg":
+        steps.append(Step(
+            "Fixed time per MoE layer", f"t_moe · L_moe = {_ms(r['tpot_t_moe_layer_ms'])} · "
+            f"{fmt_number(r['moe_layers'], 0)} MoE layers", _ms(r["tpot_term_moe_ms"])))
     if r["mode"] == "agg":
         steps.append(Step(
             "Collectives beyond their ideal", f"k_comm · comm = {_x(r['tpot_k_comm'])} · "
             f"{_ms(r['tpot_term_allreduce_ms'])}", _ms(r["tpot_term_collective_ms"])))
     steps += [
-        Step("TPOT predicted", "floor + communication (and its excess) + prefill or step + "
-             "per-layer and per-MoE-layer times", _ms(r["tpot_predicted_ms"])),
+        Step("TPOT predicted", "floor + communication (and its excess) + prefill or step (+ "
+             "clients beyond the slots) + per-layer (and per-MoE-layer) times", _ms(r["tpot_predicted_ms"])),
         Step("TPOT residual", "measured − predicted", _ms(r["tpot_term_residual_ms"])),
         Step("TTFT floor", f"one prefill of isl = {r['isl']:,} tokens alone at tp "
              f"{r['prefill_tp']}: linear phase + causal attention pairs (§0, §8)",

@@ -18,7 +18,11 @@ Nothing here is a new formula: every time comes from :mod:`lab.models` (docs/mod
   worker to be inferred (:func:`decode_batch`), an upper bound; its floor has a coefficient of
   its own (``k_inferred``, :mod:`lab.served.gap`);
 - the chunk basis (aggregated): ``⌈isl / PREFILL_CHUNK⌉`` decode steps of the running batch
-  (TPOT floor + communication), the steps a chunked prompt rides before its first token.
+  (TPOT floor + communication), the steps a chunked prompt rides before its first token;
+- the slots basis (disaggregated, batch inferred): when the clients outnumber the sequences
+  the listed decode pools hold (``c > workers · B``, ``B`` capped at what fits), they take
+  turns, each waiting ``c / (workers · B) − 1`` further steps of the capped batch per token:
+  ``(c / (workers · B) − 1) · TPOT floor``, 0 when every client has a slot.
 
 A row the lab cannot model exactly keeps NaN floors and a ``reason``; nothing is guessed.
 """
@@ -92,6 +96,9 @@ FLOOR_UNITS = {
                    "layers"),
     "chunk_basis_ms": ("⌈isl / chunk⌉ decode steps of the running batch (TPOT floor + "
                        "communication) a chunked prompt rides (agg; 0 disagg)", "ms"),
+    "slots_basis_ms": ("(c / (workers · B) − 1) · TPOT floor: the further steps a client waits "
+                       "when more clients than the listed decode pools' slots share them "
+                       "(disagg, batch inferred; else 0)", "ms"),
     "batch_floor": ("decode batch the floors use: one decode worker's sequences in steady "
                     "state", "sequences"),
     "tpot_term_allreduce_ms": ("tensor-parallel all-reduces and expert-parallel all-to-all "
@@ -227,14 +234,15 @@ def row_floors(model, gpu, precision: str, rows: list[dict]) -> dict:
     communication = (layout_allreduce_time(model, gpu, batch, tp, dp)
                      + layout_all_to_all_time(model, gpu, batch, tp, dp, moe_ep))
     chunks = np.where(agg, np.ceil(isl / PREFILL_CHUNK), 0.0)
+    stated = batch_stated(col("concurrency"), col("decode_batch"), col("decode_workers"))
+    slots = slots_excess(col("concurrency"), col("decode_workers"), batch, agg | stated)
     return {"tpot_floor_ms": step * 1e3, "ttft_floor_ms": ttft_floor * 1e3,
             "chunk_basis_ms": chunks * (step + communication) * 1e3,
             "moe_layers": np.full(len(rows), float(getattr(model, "moe_layers", 0) or 0)),
             "tpot_term_allreduce_ms": communication * 1e3,
             "prefill_step_basis_ms": interleaved * 1e3, "context_mid": context,
             "fits_bf16_kv": fits, "kv_precision_floor": np.where(fits, "bf16", "fp8"),
-            "batch_stated": batch_stated(col("concurrency"), col("decode_batch"),
-                                         col("decode_workers")),
+            "slots_basis_ms": slots * step * 1e3, "batch_stated": stated,
             "layers": np.full(len(rows), float(model.layers)), "batch_floor": batch,
             "_prefill_compute_ms": prefill * 1e3}
 
@@ -250,6 +258,16 @@ def decode_batch(listed, concurrency, workers, room) -> np.ndarray:
     (``decode_batch_size`` × its attention-DP ranks; agg: the concurrency)."""
     share = np.minimum(np.ceil(concurrency / workers), np.maximum(room, 1))
     return np.maximum(listed, share).astype(np.int64)
+
+
+def slots_excess(concurrency, workers, batch, stated) -> np.ndarray:
+    """Further decode steps a client waits per token (dimensionless) when the clients outnumber
+    the listed decode pools' slots: ``max(0, c / (workers · B) − 1)``, ``B`` the batch per decode
+    worker (sequences, capped at what fits, :func:`decode_batch`); 0 where ``stated`` (agg, or
+    the listed pools hold every client)."""
+    held = np.asarray(workers, dtype=float) * np.maximum(np.asarray(batch, dtype=float), 1.0)
+    excess = np.maximum(np.asarray(concurrency, dtype=float) / held - 1.0, 0.0)
+    return np.where(np.asarray(stated, dtype=bool), 0.0, excess)
 
 
 def batch_stated(concurrency, listed, workers) -> np.ndarray:
@@ -297,7 +315,7 @@ def add_floors(table: xr.Dataset) -> xr.Dataset:
            "precision": np.full(n, "", dtype=object), "reason": np.full(n, "", dtype=object)}
     for name in ("tpot_floor_ms", "ttft_floor_ms", "tpot_term_allreduce_ms",
                  "prefill_step_basis_ms", "context_mid", "layers", "moe_layers",
-                 "chunk_basis_ms", "batch_floor",
+                 "chunk_basis_ms", "slots_basis_ms", "batch_floor",
                  "_prefill_compute_ms"):
         out[name] = np.full(n, np.nan)
     out["kv_precision_floor"] = np.full(n, "", dtype=object)

@@ -196,6 +196,46 @@ def test_every_dropdown_set_by_a_link_follows_the_next_choice(document, slug):
                 assert "lab-error" not in str(body), (slug, name)
 
 
+INVALID_LINKS = ("gpu=a100-sxm-80gb&precision=fp8", "model=qwen2.5-7b&tp=8")
+"""Links to a configuration with no numbers: an FP8 A100, and a tp that does not divide the
+heads (experiment 3 keeps that one as an "unavailable" card, not a reason)."""
+
+
+@pytest.mark.parametrize("link", INVALID_LINKS)
+def test_a_page_opened_on_invalid_inputs_loads_and_says_why(document, link):
+    """``?view=tp&gpu=a100-sxm-80gb&precision=fp8`` (and ``?view=precision&…``) blanked the
+    page: its hidden chart was drawn from the defaults but flagged over budget with the
+    link's inputs, which raised; ``?view=tp&model=qwen2.5-7b&tp=8`` raised in the chart data
+    and in the over-budget card."""
+    values = dict(parse_qsl(link))
+    pages = [s for s in PAGES if s != DERIVATION.slug
+             and set(values) <= set(url_inputs(experiment_class(s)()))]
+    assert len(pages) >= 5
+    for slug in pages:
+        pn.state._locations[document] = Location(search=f"?view={slug}&{link}")
+        exp = page_content(slug).experiment
+        assert {n: str(getattr(exp, n)) for n in values} == values, slug
+        cards = CardsView(experiment=exp)._html(exp.result)  # page 8 uses them switched on
+        assert exp.error is None or "Not available" in cards, slug
+
+
+def test_experiment_3_draws_a_tp_that_does_not_divide_the_heads(document):
+    """Chosen on the page, Qwen2.5 7B at tp 8 is an "unavailable" card with the chart of the
+    tp degrees that are valid; the cards and the chart raised instead and kept the last
+    numbers."""
+    pn.state._locations[document] = Location(search="?view=tp")
+    content = page_content("tp")
+    exp, boxes = content.experiment, page_dropdowns(content)
+    for name, value in (("model", "qwen2.5-7b"), ("tp", 8)):
+        boxes[name]._process_events({"value": boxes[name].labels[boxes[name].values.index(
+            value)]})
+    content.chart._update()  # the redraw a server runs on the next tick
+    assert exp.tp == 8 and exp.error is None
+    assert "unavailable" in CardsView(experiment=exp)._html(exp.result)
+    assert content.chart.data[1]["tp"] == 8
+    assert content.chart.data[0]["valid"].values.tolist() == [True, True, True, False]
+
+
 # -- item 4: grid rows open their own configuration ---------------------------------------
 SECTIONS = {
     "decode": {"model": ["llama-3.1-70b", "qwen2.5-7b"], "gpu": ["h200"], "tp": [2, 4],

@@ -164,13 +164,16 @@ def test_a_disaggregated_rows_step_term_and_its_group_by_hand(table):
     assert r["batch_stated"] and r["batch_floor"] == 32 and r["group"] == "trtllm × b200 × disagg"
     assert r["prefill_step_basis_ms"] == 0 and r["tpot_term_prefill_ms"] == 0
     assert np.isnan(r["tpot_k_prefill"])
-    # TPOT = k_step · floor + communication + t_layer · L + t_moe · L_moe, k_step ≥ 1; the
-    # term is (k_step − 1) · floor
+    # TPOT = k_step · floor + communication + t_layer · L, k_step ≥ 1; the term is
+    # (k_step − 1) · floor (a disaggregated group's third coefficient is k_slots, for the rows
+    # whose batch is inferred; 0 on this one)
     assert r["tpot_k_step"] >= 1
     assert r["tpot_term_step_ms"] == pytest.approx((r["tpot_k_step"] - 1) * r["tpot_floor_ms"])
     assert r["tpot_predicted_ms"] == pytest.approx(
         r["tpot_k_step"] * r["tpot_floor_ms"] + r["tpot_term_allreduce_ms"]
-        + r["tpot_t_layer_ms"] * 61 + r["tpot_t_moe_layer_ms"] * 58)  # V3: 61 layers, 58 MoE
+        + r["tpot_t_layer_ms"] * 61)  # V3: 61 layers
+    assert r["slots_basis_ms"] == 0 and r["tpot_term_slots_ms"] == 0
+    assert np.isnan(r["tpot_t_moe_layer_ms"]) and np.isnan(r["tpot_k_slots"])
     # its coefficients: the group's other workloads, each run once, fitted by hand
     same = ((table["group"].values == r["group"]) & table["modelled"].values
             & (table["workload"].values != r["workload"]) & table["first_of_run"].values
@@ -181,10 +184,10 @@ def test_a_disaggregated_rows_step_term_and_its_group_by_hand(table):
     floor = sub["tpot_floor_ms"].values
     theta = gap.fit(sub["tpot_term_allreduce_ms"].values + np.where(stated, floor, 0),
                     np.column_stack([np.where(stated, floor, 0), sub["layers"].values,
-                                     sub["moe_layers"].values, np.where(stated, 0, floor)]),
+                                     sub["slots_basis_ms"].values,
+                                     np.where(stated, 0, floor)]),
                     sub["tpot_measured_ms"].values)
-    assert (r["tpot_k_step"] - 1, r["tpot_t_layer_ms"], r["tpot_t_moe_layer_ms"]) \
-        == pytest.approx(tuple(theta[:3]))
+    assert (r["tpot_k_step"] - 1, r["tpot_t_layer_ms"]) == pytest.approx(tuple(theta[:2]))
     # a row whose listed pool (1 worker, batch 1) cannot hold its 4 clients: batch inferred
     # (c over one worker), in the same group, its floor's coefficient k_inferred
     q = _row(table, "2026_03_25_deepseek_r1_b200_sxm_trtllm_fp8_disagg_1024x1024_c4_tp8_0_ep8_0_387")
@@ -192,6 +195,7 @@ def test_a_disaggregated_rows_step_term_and_its_group_by_hand(table):
     assert q["group"] == "trtllm × b200 × disagg" and "tpot_group" not in table
     assert q["tpot_term_step_ms"] == pytest.approx((q["tpot_k_inferred"] - 1)
                                                    * q["tpot_floor_ms"])
+    assert q["tpot_term_slots_ms"] == pytest.approx(q["tpot_k_slots"] * q["slots_basis_ms"])
     assert np.isnan(q["tpot_k_step"]) and np.isnan(r["tpot_k_inferred"])
     assert batch_stated(np.array([128, 4, 64]), np.array([32, 1, 64]),
                         np.array([4, 1, 1])).tolist() == [True, False, True]
@@ -203,7 +207,7 @@ def test_at_most_four_coefficients_per_metric_engine_gpu_and_mode(table):
     stated or inferred."""
     ok = table["modelled"].values & np.isfinite(table["tpot_t_layer_ms"].values)
     names = {"tpot": ("k_prefill", "k_step", "k_inferred", "t_layer_ms", "t_moe_layer_ms",
-                      "k_comm"), "ttft": ("k_queue", "t_first_ms", "k_chunk", "k_queue_chunk")}
+                      "k_comm", "k_slots"), "ttft": ("k_queue", "t_first_ms", "k_chunk", "k_queue_chunk")}
     for metric, coefficient_names in names.items():
         keys = np.array([f"{g}|{w}" for g, w in zip(table["group"].values[ok],
                                                     table["workload"].values[ok], strict=True)])

@@ -39,26 +39,47 @@ def test_the_fit_sums_exactly_so_every_cpu_gets_the_same_bits():
 
 def test_the_tpot_design_by_hand():
     """Three rows: aggregated; disaggregated with its pools stated; with its batch inferred.
-    floor 2, comm 0.5, P_step 3, L 61, L_moe 58."""
+    floor 2, comm 0.5, P_step 3, L 61, L_moe 58; the inferred row's slots basis 4 ms (its
+    clients three times the listed slots: (3 − 1) · 2 ms). A disaggregated row's third column
+    is the slots basis, an aggregated one's L_moe."""
     floor, comm, basis = np.full(3, 2.0), np.full(3, 0.5), np.array([3.0, 0.0, 0.0])
     layers, moe = np.full(3, 61.0), np.full(3, 58.0)
     d = gap.tpot_design(floor, comm, basis, layers, np.array([True, False, False]),
-                        np.full(3, 9.0), moe_layers=moe, stated=np.array([True, True, False]))
+                        np.full(3, 9.0), moe_layers=moe, stated=np.array([True, True, False]),
+                        slots=np.array([0.0, 0.0, 4.0]))
     assert d.base.tolist() == [2.5, 2.5, 0.5]  # inferred: its floor is a fitted column
     assert d.columns.tolist() == [[3.0, 61.0, 58.0, 0.5],    # P, L, L_moe, comm
-                                  [2.0, 61.0, 58.0, 0.0],    # (k_step − 1)·floor
-                                  [0.0, 61.0, 58.0, 2.0]]    # k_inferred·floor
-    # TPOT with k_prefill 0.5, t_layer 0.01, t_moe 0.02 ms, k_comm 0.8 / k_step 1.5 / k_inf 0.8
+                                  [2.0, 61.0, 0.0, 0.0],     # (k_step − 1)·floor
+                                  [0.0, 61.0, 4.0, 2.0]]     # k_slots·slots, k_inferred·floor
+    # TPOT with k_prefill 0.5, t_layer 0.01, t_moe 0.02 ms, k_comm 0.8 / k_step 1.5 /
+    # k_slots 0.25, k_inf 0.8
     assert d.base[0] + d.columns[0] @ [0.5, 0.01, 0.02, 0.8] == pytest.approx(
         2 + 0.5 + 1.5 + 0.61 + 1.16 + 0.4)
-    assert d.base[1] + d.columns[1] @ [0.5, 0.01, 0.02, 0.0] == pytest.approx(
-        1.5 * 2 + 0.5 + 0.61 + 1.16)
-    assert d.base[2] + d.columns[2] @ [0.0, 0.01, 0.02, 0.8] == pytest.approx(
-        0.8 * 2 + 0.5 + 0.61 + 1.16)
+    assert d.base[1] + d.columns[1] @ [0.5, 0.01, 0.25, 0.0] == pytest.approx(
+        1.5 * 2 + 0.5 + 0.61)
+    assert d.base[2] + d.columns[2] @ [0.0, 0.01, 0.25, 0.8] == pytest.approx(
+        0.8 * 2 + 0.5 + 0.61 + 1.0)
+    assert gap.TPOT_COEFFICIENTS["disagg"][2] == "k_slots"
     # without the keywords: the two-coefficient design as before
     old = gap.tpot_design(floor, comm, basis, layers, np.array([True, False, False]),
                           np.full(3, 9.0))
     assert old.columns.tolist() == [[3.0, 61.0], [2.0, 61.0], [2.0, 61.0]]
+
+
+def test_the_slots_basis_by_hand():
+    """1,200 clients on one listed decode worker whose memory holds 400 sequences: the clients
+    take turns, each waiting 1,200 / 400 − 1 = 2 further steps of the capped batch per token;
+    at a 20 ms floor the basis is 40 ms (with k_slots 0.3: 12 ms). 300 clients fit the slots:
+    0; a row whose listed pools hold its clients (stated) or an aggregated one: 0."""
+    from lab.served.served_floors import slots_excess
+
+    excess = slots_excess(np.array([1200, 300, 1200]), np.array([1, 1, 1]),
+                          np.array([400, 300, 400]), np.array([False, False, True]))
+    assert excess.tolist() == [2.0, 0.0, 0.0]
+    assert excess[0] * 20.0 == 40.0 and 0.3 * excess[0] * 20.0 == pytest.approx(12.0)
+    # two workers of 400 hold 800 of 1,200 clients: 0.5 further steps
+    assert slots_excess(np.array([1200]), np.array([2]), np.array([400]),
+                        np.array([False])).tolist() == [0.5]
 
 
 def test_the_ttft_chunk_term_by_hand():

@@ -94,10 +94,10 @@ class ChartView(Viewer):
             """(lines, ceiling, E) the expert figure last drew, or None (a dense model)."""
             figures = [chart.figure for chart in self._batch] + self._expert_figure(source)
         else:
-            self._series: list[SeriesChart] = experiment_charts(self._drawn(ds),
+            self._series: list[SeriesChart] = experiment_charts(self._drawn(ds, source),
                                                                 chart_inputs(source))
             self._layers: dict[int, MarkLayer] = {}
-            self._mark()
+            self._mark(source)
             figures = [chart.figure for chart in self._series]
         self._routing = pn.pane.HTML(f'<p class="lab-routing-note"><em>{escape(ROUTING_ASSUMPTION)}'
                                      '</em></p>', sizing_mode="stretch_width",
@@ -227,13 +227,18 @@ class ChartView(Viewer):
         self._series = charts
         self._mark()
 
-    def _drawn(self, ds):
-        """What the series charts draw: the lesson's variables, over-budget points flagged."""
-        return lesson_data(self.experiment, with_fits(self.experiment, ds))
+    def _drawn(self, ds, source: Experiment | None = None):
+        """What the series charts draw: the lesson's variables, over-budget points flagged,
+        for ``source``, the experiment whose data ``ds`` are (default: the page's). A page
+        opened on invalid inputs draws the defaults' (hidden) chart from the defaults: the
+        budget flags of invalid inputs raised and the page never loaded (``?view=tp&ep=2``)."""
+        exp = source or self.experiment
+        return lesson_data(exp, with_fits(exp, ds))
 
-    def _mark(self) -> None:
-        """Draw the lesson's limit lines, bands and crossovers on the current figures."""
-        marks = lesson_marks(self.experiment)
+    def _mark(self, source: Experiment | None = None) -> None:
+        """Draw the lesson's limit lines, bands and crossovers of ``source`` (default: the
+        page's experiment) on the current figures."""
+        marks = lesson_marks(source or self.experiment)
         for chart in self._series:
             layer = self._layers.get(id(chart.figure))
             if layer is None:
