@@ -164,9 +164,9 @@ class Calibration:
             in_group = other.band_rows & (self.groups == group)
             for w in dict.fromkeys(self.workloads[in_group].tolist()):
                 rows = in_group & (self.workloads == w)
-                train = gap.first_of_each_run(self.modelled & (self.groups == group)
-                                              & (self.workloads != workload)
-                                              & (self.workloads != w), self.runs)
+                train = gap.first_of_each_run(self.designs["tpot"].fittable(
+                    self.modelled & (self.groups == group) & (self.workloads != workload)
+                    & (self.workloads != w)), self.runs)
                 if not train.any():
                     continue
                 for metric in METRICS:
@@ -185,11 +185,12 @@ class Calibration:
     def train_mask(self, group: str) -> np.ndarray:
         """The rows a group's coefficients are fitted on, each run once, as experiment 11's
         :func:`~lab.served.gap.fit_all` and :func:`~lab.served.gap.leave_one_workload_out`
-        choose them."""
+        choose them: without the rows no fit may use (:attr:`lab.served.gap.Design.fit_on`,
+        the same for both metrics)."""
         rows = self.modelled & (self.groups == group)
         if self.exclude_workload is not None:
             rows &= self.workloads != self.exclude_workload
-        return gap.first_of_each_run(rows, self.runs)
+        return gap.first_of_each_run(self.designs["tpot"].fittable(rows), self.runs)
 
     def theta(self, group: str, metric: str) -> np.ndarray | None:
         """The group's fitted coefficients of ``metric`` (None: no rows to fit on)."""

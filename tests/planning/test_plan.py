@@ -24,6 +24,8 @@ from lab.plan.plan_decide import (
     previous_planner_name,
 )
 from lab.plan.plan_space import PlanSpace, config_row, enumerate_rows, predict
+from lab.served import gap
+from lab.served.served_calc import run_keys
 from lab.served.served_loader import MEASURED_VARIABLES, NUMBER_VARIABLES, TEXT_VARIABLES
 
 RTOL = 1e-12
@@ -56,6 +58,20 @@ def test_a_measured_configuration_is_predicted_exactly_as_calc_served(table):
         for metric in ("tpot", "ttft"):
             np.testing.assert_allclose(plan[f"{metric}_ms"].values[0],
                                        table[f"{metric}_predicted_ms"].values[i], rtol=RTOL)
+
+
+def test_the_planner_fits_each_group_on_the_rows_experiment_11_fits_on():
+    """Every group's coefficients, both metrics, equal experiment 11's fit on all its rows —
+    the rows no fit may use (measured below a stated floor) left out by both."""
+    calibration = shipped_calibration()
+    t = calibration.table
+    modelled = np.asarray(t["modelled"].values, dtype=bool)
+    groups = np.asarray(t["group"].values).astype(str)
+    assert not np.asarray(t["fit_on"].values, dtype=bool)[modelled].all()
+    for metric in ("tpot", "ttft"):
+        fits = gap.fit_all(calibration.designs[metric], groups, modelled, runs=run_keys(t))
+        for group, theta in fits.items():
+            np.testing.assert_array_equal(calibration.theta(group, metric), theta)
 
 
 def test_a_plan_cell_equals_the_point_call():

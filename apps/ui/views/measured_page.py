@@ -54,9 +54,10 @@ SELECTED_COLOR = "#D55E00"
 BELOW_LABEL = "below the floor"
 """Legend entry of the points faster than their floor (a cross each)."""
 
-STALE = " — not the inputs in force, which were not measured"
+STALE = "\n(not the inputs in force: not measured)"
 """Added to the chart's title while the inputs in force are not available: the chart shows
-the last point that was (or the default one)."""
+the last point that was (or the default one). On a line of its own, as the title's shape and
+tp: one line of the whole ran past a phone's chart and was cut (issue 37 item 10)."""
 
 FLAG_CSS = """
 .lab-below-floor { border-left: 4px solid #D55E00; padding: 8px 12px; margin: 6px 0;
@@ -167,7 +168,7 @@ class MeasuredPage(Viewer):
         source = exp if exp.result is not None else FloorsAgainstMeasurements()
         ds = source.chart_data()
         if source.kind == "decode":
-            title = f"Measured / floor, decode attention {source.shape} at tp {source.tp}"
+            title = f"Measured / floor, decode attention\n{source.shape} at tp {source.tp}"
             grid = heatmap(ds, "ratio", x="batch", y="context")
             here = hv.Points([(f"{source.batch:,}", f"{source.context:,}")], kdims=grid.kdims,
                              label="selected point").opts(
