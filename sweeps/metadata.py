@@ -1,9 +1,11 @@
 """Provenance stored with every dataset: grid spec, catalog figures, version, and their hash.
 
 The hash covers exactly what the numbers depend on: the expanded grid spec, the catalog
-records of the models and GPUs it uses (figures and sources), and the package version. A
-dataset whose stored hash differs from the hash of its own spec against today's catalog and
-version is stale.
+records of the models and GPUs it uses (figures and sources), the package version and the
+fingerprint of the models' code and data (:func:`models_fingerprint`: every file of ``lab/``,
+so a changed formula or refitted calibration makes every grid computed before it stale even
+under one version number). A dataset whose stored hash differs from the hash of its own spec
+against today's catalog, version and models is stale.
 """
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from functools import lru_cache
+from pathlib import Path
 
+import lab
 from lab.catalog import get_gpu, get_model
 from sweeps.conventions import cf_attrs, package_version
 from sweeps.grid_schema import ExperimentSpec
@@ -22,6 +27,8 @@ ATTR_CATALOG = "catalog"
 ATTR_VERSION = "inference_lab_version"
 ATTR_HASH = "grid_hash"
 ATTR_EXPERIMENT = "experiment"
+ATTR_MODELS = "models_fingerprint"
+"""SHA-256 of the models' code and data the dataset was computed with (:func:`models_fingerprint`)."""
 ATTR_COMPLETE = "sweep_complete"
 """Set to 1 once every chunk is written (an integer, so NetCDF exports keep it)."""
 ATTR_DIGESTS = "file_digests"
@@ -52,9 +59,25 @@ def catalog_figures(spec: ExperimentSpec) -> dict:
     }
 
 
+@lru_cache(maxsize=1)
+def models_fingerprint() -> str:
+    """SHA-256 (hex) of every file of the ``lab`` package — its formulas, catalogs and the
+    public rows experiments 11 and 12 are calibrated on — each named by its path inside the
+    package (compiled caches left out). Computed once per process."""
+    root = Path(lab.__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()
+                       and "__pycache__" not in p.parts and p.suffix != ".pyc"):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
 def grid_hash(spec: ExperimentSpec, catalog: dict, version: str) -> str:
-    """SHA-256 of the spec, the catalog records it uses and the package version (hex)."""
-    payload = json.dumps({"spec": spec.to_dict(), "catalog": catalog, "version": version},
+    """SHA-256 of the spec, the catalog records it uses, the package version and the models'
+    fingerprint (:func:`models_fingerprint`) (hex)."""
+    payload = json.dumps({"spec": spec.to_dict(), "catalog": catalog, "version": version,
+                          "models": models_fingerprint()},
                          sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(payload.encode()).hexdigest()
 
@@ -70,6 +93,7 @@ def dataset_attrs(spec: ExperimentSpec, grid_name: str, description: str) -> dic
         ATTR_SPEC: json.dumps(spec.to_dict()),
         ATTR_CATALOG: json.dumps(catalog),
         ATTR_VERSION: package_version(),
+        ATTR_MODELS: models_fingerprint(),
         ATTR_HASH: grid_hash(spec, catalog, package_version()),
         **cf_attrs(f"sweep: experiment {spec.experiment}, grid '{grid_name}'"),
     }

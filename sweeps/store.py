@@ -284,6 +284,9 @@ def _stale_detail(ds: xr.Dataset, stored_spec: ExperimentSpec, spec: ExperimentS
     if ds.attrs[md.ATTR_VERSION] != version:
         return (f"it was computed by inference-lab {ds.attrs[md.ATTR_VERSION]}, "
                 f"not {version}")
+    if ds.attrs.get(md.ATTR_MODELS) != md.models_fingerprint():
+        return ("it was computed by other code or data of the lab's models (a formula, catalog "
+                "or calibration row changed since)")
     return "its grid spec no longer matches its hash"
 
 

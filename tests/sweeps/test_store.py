@@ -171,6 +171,43 @@ def test_changed_version_makes_dataset_stale(small_decode, monkeypatch):
         open_grid(small_decode)
 
 
+def test_changed_model_code_makes_dataset_stale(small_decode, monkeypatch):
+    """A formula or calibration row changed under the same version number: the grid computed
+    before it no longer equals the point call, so it is stale and says why."""
+    monkeypatch.setattr(md, "models_fingerprint", lambda: "0" * 64)
+    with pytest.raises(StaleDatasetError, match=r"stale: it was computed by other code or data "
+                       r"of the lab's models"):
+        open_grid(small_decode)
+
+
+def test_the_models_fingerprint_follows_every_file_but_compiled_caches(tmp_path, monkeypatch):
+    """A changed formula, catalog or calibration row changes the fingerprint; a compiled cache
+    does not."""
+    import lab
+
+    package = tmp_path / "lab"
+    (package / "served" / "data").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    rows = package / "served" / "data" / "rows.csv"
+    rows.write_text("id,tpot_ms\na,10\n")
+    monkeypatch.setattr(lab, "__file__", str(package / "__init__.py"))
+
+    def fingerprint() -> str:
+        md.models_fingerprint.cache_clear()
+        return md.models_fingerprint()
+
+    try:
+        first = fingerprint()
+        (package / "__pycache__").mkdir()
+        (package / "__pycache__" / "x.cpython-312.pyc").write_bytes(b"cache")
+        assert fingerprint() == first
+        rows.write_text("id,tpot_ms\na,11\n")
+        second = fingerprint()
+        assert len(second) == 64 and second != first
+    finally:
+        md.models_fingerprint.cache_clear()
+
+
 def test_edited_spec_makes_dataset_stale(small_decode):
     group = zarr.open_group(small_decode, mode="r+")
     spec = json.loads(group.attrs[md.ATTR_SPEC])

@@ -9,6 +9,8 @@ applies them and draws the marks: :func:`lesson_data`, :func:`chart_inputs`,
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import xarray as xr
 from bokeh.models import BoxAnnotation, Label, LogScale, Span
@@ -61,6 +63,25 @@ def band_label_place(mark: Mark, xs=None) -> dict:
     return {"x": mark.start, "x_units": "data", "x_offset": 4, "text_align": "left"}
 
 
+def band_label_height(mark: Mark, place: dict, points: tuple, log_x: bool, log_y: bool,
+                      y_bounds: tuple = (None, None)) -> dict:
+    """At the plot's bottom or top, whichever the drawn ``points`` ((xs, ys, weights)) leave
+    emptiest under a band's label placed across by ``place`` (:func:`band_label_place`), the
+    bottom first: at the bottom, experiment 5's label lay on the ITL curve (issue 37 item
+    10)."""
+    bottom = {"y": 8, "y_units": "screen", "y_offset": 0, "text_baseline": "bottom"}
+    drawn = DrawnShares.of(points, log_x, log_y, y_bounds)
+    if drawn is None or place["x_units"] == "screen":
+        return bottom
+    width, anchor = label_share(mark), drawn.x_share(place["x"])
+    x0, x1 = (anchor - width, anchor) if place["text_align"] == "right" else (anchor,
+                                                                              anchor + width)
+    near = (drawn.fx >= x0) & (drawn.fx <= x1)
+    below = drawn.weights[near & (drawn.fy <= LABEL_ROOM)].sum()
+    above = drawn.weights[near & (drawn.fy >= 1 - LABEL_ROOM)].sum()
+    return drawn.top if above < below else bottom
+
+
 LABEL_CHAR_PX = 6.5
 """Average width of a character of a mark's label (11 px text), px."""
 NARROW_PLOT_PX = 300
@@ -80,6 +101,45 @@ def _shares(values, lo: float, hi: float, log: bool) -> np.ndarray:
     return (v - lo) / (hi - lo) if hi > lo else np.full(v.shape, 0.5)
 
 
+def label_share(mark: Mark) -> float:
+    """The share of a phone's plot width ``mark``'s label covers."""
+    return len(mark.label) * LABEL_CHAR_PX / NARROW_PLOT_PX
+
+
+@dataclass(frozen=True)
+class DrawnShares:
+    """The drawn points as shares (0 to 1) of the plot's axes, with their weights, and the
+    label place at the plot's top."""
+
+    fx: np.ndarray
+    fy: np.ndarray
+    weights: np.ndarray
+    top: dict
+    x_range: tuple[float, float, bool]
+
+    @classmethod
+    def of(cls, points: tuple, log_x: bool, log_y: bool,
+           y_bounds: tuple = (None, None)) -> DrawnShares | None:
+        """``points`` ((xs, ys, weights)) on a plot of those scales whose y axis has the set
+        range ``y_bounds``, if any; None when nothing drawable is drawn."""
+        xs, ys, weights = (np.asarray(a, dtype=float) for a in points)
+        ok = (np.isfinite(xs) & np.isfinite(ys) & ((xs > 0) | (not log_x))
+              & ((ys > 0) | (not log_y)))
+        xs, ys, weights = xs[ok], ys[ok], weights[ok]
+        if xs.size == 0:
+            return None
+        lo_y, hi_y = (b if b is not None and np.isfinite(b) else f(ys)
+                      for b, f in zip(y_bounds, (np.min, np.max), strict=True))
+        x_range = (float(xs.min()), float(xs.max()), log_x)
+        return cls(_shares(xs, *x_range), _shares(ys, float(lo_y), float(hi_y), log_y),
+                   weights, {"y": float(hi_y), "y_units": "data", "y_offset": -2,
+                             "text_baseline": "top"}, x_range)
+
+    def x_share(self, x: float) -> float:
+        """``x`` as a share of the x axis drawn."""
+        return float(_shares([x], *self.x_range)[0])
+
+
 def vline_label_place(mark: Mark, points: tuple, log_x: bool, log_y: bool,
                       y_bounds: tuple = (None, None)) -> dict:
     """Where a vertical line's label goes so that it covers neither the curves nor the current
@@ -87,20 +147,14 @@ def vline_label_place(mark: Mark, points: tuple, log_x: bool, log_y: bool,
     or top, whichever of those places the drawn ``points`` ((xs, ys, weights): the curves' and
     the current point's) leave emptiest, the bottom left first; ``y_bounds``: the y axis's set
     range, if any."""
-    xs, ys, weights = (np.asarray(a, dtype=float) for a in points)
-    ok = np.isfinite(xs) & np.isfinite(ys) & ((xs > 0) | (not log_x)) & ((ys > 0) | (not log_y))
-    xs, ys, weights = xs[ok], ys[ok], weights[ok]
     bottom = {"y": 28, "y_units": "screen", "y_offset": 0, "text_baseline": "bottom"}
     left = {"x_offset": -4, "text_align": "right"}
-    if xs.size == 0 or mark.start is None:
+    drawn = DrawnShares.of(points, log_x, log_y, y_bounds)
+    if drawn is None or mark.start is None:
         return {**bottom, **left}
-    lo_y, hi_y = (b if b is not None and np.isfinite(b) else f(ys)
-                  for b, f in zip(y_bounds, (np.min, np.max), strict=True))
-    fx = _shares(np.append(xs, mark.start), float(xs.min()), float(xs.max()), log_x)
-    fy = _shares(ys, float(lo_y), float(hi_y), log_y)
-    line, fx = fx[-1], fx[:-1]
-    width = len(mark.label) * LABEL_CHAR_PX / NARROW_PLOT_PX
-    top = {"y": float(hi_y), "y_units": "data", "y_offset": -2, "text_baseline": "top"}
+    fx, fy, weights, top = drawn.fx, drawn.fy, drawn.weights, drawn.top
+    line = drawn.x_share(mark.start)
+    width = label_share(mark)
     right = {"x_offset": 4, "text_align": "left"}
     places = []
     for side, (x0, x1), fits in ((left, (line - width, line), line - width >= 0),
@@ -161,7 +215,10 @@ class MarkLayer:
             label.text = mark.label
             if mark.kind == "band":
                 shape.update(left=mark.start, right=mark.end, visible=mark.start is not None)
-                label.update(visible=True, **band_label_place(mark, xs))
+                place = band_label_place(mark, xs)
+                if points is not None:
+                    place |= band_label_height(mark, place, points, *self._scales())
+                label.update(visible=True, **place)
             else:
                 shape.location = mark.start
                 label.visible = mark.start is not None  # a line that does not exist now
@@ -172,8 +229,11 @@ class MarkLayer:
                 else:
                     label.x = mark.start
                     if points is not None:
-                        y_range = self.figure.y_range
-                        label.update(**vline_label_place(
-                            mark, points, isinstance(self.figure.x_scale, LogScale),
-                            isinstance(self.figure.y_scale, LogScale),
-                            (getattr(y_range, "start", None), getattr(y_range, "end", None))))
+                        label.update(**vline_label_place(mark, points, *self._scales()))
+
+    def _scales(self) -> tuple[bool, bool, tuple]:
+        """Whether the figure's x and y scales are logarithmic, and its y range's set ends."""
+        y_range = self.figure.y_range
+        return (isinstance(self.figure.x_scale, LogScale),
+                isinstance(self.figure.y_scale, LogScale),
+                (getattr(y_range, "start", None), getattr(y_range, "end", None)))
