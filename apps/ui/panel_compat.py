@@ -36,7 +36,10 @@ re-checks each hook here:
   ``ServerSession._handle_pull``, ``bokeh.server.session._needs_document_lock``,
   ``bokeh.io.doc._PATCHED_CURDOCS``, ``panel.io.state._thread_id_``): a page's document is
   built, and serialised for its browser, on worker threads, so the event loop keeps answering
-  (``/liveness``, other readers' websockets) during a burst.
+  (``/liveness``, other readers' websockets) during a burst;
+- :func:`discard_left_sessions` (``ServerSession.unsubscribe``,
+  ``ApplicationContext._discard_session``): a session whose reader closed the page is discarded
+  seconds later instead of Bokeh's 15-32 s, so a burst's documents do not pile up.
 """
 
 from __future__ import annotations
@@ -322,6 +325,63 @@ def build_pages_off_loop() -> None:
                                           message.header["msgid"], self.document)
 
     ServerSession._handle_pull = _needs_document_lock(pull_off_loop)
+
+
+_DISCARDS: set[asyncio.Task] = set()
+"""Discards of left sessions under way (a task not referenced may be collected unfinished)."""
+
+
+def discard_left_sessions(linger_s: float) -> None:
+    """Discard a session ``linger_s`` seconds after its last websocket closed, when none has
+    opened since (process-wide; idempotent; called by the server's start-up).
+
+    Bokeh discards an unused session only when its periodic check (every 17 s) finds it
+    unused for 15 s, so a reader's document outlived the reader by 15-32 s, and a burst of
+    readers who come and go held twenty documents at once: the interpreter's small-object
+    allocator then keeps the pages those documents filled, pinned by the few objects that
+    outlive them (``apps/ui/server/session_memory.py``). A session that never had a websocket
+    (a page whose browser is still loading its scripts) keeps Bokeh's lifetime. Hooks
+    ``ServerSession.unsubscribe`` and discards with ``ApplicationContext._discard_session``, as
+    Bokeh's own check does (the session's destroy hooks run)."""
+    if getattr(ServerSession, "_lab_discard_left", False):
+        return
+    original_unsubscribe = ServerSession.unsubscribe
+
+    def unsubscribe(self, connection) -> None:
+        original_unsubscribe(self, connection)
+        if self.connection_count:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on the server's loop: Bokeh's own check discards it
+            return
+        loop.call_later(linger_s, _discard_if_left, self, linger_s)
+
+    ServerSession.unsubscribe = unsubscribe
+    ServerSession._lab_discard_left = True
+
+
+def _discard_if_left(session: ServerSession, linger_s: float) -> None:
+    """Discard ``session`` if it has had no websocket for ``linger_s`` seconds (on the loop)."""
+    if (session.destroyed or session.connection_count or session.expiration_blocked
+            or session.milliseconds_since_last_unsubscribe < linger_s * 1000 * 0.99):
+        return
+    session_context = session.document.session_context
+    server_context = getattr(session_context, "server_context", None)
+    context = getattr(server_context, "application_context", None)
+    if context is None or context._sessions.get(session.id) is not session:
+        return
+
+    async def discard() -> None:
+        try:
+            await context._discard_session(session, lambda s: s.connection_count == 0)
+        except Exception as error:  # Bokeh's periodic check will try again
+            logging.getLogger("bokeh").error("Inference Lab: a closed session was not "
+                                             "discarded: %r", error)
+
+    task = asyncio.ensure_future(discard())
+    _DISCARDS.add(task)
+    task.add_done_callback(_DISCARDS.discard)
 
 
 TOO_MANY_WAITING = "Too many readers are waiting for the lab; try again in a minute."

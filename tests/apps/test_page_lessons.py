@@ -367,3 +367,23 @@ def test_a_line_label_moves_off_the_current_point_and_the_curves():
     falling[-1], xs[-1] = 9.0, 1024.0  # the current point high on the left, far from the line
     place = vline_label_place(mark, (xs, falling, weights), log_x=True, log_y=False)
     assert place["y_units"] == "screen"  # the bottom, left of the line, is empty
+
+
+def test_a_band_label_moves_off_the_curves():
+    """Issue 37 item 10: experiment 5's "feasible" label lay on the ITL curve at the plot's
+    bottom; it goes to the top when the curves leave the top emptier under it."""
+    from apps.ui.plots.lessons import CURRENT_WEIGHT, band_label_height, band_label_place
+    from apps.ui.plots.page_descriptions import Mark
+
+    mark = Mark("band", "feasible: chunks meeting both", 400.0, 600.0, axis="chunk_size")
+    xs = np.array([1.0, 8, 64, 512, 4096, 16384, 2048])
+    itl = np.array([12.0, 12.5, 14, 40, 140, 160, 135])  # rising; the current point last
+    weights = np.array([1, 1, 1, 1, 1, 1, CURRENT_WEIGHT])
+    place = band_label_place(mark, xs)
+    assert place["text_align"] == "right"  # from the band's end leftwards, over the low ITL
+    height = band_label_height(mark, place, (xs, itl, weights), log_x=True, log_y=False)
+    assert height["y_units"] == "data" and height["text_baseline"] == "top"
+    ttft = np.array([60000.0, 30000, 4400, 1500, 1050, 1000, 1100])  # falling past the top
+    height = band_label_height(mark, place, (xs, ttft, weights), log_x=True, log_y=False,
+                               y_bounds=(0.0, 4500.0))
+    assert height["y_units"] == "screen"

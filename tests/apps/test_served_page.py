@@ -4,6 +4,7 @@ escaped sentence, the metric definitions, and the inputs kept in the URL."""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import parse_qsl
 
 import holoviews as hv
@@ -85,8 +86,10 @@ def test_a_click_on_a_point_selects_its_row_and_the_hover_names_it(view):
     assert " · " in runs[k] and ("vLLM" in runs[k] or "SGLang" in runs[k]
                                  or "TensorRT-LLM" in runs[k])
     hover = next(t for t in points.opts.get().kwargs["tools"] if not isinstance(t, str))
-    assert hover.limit == 1 and ("Row id", "@id") in hover.tooltips
-    assert all(" ms" in fmt for name, fmt in hover.tooltips if name.startswith(("TPOT", "TTFT")))
+    assert hover.limit == 1 and "Row id @id" in hover.tooltips
+    assert hover.attachment == "vertical" and "max-width" in hover.tooltips
+    for latency in ("measured", "predicted", "ttft_measured", "ttft_predicted"):
+        assert re.search(rf"@{latency}\{{[0-9,.]+\}} ms", hover.tooltips), latency
     highlighted = view._scatter(None).values()[-1]  # the clicked row, drawn large
     assert len(highlighted) == 1
 

@@ -2,7 +2,8 @@
 and let at most a few pages load at once (:mod:`apps.ui.server.page_gate`), each built off the
 event loop (:func:`build_pages_off_loop`); check ``--basic-auth`` logins with
 :mod:`apps.ui.server.logins`; send no server path in any page (:func:`hide_server_paths`);
-return closed sessions' memory (:mod:`apps.ui.server.session_memory`).
+discard a session soon after its reader left and return closed sessions' memory
+(:mod:`apps.ui.server.session_memory`).
 
 ``inference-lab serve`` passes it; with plain Panel:
 ``panel serve apps/*.py --setup apps/ui/views/serve_setup.py``.
@@ -18,13 +19,14 @@ from apps.ui.panel_compat import (
     answer_long_requests,
     build_pages_off_loop,
     check_logins,
+    discard_left_sessions,
     gate_page_requests,
     hide_server_paths,
     quiet_anonymous_autoload,
 )
 from apps.ui.server.logins import LOGINS_ENV, LoginThrottle, login_log_line, logins_for
 from apps.ui.server.page_gate import PageGate, configured_limit, default_limit
-from apps.ui.server.session_memory import session_closed
+from apps.ui.server.session_memory import LEFT_SESSION_LINGER_S, session_closed
 from apps.ui.server.waiting_page import TURN_COOKIE, TURN_HEADER, YOUR_TURN, waiting_page
 from apps.ui.server.warmup import warm_up
 from apps.ui.views.app import build_page
@@ -34,6 +36,7 @@ answer_long_requests()
 check_logins(LoginChecks(logins_for, LOGINS_ENV, LoginThrottle(), login_log_line))
 quiet_anonymous_autoload()
 build_pages_off_loop()  # the event loop keeps answering while pages are built
+discard_left_sessions(LEFT_SESSION_LINGER_S)  # a reader's document goes when the reader does
 pn.state.on_session_destroyed(session_closed)  # closed sessions' memory back after a burst
 log.info("Inference Lab: pages prepared in %.1f s.", warm_up(build_page))
 hide_server_paths()  # after the warm-up: every page's models are defined by now

@@ -79,12 +79,16 @@ def short_model_names() -> dict[str, str]:
     return {key: spec.name for key, spec in model_catalog().items()}
 
 
-HOVER = [("Row id", "@id"), ("Run", "@run"), ("Setup", "@setup"),
-         ("TPOT measured", "@measured{0,0.00} ms"), ("TPOT predicted", "@predicted{0,0.00} ms"),
-         ("TTFT measured", "@ttft_measured{0,0} ms"),
-         ("TTFT predicted", "@ttft_predicted{0,0} ms")]
+HOVER = ('<div style="max-width: min(320px, calc(100vw - 40px)); white-space: normal; '
+         'overflow-wrap: anywhere; font-size: 12px; line-height: 1.35">'
+         "<div><b>@run</b></div><div>@setup</div><div>Row id @id</div>"
+         "<div>TPOT @measured{0,0.00} ms measured, @predicted{0,0.00} ms predicted</div>"
+         "<div>TTFT @ttft_measured{0,0} ms measured, @ttft_predicted{0,0} ms predicted</div>"
+         "</div>")
 """The scatter's hover: the run named, its two latencies with units (the terms are in the
-bars below, for the row clicked)."""
+bars below, for the row clicked). A template (Bokeh escapes each value) that wraps within a
+phone's width: as rows of a table, a long row id made it 577 px wide, off a 390 px screen
+(issue 37 item 7)."""
 
 
 def run_names(table, rows) -> tuple[list[str], list[str]]:
@@ -120,7 +124,9 @@ def scatter(ds, table=None, selected: str = "") -> hv.Overlay:
     style = {"logx": True, "logy": True, "responsive": True, "height": 420,
              "xlabel": "Predicted TPOT (ms, out of sample)", "ylabel": "Measured TPOT (ms)",
              "backend_opts": CANVAS}
-    hover = HoverTool(tooltips=HOVER, limit=1)  # the nearest run only: no list off the screen
+    # The nearest run only, above or below it: kept inside the window across (a tooltip beside
+    # a point in the middle of a phone has no room on either side).
+    hover = HoverTool(tooltips=HOVER, limit=1, attachment="vertical")
     points = hv.Scatter(data, "predicted", ["measured", "ttft_measured", "ttft_predicted", "id",
                                             "run", "setup"]).opts(
         size=5, alpha=0.6, tools=[hover, "tap"], nonselection_alpha=0.6, **style)
@@ -131,7 +137,8 @@ def scatter(ds, table=None, selected: str = "") -> hv.Overlay:
     here = hv.Scatter({"predicted": data["predicted"][mine], "measured": data["measured"][mine]},
                       "predicted", "measured").opts(size=13, color=HIGHLIGHT,
                                                      line_color="white", line_width=1.5)
-    return (points * line * here).opts(title="Measured against predicted TPOT, one point per row")
+    # Two lines: one ran past a phone's chart and was cut.
+    return (points * line * here).opts(title="Measured against predicted TPOT,\none point per row")
 
 
 BAR_NAMES = {("tpot", "allreduce"): "all-reduce + all-to-all",

@@ -1,0 +1,117 @@
+"""A reader's session goes soon after the reader does (issue 38, memory after a burst).
+
+Bokeh kept a session whose websocket had closed until its periodic check (every 17 s) found it
+unused for 15 s; during a burst of readers twenty documents were alive at once, and the memory
+they filled stayed with the process (``apps/ui/server/session_memory.py``). Here a Bokeh server
+runs in this process, on a thread of its own, with
+:func:`apps.ui.panel_compat.discard_left_sessions` installed as the lab's server installs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from bokeh.application import Application
+from bokeh.application.handlers.function import FunctionHandler
+from bokeh.models import Div
+from bokeh.server.server import Server
+from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+from tornado.ioloop import IOLoop
+from tornado.websocket import websocket_connect
+
+from apps.ui.panel_compat import discard_left_sessions
+from apps.ui.server.session_memory import LEFT_SESSION_LINGER_S
+
+DESTROYED: dict[str, float] = {}
+"""Session id -> time.monotonic() when the server destroyed it."""
+
+
+def page(doc) -> None:
+    """The served app: one model, and a record of the session's end."""
+    doc.add_root(Div(text="a page"))
+    session_id = doc.session_context.id
+    doc.on_session_destroyed(lambda context: DESTROYED.setdefault(session_id, time.monotonic()))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def base_url() -> Iterator[str]:
+    """A Bokeh server serving :func:`page` at ``/app`` on a thread (its own event loop)."""
+    discard_left_sessions(LEFT_SESSION_LINGER_S)
+    port = free_port()
+    ready = threading.Event()
+    running: dict = {}
+
+    def run() -> None:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        server = Server({"/app": Application(FunctionHandler(page))}, port=port,
+                        address="127.0.0.1", io_loop=IOLoop.current(),
+                        allow_websocket_origin=[f"127.0.0.1:{port}"])
+        server.start()
+        running.update(server=server, loop=loop)
+        ready.set()
+        loop.run_forever()
+        server.stop()
+        loop.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert ready.wait(30)
+    yield f"http://127.0.0.1:{port}"
+    running["loop"].call_soon_threadsafe(running["loop"].stop)
+    thread.join(30)
+
+
+async def open_page(base: str, connect: bool) -> str:
+    """GET the page (the server builds its session); with ``connect``, open the page's
+    websocket, read the server's first message, and close it, as a reader leaving does.
+    Returns the session id."""
+    client = AsyncHTTPClient(force_instance=True)
+    try:
+        html = (await client.fetch(f"{base}/app")).body.decode()
+    finally:
+        client.close()
+    session_id = re.search(r'"sessionid":\s*"([^"]+)"', html) or re.search(
+        r"bokeh-session-id=([A-Za-z0-9_-]+)", html)
+    token = re.search(r'"token":\s*"([^"]+)"', html)
+    assert token, html[:500]
+    if connect:
+        request = HTTPRequest(base.replace("http", "ws", 1) + "/app/ws",
+                              headers={"Origin": base})
+        connection = await websocket_connect(request, subprotocols=["bokeh", token.group(1)])
+        for _ in range(3):  # the ACK: header, metadata, content
+            await connection.read_message()
+        connection.close()
+    from bokeh.util.token import get_session_id
+    return session_id.group(1) if session_id else get_session_id(token.group(1))
+
+
+def test_a_closed_pages_session_is_destroyed_within_seconds(base_url):
+    """Before: the session lived on for 15-32 s after its websocket closed."""
+    left = asyncio.run(open_page(base_url, connect=True))
+    closed_at = time.monotonic()
+    deadline = closed_at + LEFT_SESSION_LINGER_S + 4.0
+    while left not in DESTROYED and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert left in DESTROYED, "the closed page's session was not destroyed within 6 s"
+    assert DESTROYED[left] - closed_at >= LEFT_SESSION_LINGER_S * 0.9
+
+
+def test_a_page_whose_websocket_has_not_come_yet_keeps_its_session(base_url):
+    """A browser still loading the page's scripts connects later: its session is kept
+    (Bokeh's own lifetime, 15 s unused)."""
+    waiting = asyncio.run(open_page(base_url, connect=False))
+    time.sleep(LEFT_SESSION_LINGER_S + 2.0)
+    assert waiting not in DESTROYED
