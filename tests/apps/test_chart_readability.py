@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import holoviews as hv
 import numpy as np
-from bokeh.models import Legend, LogScale, Scatter, Span, Step
+from bokeh.models import FixedTicker, Legend, LogScale, Scatter, Span, Step
 
 from apps.ui.plots.batch_chart import batch_charts
 from apps.ui.plots.chart_view import ChartView
 from apps.ui.plots.page_descriptions import SAWTOOTH_BLOCKS
-from apps.ui.views.measured_page import BELOW_LABEL, ratio_lines
+from apps.ui.views.measured_page import BELOW_LABEL, MeasuredPage, ratio_lines
 from lab.experiments.batch_bottleneck import BatchBottleneck
 from lab.experiments.context_growth_experiment import ContextGrowth
 from lab.experiments.goodput_contract import GoodputContract
@@ -135,3 +135,24 @@ def test_feasible_band_label_stays_inside_the_plot():
     label = next(m for m in ttft.center if getattr(m, "text", "").startswith("feasible"))
     assert (label.text_align, label.x) == ("right", exp.result["largest_chunk_meeting_itl"])
     assert len(ContextGrowth.param.window.label) <= 24
+
+
+def test_prefill_ticks_powers_of_two_thinned_to_the_width():
+    """Issue 37: on a phone Bokeh's own log ticks of the prefill chart ran together
+    ("10000150002000030000"): the ticks are the powers of two of the data, labelled as many
+    as the drawn width holds."""
+    ds = FloorsAgainstMeasurements(kind="prefill").chart_data()
+    fig = hv.renderer("bokeh").get_plot(ratio_lines(ds, "context")).state
+    axis = fig.xaxis[0]
+    assert isinstance(axis.ticker, FixedTicker)
+    assert list(axis.ticker.ticks) == [2.0**k for k in range(10, 16)]  # 1,024 … 32,768
+    assert "inner_width" in axis.formatter.code and axis.formatter.args["fig"] is fig
+
+
+def test_measured_heatmap_legend_sits_outside_the_cells(document):
+    """Issue 37: the "selected point" legend covered the top-left cell on a phone (and a
+    corner cell on a desktop): it sits under the plot."""
+    fig = hv.renderer("bokeh").get_plot(MeasuredPage()._plot(None)).state
+    legends = [m for m in fig.below if isinstance(m, Legend)]
+    assert legends and not [m for m in fig.center if isinstance(m, Legend)]
+    assert [item.label.value for item in legends[0].items] == ["selected point"]

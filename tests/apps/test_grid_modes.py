@@ -5,6 +5,7 @@ scale, lines, compare, the on-screen CSV, and a signed scale clipped to the head
 from __future__ import annotations
 
 import io
+from html import escape
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,7 @@ import pytest
 import xarray as xr
 from panel.io.location import Location
 
+from apps.ui.plots.charts import axis_label
 from apps.ui.views.grid import GridExplorer, experiment_link
 from apps.ui.views.grid_heatmap import signed_span
 from lab.errors import LabInputError
@@ -337,3 +339,14 @@ def test_serve_datasets_points_the_list_at_a_folder(folder, monkeypatch, tmp_pat
     assert "my-sweep" in catalog.dataset_names()
     with pytest.raises(LabInputError, match="is not a folder"):
         serve_cmd.checked_datasets(str(tmp_path / "nope"))
+
+
+def test_best_cells_heading_names_the_objective_with_its_units(served):
+    """The heading read "Best cells by aggregate_tokens_per_s_per_gpu": it now gives the
+    variable's long name and units, as its axis does."""
+    view = served("?scope=dataset&objective=aggregate_tokens_per_s_per_gpu")
+    html = view._query.objects[1].object
+    heading = html.split("<b>")[1].split("</b>")[0]
+    shown = axis_label(view._ds[view.choices.objective])
+    assert heading == escape(f"Best cells by {shown} (highest first)")
+    assert "_" not in heading and "(" in shown  # long name (unit), no variable name

@@ -13,6 +13,7 @@ import xarray as xr
 from panel.io.location import Location
 
 from apps.ui.views import grid
+from apps.ui.views import grid_heatmap as charts
 from apps.ui.views.grid import GridExplorer
 from sweeps.store import CorruptDatasetError, open_grid
 from tests.sweeps.conftest import write_small
@@ -283,7 +284,9 @@ def test_a_change_updates_the_heatmap_in_place(document, small_store):
 
 def test_a_long_categorical_axis_labels_every_kth_value():
     """Issue 24: 64 values on the y axis no longer overlap: every k-th is labelled, at least
-    14 px apart, the ends of the gaps blank."""
+    14 px apart. Both axes are thinned in the browser, for the size drawn (issue 37 item 10:
+    a phone's heatmap is a third of a desktop's, and ``major_label_overrides`` of a categorical
+    axis never reached the canvas: small multiples printed all 20 contexts in 150 px)."""
     from bokeh.document import Document
 
     ds = xr.Dataset({"t": (("a", "b"), np.arange(64.0 * 3).reshape(64, 3) + 1)},
@@ -293,15 +296,28 @@ def test_a_long_categorical_axis_labels_every_kth_value():
     view.__panel__().get_root(doc)
     fig = rendered(view)
     assert (view.choices.x, view.choices.y) == ("b", "a")
-    factors = list(fig.y_range.factors)
-    blank = fig.yaxis[0].major_label_overrides
-    shown = [f for f in factors if blank.get(f, f)]
-    assert factors[0] in shown and 2 <= len(shown) < 64
-    assert (fig.height - 150) / len(shown) >= 14
-    assert not fig.xaxis[0].major_label_overrides  # three values: every one labelled
-    # Issue 37 item 10: the x labels are thinned in the browser, for the width drawn (a
-    # phone's heatmap is a third of a desktop's, its labels overprinted).
-    assert "inner_width" in fig.xaxis[0].formatter.code
+    for axis, side in ((fig.xaxis[0], "inner_width"), (fig.yaxis[0], "inner_height")):
+        assert side in axis.formatter.code and axis.formatter.args["fig"] is fig
+        assert not axis.major_label_overrides
+    room = charts.LABEL_ROOM_PX["y"]
+    assert f"Math.ceil({room} /" in fig.yaxis[0].formatter.code
+
+
+def test_small_multiples_are_one_a_row_as_wide_as_the_column(document, small_store):
+    """Issue 37 item 8: four 330 × 300 px panels side by side left 150 px of plot for 20 × 20
+    cells, ticks overprinted and a cross in every cell; and a constraint every cell meets
+    ringed them all."""
+    view = page(document, small_store, "?view=grid&facet=tp&where=fits%3E%3D0")
+    column = view._area.objects[0]
+    assert isinstance(column, pn.Column) and len(column.objects) == 3
+    for pane in column.objects:
+        fig = pane.object
+        assert pane.sizing_mode == fig.sizing_mode == "stretch_width"
+        assert fig.height == charts.FACET_HEIGHT
+        cross = next(r for r in fig.renderers if getattr(r.glyph, "marker", None) == "x")
+        ring = next(r for r in fig.renderers if getattr(r.glyph, "marker", None) == "circle")
+        assert cross.glyph.size == charts.FACET_MARKER_SIZE
+        assert not ring.visible and not ring.data_source.data["_x"]  # every valid cell meets
 
 
 def test_a_slider_step_reaches_the_selection(document, small_store, monkeypatch):

@@ -94,6 +94,8 @@ async def open_page(base: str, connect: bool) -> str:
         for _ in range(3):  # the ACK: header, metadata, content
             await connection.read_message()
         connection.close()
+        while await asyncio.wait_for(connection.read_message(), 10) is not None:
+            pass  # until the server has closed its end too
     from bokeh.util.token import get_session_id
     return session_id.group(1) if session_id else get_session_id(token.group(1))
 

@@ -387,3 +387,39 @@ def test_a_band_label_moves_off_the_curves():
     height = band_label_height(mark, place, (xs, ttft, weights), log_x=True, log_y=False,
                                y_bounds=(0.0, 4500.0))
     assert height["y_units"] == "screen"
+
+
+def test_break_even_labels_sit_off_every_curve_and_legends_fit_a_phone():
+    """Issue 37 item 10: experiment 10's break-even label lay on the curves (between their
+    markers: a label is kept off the segments too), and its legend of four entries ran past
+    a phone's chart on one row."""
+    from bokeh.models import Label
+
+    from apps.ui.plots.chart_view import along_line, drawn_points
+    from apps.ui.plots.lessons import DrawnShares, label_share, lesson_marks
+    from apps.ui.plots.series_chart import LEGEND_ROOM_PX, legend_columns
+    from lab.experiments.speculative_decoding import SpeculativeDecoding
+
+    xs, ys = along_line([1, 4, 16], [1.0, 3.0, 2.0], log_x=True, log_y=False, samples=1)
+    assert np.allclose(xs, [1, 2, 4, 8, 16]) and np.allclose(ys, [1, 2, 3, 2.5, 2])
+    exp = SpeculativeDecoding()
+    view = ChartView(experiment=exp)
+    mark = next(m for m in lesson_marks(exp) if m.kind == "vline")
+    assert mark.start and label_share(mark) < 0.25  # two short lines
+    for chart in view._series:
+        label = next(m for m in chart.figure.center
+                     if isinstance(m, Label) and m.text.startswith("break-even"))
+        drawn = DrawnShares.of(drawn_points(chart), chart.layout.log_x, chart.layout.log_y)
+        line, width = drawn.x_share(mark.start), label_share(mark)
+        x0, x1 = (line - width, line) if label.text_align == "right" else (line, line + width)
+        if label.y_units == "screen":
+            rows = drawn.fy <= 0.2
+        else:
+            share = (label.y - drawn.y_range[0]) / (drawn.y_range[1] - drawn.y_range[0])
+            rows = (drawn.fy >= share - 0.2) if label.text_baseline == "top" else (
+                np.abs(drawn.fy - share) <= 0.07)
+        assert not ((drawn.fx >= x0) & (drawn.fx <= x1) & rows).any(), chart.variable
+        legends = [m for m in chart.figure.below if type(m).__name__ == "Legend"]
+        for legend in legends:
+            assert legend.ncols == legend_columns(legend.items) == 2  # 2 × 2, not 1 × 4
+            assert legend.ncols * (9 * 7.5 + 30) <= LEGEND_ROOM_PX

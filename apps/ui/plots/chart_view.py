@@ -41,12 +41,36 @@ CHART_NOTE = "The curves describe ideal phase costs, not measured performance."
 
 
 
+SEGMENT_SAMPLES = 6
+"""Points taken inside each segment of a drawn line, so a label is kept off the segments
+between markers too (experiment 10's break-even label lay on a falling curve between two)."""
+
+
+def along_line(xs, ys, log_x: bool, log_y: bool,
+               samples: int = SEGMENT_SAMPLES) -> tuple[np.ndarray, np.ndarray]:
+    """The points of a line through ``xs``, ``ys`` (in x order) with ``samples`` more inside
+    each segment, spaced as the axes draw them (log or linear)."""
+    x, y = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    ok = np.isfinite(x) & np.isfinite(y) & ((x > 0) | (not log_x)) & ((y > 0) | (not log_y))
+    x, y = x[ok], y[ok]
+    if x.size < 2:
+        return x, y
+    order = np.argsort(x, kind="stable")
+    fx = np.log(x[order]) if log_x else x[order]
+    fy = np.log(y[order]) if log_y else y[order]
+    t = np.linspace(0.0, 1.0, samples + 2)[:-1]
+    gx = np.append((fx[:-1, None] + np.diff(fx)[:, None] * t).ravel(), fx[-1])
+    gy = np.append((fy[:-1, None] + np.diff(fy)[:, None] * t).ravel(), fy[-1])
+    return (np.exp(gx) if log_x else gx), (np.exp(gy) if log_y else gy)
+
+
 def drawn_points(chart: SeriesChart) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(xs, ys, weights)`` of what ``chart`` draws: every series' points (weight 1) and the
-    current point (:data:`~apps.ui.plots.lessons.CURRENT_WEIGHT`), so that a line's label
-    covers neither."""
+    """``(xs, ys, weights)`` of what ``chart`` draws: every series' line, its markers and the
+    segments between them (weight 1 a point, :func:`along_line`), and the current point
+    (:data:`~apps.ui.plots.lessons.CURRENT_WEIGHT`), so that a line's label covers neither."""
     x, y = chart.layout.x, chart.variable
-    parts = [(source.data[x], source.data[y], 1.0) for source in chart.sources]
+    parts = [(*along_line(source.data[x], source.data[y], chart.layout.log_x,
+                          chart.layout.log_y), 1.0) for source in chart.sources]
     if chart.point is not None and len(chart.point.data.get(x, [])):
         parts.append((chart.point.data[x], chart.point.data[y], CURRENT_WEIGHT))
     xs = [np.asarray(px, dtype=float) for px, _py, _w in parts]

@@ -16,6 +16,7 @@ import xarray as xr
 from bokeh.models import BoxAnnotation, Label, LogScale, Span
 from bokeh.plotting import figure
 
+from apps.ui.plots.charts import PADDING
 from apps.ui.plots.page_descriptions import Mark, description
 from apps.ui.shell.theme import OKABE_ITO
 from lab.experiments.base import Experiment
@@ -88,6 +89,11 @@ NARROW_PLOT_PX = 300
 """Width of a chart's plot area on a phone, px: a label's share of the width is taken there."""
 LABEL_ROOM = 0.2
 """Share of the plot's height a label at its bottom or top may cover."""
+MIDDLE_SHARES = (0.3, 0.4, 0.5, 0.6, 0.7)
+"""Heights (shares of the plot's height) where a vertical line's label may sit when the
+bottom and the top beside the line are both covered."""
+MIDDLE_ROOM = 0.14
+"""Share of the plot's height a label at a middle height covers."""
 CURRENT_WEIGHT = 10
 """How much worse covering the current point is than covering a point of a curve."""
 
@@ -102,8 +108,8 @@ def _shares(values, lo: float, hi: float, log: bool) -> np.ndarray:
 
 
 def label_share(mark: Mark) -> float:
-    """The share of a phone's plot width ``mark``'s label covers."""
-    return len(mark.label) * LABEL_CHAR_PX / NARROW_PLOT_PX
+    """The share of a phone's plot width ``mark``'s label covers (its longest line)."""
+    return max(map(len, mark.label.splitlines() or [""])) * LABEL_CHAR_PX / NARROW_PLOT_PX
 
 
 @dataclass(frozen=True)
@@ -116,6 +122,7 @@ class DrawnShares:
     weights: np.ndarray
     top: dict
     x_range: tuple[float, float, bool]
+    y_range: tuple[float, float, bool] = (0.0, 1.0, False)
 
     @classmethod
     def of(cls, points: tuple, log_x: bool, log_y: bool,
@@ -133,11 +140,19 @@ class DrawnShares:
         x_range = (float(xs.min()), float(xs.max()), log_x)
         return cls(_shares(xs, *x_range), _shares(ys, float(lo_y), float(hi_y), log_y),
                    weights, {"y": float(hi_y), "y_units": "data", "y_offset": -2,
-                             "text_baseline": "top"}, x_range)
+                             "text_baseline": "top"}, x_range,
+                   (float(lo_y), float(hi_y), log_y))
 
     def x_share(self, x: float) -> float:
         """``x`` as a share of the x axis drawn."""
         return float(_shares([x], *self.x_range)[0])
+
+    def y_at(self, share: float) -> float:
+        """The y value (data units) at ``share`` of the y axis drawn."""
+        lo, hi, log = self.y_range
+        if log and lo > 0 and hi > 0:
+            return float(np.exp(np.log(lo) + share * (np.log(hi) - np.log(lo))))
+        return lo + share * (hi - lo)
 
 
 def vline_label_place(mark: Mark, points: tuple, log_x: bool, log_y: bool,
@@ -145,8 +160,10 @@ def vline_label_place(mark: Mark, points: tuple, log_x: bool, log_y: bool,
     """Where a vertical line's label goes so that it covers neither the curves nor the current
     point: beside the line (left of it, else right of it where it fits) at the plot's bottom
     or top, whichever of those places the drawn ``points`` ((xs, ys, weights): the curves' and
-    the current point's) leave emptiest, the bottom left first; ``y_bounds``: the y axis's set
-    range, if any."""
+    the current point's) leave emptiest, the bottom left first; at a height between them
+    (:data:`MIDDLE_SHARES`) only when that is emptier still (experiment 10's curves fall
+    through both ends beside its break-even line); ``y_bounds``: the y axis's set range, if
+    any."""
     bottom = {"y": 28, "y_units": "screen", "y_offset": 0, "text_baseline": "bottom"}
     left = {"x_offset": -4, "text_align": "right"}
     drawn = DrawnShares.of(points, log_x, log_y, y_bounds)
@@ -156,14 +173,20 @@ def vline_label_place(mark: Mark, points: tuple, log_x: bool, log_y: bool,
     line = drawn.x_share(mark.start)
     width = label_share(mark)
     right = {"x_offset": 4, "text_align": "left"}
-    places = []
-    for side, (x0, x1), fits in ((left, (line - width, line), line - width >= 0),
-                                 (right, (line, line + width), line + width <= 1)):
+    places, middles = [], []
+    for side, (x0, x1), fits in ((left, (line - width, line), line - width >= -PADDING),
+                                 (right, (line, line + width), line + width <= 1 + PADDING)):
         if not fits:
             continue
         near = (fx >= x0) & (fx <= x1)
         places += [(float(weights[near & (fy <= LABEL_ROOM)].sum()), {**bottom, **side}),
                    (float(weights[near & (fy >= 1 - LABEL_ROOM)].sum()), {**top, **side})]
+        for centre in MIDDLE_SHARES:
+            inside = near & (np.abs(fy - centre) <= MIDDLE_ROOM / 2)
+            middles.append((float(weights[inside].sum()),
+                            {"y": drawn.y_at(centre), "y_units": "data", "y_offset": 0,
+                             "text_baseline": "middle", **side}))
+    places += middles  # after every end: a middle height is taken only when emptier
     if not places:
         return {**bottom, **left}
     return min(places, key=lambda place: place[0])[1]  # the first of the emptiest
@@ -178,7 +201,7 @@ class MarkLayer:
 
     def _models(self, mark: Mark) -> tuple:
         key = (mark.kind, mark.variable or mark.axis)
-        key = (f"{key[0]}:{mark.label.split(' ')[0]}", key[1])
+        key = (f"{key[0]}:{mark.label.split()[0]}", key[1])  # a label of two lines too
         if key not in self.models:
             label = Label(x=0, y=0, text="", text_font_size="11px", text_color=MARK_COLOR,
                           background_fill_color="white", background_fill_alpha=0.7)

@@ -236,8 +236,10 @@ def speculative_marks(_inputs: dict, r: dict) -> list[Mark]:
         return []
     below = r["break_even_batch"]
     return [Mark("hline", "1× (plain decoding)", 1.0, variable="speedup"),
-            Mark("vline", f"break-even batch {below:,}" if below else "break-even none",
-                 below, axis="batch")]  # one first word: one line, moved or hidden
+            Mark("vline", f"break-even\nbatch {below:,}" if below else "break-even\nnone",
+                 below, axis="batch")]  # one first word: one line, moved or hidden; two
+    # lines of text, narrow enough to sit right of the line above the curves (on one line it
+    # lay on them wherever it went)
 
 
 def speculative_lesson(ds: xr.Dataset, _inputs: dict) -> xr.Dataset:

@@ -172,6 +172,24 @@ class SeriesChart:
         return True
 
 
+LEGEND_ROOM_PX = 300
+"""Width a series legend must fit in, px (a phone's chart: one row of four "alpha 0.5"
+entries ran past both edges)."""
+LEGEND_CHAR_PX = 7.5
+"""Width of a legend label's character, px; each entry adds :data:`LEGEND_GLYPH_PX`."""
+LEGEND_GLYPH_PX = 30
+"""Width of a legend entry's glyph and the gaps around it, px."""
+
+
+def legend_columns(items: list[LegendItem]) -> int:
+    """Columns of a legend of ``items`` so that a row fits :data:`LEGEND_ROOM_PX`, its rows
+    as even as they can be (four entries in two rows of two, not three and one)."""
+    longest = max(len(str(getattr(item.label, "value", item.label))) for item in items)
+    fit = max(1, int(LEGEND_ROOM_PX // (longest * LEGEND_CHAR_PX + LEGEND_GLYPH_PX)))
+    rows = -(-len(items) // fit)
+    return -(-len(items) // rows)
+
+
 def series_chart(ds: xr.Dataset, y: str, current: dict) -> SeriesChart:
     """The figure of ``y`` over the swept axis, ``current`` inputs marked."""
     data = series_data(ds, y, current)
@@ -198,7 +216,7 @@ def series_chart(ds: xr.Dataset, y: str, current: dict) -> SeriesChart:
         # Below the plot, not over it: a legend never covers the data.
         # Its fonts and spacing are the page theme's (set by themed() below).
         fig.add_layout(Legend(items=items, click_policy="hide", orientation="horizontal",
-                              padding=2, margin=2), "below")
+                              padding=2, margin=2, ncols=legend_columns(items)), "below")
     current = Span(dimension="height", line_color=HIGHLIGHT, line_width=2, line_dash="dashed")
     fig.add_layout(current)
     point = ColumnDataSource(data.point)

@@ -8,7 +8,9 @@ naming the command that writes it. Every input lives in the URL through
 :class:`apps.ui.shell.url_sync.UrlInputs` (dataset first, then that dataset's own inputs,
 :mod:`apps.ui.views.grid_choices`). A change reads only the slice on screen (an axis longer than the
 screen can show is thinned, and the chart says so); a query reads the cells it covers chunk by
-chunk (:mod:`sweeps.query`). A redraw or query that takes more than 0.3 s shows the busy
+chunk (:mod:`sweeps.query`). On a server every read after the page's first build (a dataset
+opened, a slice, a query) runs off the event loop, the latest change's answer last
+(:mod:`apps.ui.views.grid_reads`). A redraw or query that takes more than 0.3 s shows the busy
 note. In a notebook, ``GridExplorer(ds)`` explores any ``xarray.Dataset`` the same way.
 """
 
@@ -39,6 +41,7 @@ from apps.ui.shell.held_size import BUTTON_WIDTH
 from apps.ui.shell.url_sync import UrlInputs, url_inputs, url_text
 from apps.ui.views import grid_heatmap as charts
 from apps.ui.views.grid_choices import NONE, GridChoices, choices_for, plain, plottable
+from apps.ui.views.grid_reads import LatestReads
 from lab.errors import LabInputError
 from lab.experiments.registry import record
 from sweeps.query import QueryResult, meets, parse_where, run_query
@@ -187,6 +190,7 @@ class GridExplorer(Viewer):
         self._said = ""  # the message's sentence as said (unescaped)
         self._where_refused: tuple[str, list[str]] | None = None  # where in force, sentences
         self.busy = BusyNote()
+        self._reads = LatestReads(self.busy)
         self.choices: GridChoices | None = None
         self._ds: xr.Dataset | None = None
         self._url: UrlInputs | None = None
@@ -246,16 +250,15 @@ class GridExplorer(Viewer):
 
     # -- datasets -----------------------------------------------------------------------
     def _open(self, name: str) -> None:
-        """Open dataset ``name`` from the lab's list (a sentence when it cannot be)."""
+        """Open dataset ``name`` from the lab's list (a sentence when it cannot be); on a
+        served page's loop, the store is opened on a worker thread."""
         from sweeps.catalog_of_datasets import open_named
 
-        try:
-            data = open_named(name)
-        except LabInputError as exc:
+        def refused(exc: LabInputError) -> None:
             self._forget()
             self._say(page_sentence(exc, name))
-            return
-        self._use(data)
+
+        self._reads.run("open", lambda: open_named(name), self._use, refused)
 
     def _forget(self) -> None:
         if self._url is not None:
@@ -291,17 +294,13 @@ class GridExplorer(Viewer):
         c.param.watch(self._requery, c.url_names())
         self._controls.objects = self._build_widgets()
         self._downloads.objects = self._download_buttons()
-        self._draw()
+        self._redraw()
         self._run_query()
 
     def _switch(self, event) -> None:
         """Another dataset chosen: its inputs replace the old ones (in the URL too)."""
-        self.busy.begin()
-        try:
-            self._say(None)
-            self._open(event.new)
-        finally:
-            pn.state.execute(self.busy.end, schedule=True)
+        self._say(None)
+        self._open(event.new)
 
     # -- inputs -------------------------------------------------------------------------
     def _fix_axes(self) -> None:
@@ -418,51 +417,73 @@ class GridExplorer(Viewer):
         """The dataset at the selectors' values, the dimensions in use (and ``free``) kept,
         read into memory once per selection (the chart, its CSV and a query of the view share
         the read)."""
+        read = self._selection_read(free)
+        return self._remember(read()) if read is not None else self._slice[1]
+
+    def _selection_read(self, free: set[str] | None = None):
+        """None when :meth:`selection` has been read, else a function reading it that changes
+        nothing of the page (it may run on a worker thread); its result goes to
+        :meth:`_remember`."""
         c = self.choices
         at = c.at(free)
         key = (id(self._ds), tuple(sorted(at.items())), tuple(sorted(c.in_use | (free or set()))))
         if self._slice is not None and self._slice[0] == key:
-            return self._slice[1]
-        try:
-            ds = self._from_block(at)
-            extra = {d: 0 for d in ds.dims if d not in c.dims and d not in c.in_use}
-            ds = (ds.isel(extra) if extra else ds).load()
-        except LabInputError:
-            raise
-        except (ValueError, TypeError, RuntimeError, MemoryError, OSError) as exc:
-            raise unreadable(exc, self._failing_variable(at)) from None
-        self._slice = (key, ds)
+            return None
+        data, block, in_use = self._ds, self._block, set(c.in_use)
+        extra_dims = [d for d in data.dims if d not in c.dims and d not in in_use]
+
+        def read() -> tuple:
+            try:
+                ds, new_block = self._from_block(data, at, block)
+                extra = {d: 0 for d in extra_dims if d in ds.dims}
+                ds = (ds.isel(extra) if extra else ds).load()
+            except LabInputError:
+                raise
+            except (ValueError, TypeError, RuntimeError, MemoryError, OSError) as exc:
+                raise unreadable(exc, self._failing_variable(data, at)) from None
+            return key, ds, new_block
+
+        return read
+
+    def _remember(self, read: tuple) -> xr.Dataset:
+        """Keep a read of :meth:`_selection_read` (the slice and its block); the slice."""
+        key, ds, block = read
+        if key[0] == id(self._ds):  # still this page's dataset
+            self._slice, self._block = (key, ds), block
         return ds
 
-    def _failing_variable(self, at: dict) -> str | None:
+    @staticmethod
+    def _failing_variable(data: xr.Dataset, at: dict) -> str | None:
         """The first variable whose read at ``at`` fails (after a read of them all failed)."""
-        for name in self._ds.data_vars:
+        for name in data.data_vars:
             try:
-                self._ds[name].sel(at).load()
+                data[name].sel(at).load()
             except Exception:  # looking for the culprit only
                 return str(name)
         return None
 
-    def _from_block(self, at: dict) -> xr.Dataset:
-        """``self._ds.sel(at)``, cut from the block of whole chunks around it, read once and
-        kept: a store's chunk holds every value of some dimensions (the ``large`` preset's:
-        tp, precision, batch and context), so a change of those, or of the axes, reads
-        nothing. A block larger than :data:`MAX_BLOCK_BYTES` is not kept."""
+    @staticmethod
+    def _from_block(data: xr.Dataset, at: dict, block: tuple | None) -> tuple:
+        """``(data.sel(at), block)``: the selection cut from the block of whole chunks around
+        it, ``block`` when it is that block (read before and kept), else the block read now
+        (``block`` when none is kept): a store's chunk holds every value of some dimensions
+        (the ``large`` preset's: tp, precision, batch and context), so a change of those, or
+        of the axes, reads nothing. A block larger than :data:`MAX_BLOCK_BYTES` is not kept."""
         try:
-            chunks = self._ds.chunks
+            chunks = data.chunks
         except ValueError:  # variables chunked differently
             chunks = {}
         whole = {d for d, sizes in chunks.items() if len(sizes) == 1}
         if not chunks or not whole & set(at):
-            return self._ds.sel(at)
+            return data.sel(at), block
         outer = {d: v for d, v in at.items() if d not in whole}
-        key = (id(self._ds), tuple(sorted(outer.items())))
-        if self._block is None or self._block[0] != key:
-            block = self._ds.sel(outer)
-            if block.nbytes > MAX_BLOCK_BYTES:
-                return self._ds.sel(at)
-            self._block = (key, block.load())
-        return self._block[1].sel({d: v for d, v in at.items() if d in whole})
+        key = (id(data), tuple(sorted(outer.items())))
+        if block is None or block[0] != key:
+            outer_block = data.sel(outer)
+            if outer_block.nbytes > MAX_BLOCK_BYTES:
+                return data.sel(at), block
+            block = (key, outer_block.load())
+        return block[1].sel({d: v for d, v in at.items() if d in whole}), block
 
     def current(self) -> xr.Dataset:
         """What is on screen: the cells drawn (thinned as drawn), every variable."""
@@ -496,14 +517,17 @@ class GridExplorer(Viewer):
     # -- drawing ------------------------------------------------------------------------
     def _redraw(self, *_events) -> None:
         """Draw the current choices (unless they are drawn already: an axis swap changes x
-        and y in one go); the busy note shows until the redraw has gone out."""
-        if self._draw_key() == self._drawn:
+        and y in one go), once their slice is read (off the loop on a server); the busy note
+        shows until the redraw has gone out."""
+        if self.choices is None or self._draw_key() == self._drawn:
             return
-        self.busy.begin()
-        try:
+
+        def draw(read: tuple | None) -> None:
+            if read is not None:
+                self._remember(read)
             self._draw()
-        finally:
-            pn.state.execute(self.busy.end, schedule=True)
+
+        self._reads.run("draw", self._selection_read(), draw, self._no_drawing)
 
     def _draw_key(self) -> tuple:
         """What a drawing shows: the dataset and every input but the query's."""
@@ -518,10 +542,19 @@ class GridExplorer(Viewer):
         try:
             layout, views = self._views()
         except LabInputError as exc:  # the dataset was deleted or damaged under the server
-            self._drawn = None
-            self._say(page_sentence(exc, self.dataset))
-            layout, views = None, [figure(title="No data: see the message on the left",
-                                          height=460, sizing_mode="stretch_width")]
+            self._no_drawing(exc)
+            return
+        self._show(layout, views)
+
+    def _no_drawing(self, exc: LabInputError) -> None:
+        """The slice could not be read: the sentence, and an empty chart."""
+        self._drawn = None
+        self._say(page_sentence(exc, self.dataset))
+        self._show(None, [figure(title="No data: see the message on the left", height=460,
+                                 sizing_mode="stretch_width")])
+
+    def _show(self, layout: tuple | None, views: list) -> None:
+        """Put ``views`` on screen (in place when ``layout`` is the one there)."""
         if layout is not None and layout == self._layout:
             self._note.object = self._thinning_note()
             return  # the heatmaps on screen were updated in place
@@ -532,9 +565,10 @@ class GridExplorer(Viewer):
         elif len(views) == 1:
             self._area.objects = [pn.pane.Bokeh(views[0], sizing_mode="stretch_width",
                                                 min_height=480)]
-        else:
-            self._area.objects = [pn.FlexBox(*[pn.pane.Bokeh(v, margin=4) for v in views],
-                                             flex_wrap="wrap", sizing_mode="stretch_width")]
+        else:  # small multiples: one a row, each as wide as the column
+            self._area.objects = [pn.Column(*[pn.pane.Bokeh(v, margin=4,
+                                                            sizing_mode="stretch_width")
+                                              for v in views], sizing_mode="stretch_width")]
         self._note.object = self._thinning_note()
 
     def _heatmaps_for(self, layout: tuple, count: int, **size) -> list[charts.Heatmap]:
@@ -567,7 +601,8 @@ class GridExplorer(Viewer):
         clim = charts.colour_range(values, charts.is_signed(ds[c.variable]))
         facets = ds[c.facet].values
         layout = ("facets", len(facets))
-        heatmaps = self._heatmaps_for(layout, len(facets), width=330, height=300)
+        heatmaps = self._heatmaps_for(layout, len(facets), height=charts.FACET_HEIGHT,
+                                      marker_size=charts.FACET_MARKER_SIZE)
         views = []
         for value, heatmap in zip(facets, heatmaps, strict=True):
             panel = ds.sel({c.facet: value})
@@ -635,16 +670,24 @@ class GridExplorer(Viewer):
         if key == self._query_key or c.objective is None:
             return
         self._query_key = key
-        self.busy.begin()
-        try:
-            self.result = run_query(self.query_cells(), c.objective, c.best == "highest",
-                                    (c.latency, c.throughput), self.constraints())
+        ask = (c.objective, c.best == "highest", (c.latency, c.throughput), self.constraints())
+        view = self._selection_read() if c.scope == "view" else None
+        cells = None if c.scope == "view" else self.query_cells()  # lazy: read by the query
+        held = self._slice[1] if c.scope == "view" and view is None else None
+
+        def read() -> tuple:
+            read_view = view() if view is not None else None
+            data = read_view[1] if read_view is not None else held if cells is None else cells
+            return run_query(data, *ask), read_view
+
+        def show(answer: tuple) -> None:
+            self.result, read_view = answer
+            if read_view is not None:
+                self._remember(read_view)
             self._query.objects = self._query_views(self.result)
             self._clear_where_refusal()
-        except LabInputError as exc:
-            self._say(page_sentence(exc))
-        finally:
-            pn.state.execute(self.busy.end, schedule=True)
+
+        self._reads.run("query", read, show, lambda exc: self._say(page_sentence(exc)))
 
     def _query_views(self, result: QueryResult) -> list:
         """The summary, best cells and frontier of ``result``: the panes on screen with new
@@ -694,7 +737,9 @@ class GridExplorer(Viewer):
             rows.append(f"<tr>{opener}{cells}</tr>")
         if not rows:
             return '<p class="lab-grid-table">No cell meets the constraints.</p>'
-        title = escape(f"Best cells by {c.objective} ({c.best} first)")
+        # The objective by its long name and units, as on every axis (not the raw name).
+        title = escape(f"Best cells by {axis_label(self._ds[c.objective])} "
+                       f"({c.best} first)")
         first = frame.iloc[0]
         common = ("<p class=\"lab-grid-shared\">Every row: " + escape(", ".join(
             f"{d} {plain(first[d])}" for d in shared)) + "</p>") if shared else ""

@@ -45,10 +45,11 @@ NAN_COLOR = "#d9d9d9"
 FLAG_COLORS = ("#bdbdbd", *OKABE_ITO)
 """Colours of a flag variable's values: grey for the first (``valid``), then Okabe–Ito."""
 
-OVER_LABEL = "× over the memory budget"
-"""Legend entry of the crosses on over-budget cells."""
+OVER_LABEL = "over the memory budget"
+"""Legend entry of the crosses on over-budget cells (the legend draws the cross itself: a "×"
+in the text read "× × over")."""
 
-MEETS_LABEL = "○ meets the constraints"
+MEETS_LABEL = "meets the constraints"
 """Legend entry of the rings on cells meeting the page's constraints."""
 
 MAX_AXIS_CELLS = 64
@@ -60,6 +61,16 @@ MAX_LINES = 12
 
 HEIGHT = 460
 """Height of a single heatmap, pixels."""
+
+FACET_HEIGHT = 400
+"""Height of one small multiple, pixels: each is as wide as the results column, one a row
+(four side by side at 1440 px left a plot of 150 px square for 20 × 20 cells)."""
+
+MARKER_SIZE = 9
+"""Size of a cross on an over-budget cell, px (a ring is 2 px larger)."""
+
+FACET_MARKER_SIZE = 7
+"""Size of a cross on a small multiple's cell (its rows are lower), px."""
 
 
 def shown_indices(values: np.ndarray, cap: int = MAX_AXIS_CELLS) -> np.ndarray:
@@ -155,24 +166,21 @@ LABEL_ROOM_PX = {"x": 17, "y": 14}
 axis, pixels; a longer axis labels every k-th value so no two labels overlap."""
 
 
-THINNED_FACTORS_JS = f"""
-let width = NaN;
-try {{ width = fig.inner_width; }} catch (e) {{}}  // unset until the plot is first laid out
-const keep = Math.max(1, Math.ceil({LABEL_ROOM_PX["x"]} / (width / Math.max(ticks.length, 1))));
+def thinned_factors_js(axis: str) -> str:
+    """Tick label code of a heatmap's ``axis`` (``x`` or ``y``): every k-th value labelled, k
+    read from the plot's width (height) in the browser at each render (a phone's heatmap is a
+    third of a desktop's, a small multiple's height a fraction of a single heatmap's)."""
+    side = "inner_width" if axis == "x" else "inner_height"
+    return f"""
+let room = NaN;
+try {{ room = fig.{side}; }} catch (e) {{}}  // unset until the plot is first laid out
+const keep = Math.max(1, Math.ceil({LABEL_ROOM_PX[axis]} / (room / Math.max(ticks.length, 1))));
 return Number.isFinite(keep) && index % keep !== 0 ? "" : tick;
 """
-"""Tick label code of a heatmap's x axis: every k-th value labelled, k read from the plot's
-width in the browser at each render (a phone's heatmap is a third of a desktop's)."""
 
 
-def thinned_labels(factors: list[str], room_px: float, axis: str) -> dict[str, str]:
-    """``major_label_overrides`` blanking all but every k-th of ``factors``, so the labels along
-    ``room_px`` pixels of ``axis`` (``x`` or ``y``) do not overlap (empty when all fit)."""
-    most = max(2, int(room_px // LABEL_ROOM_PX[axis]))
-    if len(factors) <= most:
-        return {}
-    step = -(-len(factors) // most)
-    return {f: "" for i, f in enumerate(factors) if i % step}
+THINNED_FACTORS_JS = thinned_factors_js("x")
+"""Tick label code of a heatmap's x axis (see :func:`thinned_factors_js`)."""
 
 
 def cells_source(ds: xr.Dataset, variable: str, x: str, y: str) -> tuple[dict, list]:
@@ -232,7 +240,8 @@ class Heatmap:
     kind of view (a single heatmap, or one of several small multiples); a change of layout
     makes new ones."""
 
-    def __init__(self, *, width: int | None = None, height: int = HEIGHT):
+    def __init__(self, *, width: int | None = None, height: int = HEIGHT,
+                 marker_size: float = MARKER_SIZE):
         self.width, self.height = width, height
         sizing = {"width": width} if width else {"sizing_mode": "stretch_width"}
         fig = figure(x_range=FactorRange(), y_range=FactorRange(), height=height, title="",
@@ -247,16 +256,21 @@ class Heatmap:
         self.bar = ColorBar(color_mapper=self.mapper, ticker=BasicTicker())
         fig.add_layout(self.bar, "right")
         self.crosses = fig.scatter(x=X, y=Y, source=ColumnDataSource({X: [], Y: []}),
-                                   legend_label=OVER_LABEL, marker="x", color="black", size=9,
-                                   line_width=1.5)
+                                   legend_label=OVER_LABEL, marker="x", color="black",
+                                   size=marker_size, line_width=1.5)
         self.rings = fig.scatter(x=X, y=Y, source=ColumnDataSource({X: [], Y: []}),
                                  legend_label=MEETS_LABEL, marker="circle", fill_alpha=0,
-                                 line_color="#009E73", line_width=2, size=11)
+                                 line_color="#009E73", line_width=2,
+                                 size=marker_size + 2)
         legend = fig.legend[0]
         legend.update(location="top_left", orientation="horizontal", background_fill_alpha=0.6)
         fig.add_layout(legend, "above")
         fig.xaxis.major_label_orientation = 0.8
         fig.xaxis.formatter = CustomJSTickFormatter(code=THINNED_FACTORS_JS, args={"fig": fig})
+        # The y labels thinned in the browser too: ``major_label_overrides`` of a categorical
+        # axis never reached the canvas, and small multiples printed 20 labels in 150 px.
+        fig.yaxis.formatter = CustomJSTickFormatter(code=thinned_factors_js("y"),
+                                                    args={"fig": fig})
         legend.ncols = 1  # one entry a line: a phone's width holds each
         fig.grid.visible = False
         fig.min_border_left = 70
@@ -280,7 +294,6 @@ class Heatmap:
         self.hover.tooltips = tips
         fig.title.text = title or axis_label(ds[variable])
         fig.xaxis.axis_label, fig.yaxis.axis_label = axis_label(ds[x]), axis_label(ds[y])
-        fig.yaxis.major_label_overrides = thinned_labels(ys, self.height - 150, "y")
         crosses = None
         if "fits" in ds and set(ds["fits"].dims) == {x, y}:
             fits = np.asarray(ds["fits"].transpose(x, y).values, dtype=bool)
@@ -288,6 +301,10 @@ class Heatmap:
                      if "valid" in ds else np.ones_like(fits))
             crosses = valid & ~fits
         rings = None if marks is None else np.asarray(marks.transpose(x, y).values, dtype=bool)
+        if rings is not None and "valid" in ds and set(ds["valid"].dims) == {x, y}:
+            valid = np.asarray(ds["valid"].transpose(x, y).values, dtype=bool)
+            if valid.any() and rings[valid].all():
+                rings = None  # every cell meets: a ring in each says nothing (the summary does)
         items = fig.legend[0].items
         for renderer, item, mask in ((self.crosses, items[0], crosses),
                                      (self.rings, items[1], rings)):

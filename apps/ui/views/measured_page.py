@@ -16,6 +16,7 @@ import holoviews as hv
 import numpy as np
 import panel as pn
 import param
+from bokeh.models import FixedTicker
 from panel.viewable import Viewer
 
 from apps.ui.panel_compat import param_widgets
@@ -25,7 +26,7 @@ from apps.ui.parts.input_extras import options_slider
 from apps.ui.parts.input_widgets import InputMessage, input_panel
 from apps.ui.parts.measured_upload import MeasurementsUpload
 from apps.ui.parts.prediction import PredictionView
-from apps.ui.plots.charts import CANVAS, heatmap
+from apps.ui.plots.charts import CANVAS, heatmap, power_of_two_ticks, thinned_ticks
 from apps.ui.shell.busy import BusyNote
 from apps.ui.shell.theme import CARD_CSS
 from apps.ui.shell.url_sync import UrlInputs
@@ -65,11 +66,27 @@ FLAG_CSS = """
 """
 
 
+def power_of_two_axis(values: np.ndarray):
+    """HoloViews hook: ticks at the powers of two spanning ``values`` on the plot's log x axis,
+    labelled as many as its width holds (Bokeh's own log ticks ran together on a phone,
+    "10000150002000030000")."""
+    ticks = [t for t, _ in power_of_two_ticks(np.asarray(values, dtype=float))]
+
+    def hook(plot, _element) -> None:
+        fig = plot.state
+        fig.xaxis[0].ticker = FixedTicker(ticks=ticks)
+        fig.xaxis[0].formatter = thinned_ticks(fig)
+
+    return hook
+
+
 def ratio_lines(ds, x: str) -> hv.Overlay:
-    """Measured / floor against ``x`` (log axis), one line per shape, with the floor at 1×."""
+    """Measured / floor against ``x`` (log axis, ticked at powers of two), one line per shape,
+    with the floor at 1×."""
     label = "prompt tokens n" if x == "context" else "GEMM rows m (tokens)"
     style = {"logx": True, "responsive": True, "height": 420, "xlabel": label,
-             "ylabel": "Measured / floor (×)", "backend_opts": CANVAS}
+             "ylabel": "Measured / floor (×)", "backend_opts": CANVAS,
+             "hooks": [power_of_two_axis(ds[x].values)]}
     layers = []
     for shape in ds["shape"].values:
         row = ds.sel(shape=shape)
@@ -173,7 +190,8 @@ class MeasuredPage(Viewer):
             here = hv.Points([(f"{source.batch:,}", f"{source.context:,}")], kdims=grid.kdims,
                              label="selected point").opts(
                 marker="square", size=16, fill_alpha=0, line_color=SELECTED_COLOR, line_width=3)
-            plot = (grid * here).opts(title=title)
+            # The legend under the plot: inside it covered a corner cell (top-left on a phone).
+            plot = (grid * here).opts(title=title, legend_position="bottom")
         else:
             plot = ratio_lines(ds, "context" if source.kind == "prefill" else "m")
             title = plot.opts.get().kwargs.get("title", "")
