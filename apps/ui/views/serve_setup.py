@@ -3,7 +3,8 @@ and let at most a few pages load at once (:mod:`apps.ui.server.page_gate`), each
 event loop (:func:`build_pages_off_loop`); check ``--basic-auth`` logins with
 :mod:`apps.ui.server.logins`; send no server path in any page (:func:`hide_server_paths`);
 discard a session soon after its reader left and return closed sessions' memory
-(:mod:`apps.ui.server.session_memory`).
+(:mod:`apps.ui.server.session_memory`); one pool of dask threads for every reading thread
+(:mod:`apps.ui.server.dask_threads`).
 
 ``inference-lab serve`` passes it; with plain Panel:
 ``panel serve apps/*.py --setup apps/ui/views/serve_setup.py``.
@@ -24,6 +25,7 @@ from apps.ui.panel_compat import (
     hide_server_paths,
     quiet_anonymous_autoload,
 )
+from apps.ui.server.dask_threads import share_dask_threads
 from apps.ui.server.logins import LOGINS_ENV, LoginThrottle, login_log_line, logins_for
 from apps.ui.server.page_gate import PageGate, configured_limit, default_limit
 from apps.ui.server.session_memory import LEFT_SESSION_LINGER_S, session_closed
@@ -36,6 +38,7 @@ answer_long_requests()
 check_logins(LoginChecks(logins_for, LOGINS_ENV, LoginThrottle(), login_log_line))
 quiet_anonymous_autoload()
 build_pages_off_loop()  # the event loop keeps answering while pages are built
+share_dask_threads()  # one pool of dask threads, whichever thread reads
 discard_left_sessions(LEFT_SESSION_LINGER_S)  # a reader's document goes when the reader does
 pn.state.on_session_destroyed(session_closed)  # closed sessions' memory back after a burst
 log.info("Inference Lab: pages prepared in %.1f s.", warm_up(build_page))
