@@ -11,12 +11,12 @@ against today's catalog, version and models is stale.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import math
 from functools import lru_cache
 from pathlib import Path
 
+import lab.catalog
 from lab.catalog import get_gpu, get_model
 from sweeps.conventions import cf_attrs, package_version
 from sweeps.grid_schema import ExperimentSpec
@@ -59,13 +59,17 @@ def catalog_figures(spec: ExperimentSpec) -> dict:
     }
 
 
+def _lab_root() -> Path:
+    """The folder of the ``lab`` package (``lab/catalog/`` is one of its folders)."""
+    return Path(lab.catalog.__file__).resolve().parents[1]
+
+
 @lru_cache(maxsize=1)
 def models_fingerprint() -> str:
     """SHA-256 (hex) of every file of the ``lab`` package — its formulas, catalogs and the
     public rows experiments 11 and 12 are calibrated on — each named by its path inside the
     package (compiled caches left out). Computed once per process."""
-    # looked up at call time: ``lab/__init__`` opens datasets through this package
-    root = Path(importlib.import_module("lab").__file__).resolve().parent
+    root = _lab_root()
     digest = hashlib.sha256()
     for path in sorted(p for p in root.rglob("*") if p.is_file()
                        and "__pycache__" not in p.parts and p.suffix != ".pyc"):

@@ -183,14 +183,12 @@ def test_changed_model_code_makes_dataset_stale(small_decode, monkeypatch):
 def test_the_models_fingerprint_follows_every_file_but_compiled_caches(tmp_path, monkeypatch):
     """A changed formula, catalog or calibration row changes the fingerprint; a compiled cache
     does not."""
-    import lab
-
     package = tmp_path / "lab"
     (package / "served" / "data").mkdir(parents=True)
     (package / "__init__.py").write_text("")
     rows = package / "served" / "data" / "rows.csv"
     rows.write_text("id,tpot_ms\na,10\n")
-    monkeypatch.setattr(lab, "__file__", str(package / "__init__.py"))
+    monkeypatch.setattr(md, "_lab_root", lambda: package)
 
     def fingerprint() -> str:
         md.models_fingerprint.cache_clear()

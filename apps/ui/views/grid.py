@@ -261,6 +261,7 @@ class GridExplorer(Viewer):
         self._reads.run("open", lambda: open_named(name), self._use, refused)
 
     def _forget(self) -> None:
+        self._reads.drop("draw", "query")  # of the dataset forgotten
         if self._url is not None:
             self._url.close()
             self._url = None

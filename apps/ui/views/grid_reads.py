@@ -64,6 +64,13 @@ class LatestReads:
         """How many reads of ``kind`` were asked (the number of the latest)."""
         return self._asked.get(kind, 0)
 
+    def drop(self, *kinds: str) -> None:
+        """Reads of ``kinds`` under way are outdated: their results will not be applied (the
+        page's dataset changed under them)."""
+        for kind in kinds:
+            if kind in self._asked:
+                self._asked[kind] += 1
+
     def run(self, kind: str, read: Callable[[], T] | None, apply: Callable[[T], Any],
             fail: Callable[[LabInputError], Any]) -> None:
         """Read with ``read()`` (None: nothing to read) and give the result to ``apply``, or
