@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import json
 import re
-import socket
 import threading
 import time
 import urllib.request
@@ -31,6 +30,7 @@ from tornado.websocket import websocket_connect
 
 from apps.ui.views.grid import GridExplorer
 from sweeps.store import open_grid
+from tests.apps.thread_server import free_port, server_on_a_thread
 from tests.sweeps.conftest import write_small
 
 SLOW_READ_S = 2.0
@@ -63,29 +63,19 @@ def served(store) -> Iterator[tuple[str, Page]]:
         page.built.set()
         return page.view
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    ready = threading.Event()
-    running: dict = {}
+    port = free_port()
 
-    def run() -> None:
-        loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(loop)
-        server = get_server({"grid": app}, port=port, address="127.0.0.1",
-                            websocket_origin=[f"127.0.0.1:{port}"], loop=IOLoop.current(),
-                            liveness=True, start=False)
-        server.start()
-        running["loop"] = loop
-        ready.set()
-        loop.run_forever()
-        server.stop()
-        loop.close()
+    def make(loop: IOLoop):
+        return get_server({"grid": app}, port=port, address="127.0.0.1",
+                          websocket_origin=[f"127.0.0.1:{port}"], loop=loop, liveness=True,
+                          start=False)
 
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert ready.wait(30)
-    base = f"http://127.0.0.1:{port}"
+    with server_on_a_thread(make):
+        yield from _held_open(f"http://127.0.0.1:{port}", page)
+
+
+def _held_open(base: str, page: Page) -> Iterator[tuple[str, Page]]:
+    """Yield ``(base, page)`` while a reader holds the page open."""
     stop = threading.Event()
     opened = threading.Event()
     connection = threading.Thread(target=asyncio.run, args=(hold_page(base, opened, stop),),
@@ -95,8 +85,6 @@ def served(store) -> Iterator[tuple[str, Page]]:
     yield base, page
     stop.set()
     connection.join(30)
-    running["loop"].call_soon_threadsafe(running["loop"].stop)
-    thread.join(30)
 
 
 async def hold_page(base: str, opened: threading.Event, stop: threading.Event) -> None:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import socket
-import threading
 import time
 from collections.abc import Iterator
 
@@ -27,6 +25,7 @@ from tornado.websocket import websocket_connect
 
 from apps.ui.panel_compat import discard_left_sessions
 from apps.ui.server.session_memory import LEFT_SESSION_LINGER_S
+from tests.apps.thread_server import free_port, server_on_a_thread
 
 DESTROYED: dict[str, float] = {}
 """Session id -> time.monotonic() when the server destroyed it."""
@@ -39,39 +38,19 @@ def page(doc) -> None:
     doc.on_session_destroyed(lambda context: DESTROYED.setdefault(session_id, time.monotonic()))
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def base_url() -> Iterator[str]:
     """A Bokeh server serving :func:`page` at ``/app`` on a thread (its own event loop)."""
     discard_left_sessions(LEFT_SESSION_LINGER_S)
     port = free_port()
-    ready = threading.Event()
-    running: dict = {}
 
-    def run() -> None:
-        loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(loop)
-        server = Server({"/app": Application(FunctionHandler(page))}, port=port,
-                        address="127.0.0.1", io_loop=IOLoop.current(),
-                        allow_websocket_origin=[f"127.0.0.1:{port}"])
-        server.start()
-        running.update(server=server, loop=loop)
-        ready.set()
-        loop.run_forever()
-        server.stop()
-        loop.close()
+    def make(loop: IOLoop) -> Server:
+        return Server({"/app": Application(FunctionHandler(page))}, port=port,
+                      address="127.0.0.1", io_loop=loop,
+                      allow_websocket_origin=[f"127.0.0.1:{port}"])
 
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert ready.wait(30)
-    yield f"http://127.0.0.1:{port}"
-    running["loop"].call_soon_threadsafe(running["loop"].stop)
-    thread.join(30)
+    with server_on_a_thread(make):
+        yield f"http://127.0.0.1:{port}"
 
 
 async def open_page(base: str, connect: bool) -> str:
