@@ -25,7 +25,7 @@ from tornado.websocket import websocket_connect
 
 from apps.ui.panel_compat import discard_left_sessions
 from apps.ui.server.session_memory import LEFT_SESSION_LINGER_S
-from tests.apps.thread_server import free_port, server_on_a_thread
+from tests.apps.thread_server import free_port, run_apart, server_on_a_thread
 
 DESTROYED: dict[str, float] = {}
 """Session id -> time.monotonic() when the server destroyed it."""
@@ -81,7 +81,7 @@ async def open_page(base: str, connect: bool) -> str:
 
 def test_a_closed_pages_session_is_destroyed_within_seconds(base_url):
     """Before: the session lived on for 15-32 s after its websocket closed."""
-    left = asyncio.run(open_page(base_url, connect=True))
+    left = run_apart(open_page(base_url, connect=True))
     closed_at = time.monotonic()
     deadline = closed_at + LEFT_SESSION_LINGER_S + 4.0
     while left not in DESTROYED and time.monotonic() < deadline:
@@ -93,6 +93,6 @@ def test_a_closed_pages_session_is_destroyed_within_seconds(base_url):
 def test_a_page_whose_websocket_has_not_come_yet_keeps_its_session(base_url):
     """A browser still loading the page's scripts connects later: its session is kept
     (Bokeh's own lifetime, 15 s unused)."""
-    waiting = asyncio.run(open_page(base_url, connect=False))
+    waiting = run_apart(open_page(base_url, connect=False))
     time.sleep(LEFT_SESSION_LINGER_S + 2.0)
     assert waiting not in DESTROYED

@@ -9,7 +9,6 @@ websocket's first document, name neither the server's working directory nor its 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import http.client
 import http.cookiejar
 import json
@@ -33,6 +32,7 @@ from apps.ui.server.logins import Logins, logins_for
 from apps.ui.views.pages import all_pages
 from cli.main import main
 from lab.errors import LabInputError
+from tests.apps.thread_server import run_apart
 
 # Lines as `htpasswd -nbB carol hashed-pass-7` and `htpasswd -nbs dave sha-pass-9` (Apache 2.4)
 # and `htpasswd -nbm erin md5pass` wrote them.
@@ -276,13 +276,6 @@ async def first_document(base: str, html: str, cookies: str) -> str:
             pass  # until the server has closed its end too
     assert header["msgtype"] == "PULL-DOC-REPLY"
     return "".join(p if isinstance(p, str) else p.decode("latin-1") for p in parts)
-
-
-def run_apart(coroutine):
-    """The result of ``coroutine`` run to its end on a thread of its own (a browser test
-    earlier in the session may keep an event loop running in this thread)."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
 
 
 def test_no_page_sends_a_server_path(login_server):

@@ -4,7 +4,6 @@ first served, and no place held by a reader who has gone (``apps.ui.server.page_
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import html.parser
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from apps.ui.server import page_gate
 from apps.ui.server.page_gate import PageGate, configured_limit, default_limit
 from apps.ui.server.waiting_page import TURN_COOKIE, TURN_HEADER, waiting_page
+from tests.apps.thread_server import run_apart
 
 
 class FakeSession:
@@ -19,13 +19,6 @@ class FakeSession:
 
     def __init__(self) -> None:
         self.connection_count = 0
-
-
-def run(coroutine):
-    """Run ``coroutine`` on an event loop of its own, in a thread: the browser tests' sync
-    Playwright keeps a loop running in the main thread."""
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
 
 
 def test_loads_beyond_the_limit_wait_in_line_and_are_admitted_in_order():
@@ -49,7 +42,7 @@ def test_loads_beyond_the_limit_wait_in_line_and_are_admitted_in_order():
         assert await turns[1] is True
         assert len(gate.loading) == 2 and gate.admitted == 4
 
-    run(scenario())
+    run_apart(scenario())
 
 
 def test_a_place_is_given_back_once_and_a_newcomer_enters_when_nobody_waits():
@@ -61,7 +54,7 @@ def test_a_place_is_given_back_once_and_a_newcomer_enters_when_nobody_waits():
         assert gate.loading == set()
         assert gate.enter() is not None
 
-    run(scenario())
+    run_apart(scenario())
 
 
 def test_a_load_leaves_when_its_browser_disconnects_or_never_connects(monkeypatch):
@@ -82,7 +75,7 @@ def test_a_load_leaves_when_its_browser_disconnects_or_never_connects(monkeypatc
         await asyncio.sleep(0.25)
         assert silent not in gate.loading  # never connected within connect_s
 
-    run(scenario())
+    run_apart(scenario())
 
 
 def test_a_request_that_built_no_session_leaves_at_once():
@@ -92,7 +85,7 @@ def test_a_request_that_built_no_session_leaves_at_once():
         gate.sent(ticket)  # e.g. a redirect to the login page
         assert gate.loading == set()
 
-    run(scenario())
+    run_apart(scenario())
 
 
 def test_a_reserved_place_not_claimed_lapses_and_the_next_reader_gets_it():
@@ -106,7 +99,7 @@ def test_a_reserved_place_not_claimed_lapses_and_the_next_reader_gets_it():
         assert gate.claim(a) is None and gate.claim(b) is not None
         assert await gate.turn("never-waited") is False
 
-    run(scenario())
+    run_apart(scenario())
 
 
 def test_every_load_leaves_after_ready_s_at_the_latest():
@@ -118,7 +111,7 @@ def test_every_load_leaves_after_ready_s_at_the_latest():
         await asyncio.sleep(0.05)
         assert ticket.done and gate.loading == set()
 
-    run(scenario())
+    run_apart(scenario())
 
 
 def test_the_line_is_bounded(monkeypatch):
@@ -130,7 +123,7 @@ def test_the_line_is_bounded(monkeypatch):
         assert gate.wait_in_line() is not None and gate.wait_in_line() is not None
         assert gate.wait_in_line() is None
 
-    run(scenario())
+    run_apart(scenario())
 
 
 def test_no_limit_lets_every_load_through():
@@ -138,7 +131,7 @@ def test_no_limit_lets_every_load_through():
         gate = PageGate(0)
         assert all(gate.enter() is not None for _ in range(100))
 
-    run(scenario())
+    run_apart(scenario())
 
 
 def test_the_limit_comes_from_the_environment_or_the_cores():

@@ -1,11 +1,14 @@
-"""A server running in the test's own process, on a thread with its own event loop."""
+"""Event loops apart from the test's thread: a server running in the test's own process on a
+thread with its own loop, and a coroutine run to its end on a thread of its own (the browser
+tests' sync Playwright keeps a loop running in the main thread, where ``asyncio.run`` fails)."""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -46,3 +49,9 @@ def server_on_a_thread(make: Callable[[IOLoop], Any]) -> Iterator[None]:
     finally:
         running["loop"].call_soon_threadsafe(running["loop"].stop)
         thread.join(30)
+
+
+def run_apart(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    """The result of ``coroutine`` run to its end on a new event loop in a thread of its own."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
