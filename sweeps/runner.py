@@ -86,6 +86,21 @@ class _TextBar:
             sys.stderr.write("\n")
 
 
+def _compute_on_own_threads(collections: tuple) -> tuple:
+    """Compute ``collections`` on dask's threaded scheduler with a pool of this call's own (one
+    thread per core, as dask gives the main thread), drained before returning or raising: after
+    a task fails, dask raises at once while other tasks may still be writing their chunks, and
+    the caller then removes the output they write into (a straggler would recreate it)."""
+    from dask.system import CPU_COUNT
+    from dask.threaded import ContextAwareThreadPoolExecutor
+
+    pool = ContextAwareThreadPoolExecutor(max_workers=CPU_COUNT, thread_name_prefix="lab-sweep")
+    try:
+        return dask.compute(*collections, scheduler="threads", pool=pool)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 @dataclass
 class Runner:
     """Computes dask collections on one scheduler, optionally with a progress bar.
@@ -112,6 +127,8 @@ class Runner:
 
             bar = in_process_bar() if self.progress else nullcontext()
             with bar:
+                if self.scheduler in ("threads", "threading"):
+                    return _compute_on_own_threads(collections)
                 return dask.compute(*collections, scheduler=self.scheduler)
         from distributed import KilledWorker
 

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -62,6 +63,58 @@ def test_failed_write_leaves_old_dataset(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match=r"boom"):
         write_small(path, {**SMALL_DECODE, "batch": [8, 64]})
     np.testing.assert_array_equal(open_grid(path).step_time_s.values, before)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.zarr"]
+
+
+def test_a_failed_write_waits_for_the_chunks_still_being_written(tmp_path, monkeypatch):
+    """A chunk fails while another is still writing: dask raises at once, but the cleanup must
+    wait for the other chunk, or its write recreates the removed output and leaves it behind."""
+    path = write_small(tmp_path / "g.zarr")
+    from sweeps.grid_kinds import GRIDS, GridKind
+    from sweeps.grids import decode as decode_grid
+
+    writing = threading.Event()
+    claimed = threading.Lock()
+    slow = threading.local()
+    real_open = zarr.open_array
+
+    class SlowWrites:
+        """An array of the slow chunk: its first write starts 0.5 s late."""
+
+        def __init__(self, array) -> None:
+            self._array = array
+
+        def with_config(self, *args, **kwargs) -> SlowWrites:
+            return SlowWrites(self._array.with_config(*args, **kwargs))
+
+        def __setitem__(self, key, value) -> None:
+            if not writing.is_set():
+                writing.set()
+                time.sleep(0.5)
+            self._array[key] = value
+
+        def __getattr__(self, name):
+            return getattr(self._array, name)
+
+    def open_array(*args, **kwargs):
+        array = real_open(*args, **kwargs)
+        return SlowWrites(array) if getattr(slow, "on", False) else array
+
+    def racing(coords, constants):
+        if "llama-3.1-70b" in list(coords["model"]):
+            writing.wait(5)  # fail while the slow chunk is writing
+            raise RuntimeError("boom")
+        # the first other chunk is the slow one (not the one-cell probe of the dtypes)
+        slow.on = len(coords["gpu"]) > 1 and claimed.acquire(blocking=False)
+        return decode_grid.decode_block(coords, constants)
+
+    kind = GRIDS["decode"]
+    monkeypatch.setitem(GRIDS, "decode", GridKind(kind.schema, racing, kind.units,
+                                                  kind.var_attrs))
+    monkeypatch.setattr(zarr, "open_array", open_array)
+    with pytest.raises(RuntimeError, match=r"boom"):
+        write_small(path, {**SMALL_DECODE, "batch": [8, 64]})
+    time.sleep(1.0)  # long after the slow chunk: nothing may appear beside the dataset
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.zarr"]
 
 
