@@ -45,6 +45,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from lab.served.gap import error_summary
 from lab.served.served_calc import served_table
 
 CATEGORIES = ("engine", "gpu", "mode", "model", "precision")
@@ -87,12 +88,6 @@ def held_out_predictions(x, y, groups, keys, usable, max_iter: int) -> np.ndarra
     return predicted
 
 
-def summary(error: np.ndarray) -> dict:
-    ok = error[np.isfinite(error)]
-    return {"rows": int(ok.size), "median": float(np.median(ok)) if ok.size else None,
-            "p90": float(np.percentile(ok, 90)) if ok.size else None}
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", default="benchmarks/results/served-reference.json")
@@ -123,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     masks = {"all": usable, "agg": usable & (mode == "agg"), "disagg": usable & (mode == "disagg")}
     masks |= {g: usable & (groups == g) for g in sorted(set(groups[usable]))}
     result = {"seconds": None, "splits": list(splits), "subsets": {
-        name: {k: summary(v[mask]) for k, v in errors.items()} for name, mask in masks.items()}}
+        name: {k: error_summary(v[mask]) for k, v in errors.items()} for name, mask in masks.items()}}
     result["seconds"] = round(time.perf_counter() - started, 1)
     if stored:  # the stored trees' figures, the lab's as it is now
         result["seconds"], result["lab_rescored_seconds"] = (stored["seconds"],
