@@ -28,8 +28,11 @@ def load_bench():
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_liveness_answers_within_a_second_while_ten_pages_load(lab_server):
     """Ten readers open pages at once on the suite's shared server; ``/liveness`` keeps
-    answering within a second (before issue 38: p99 2.5 s with twelve readers, every page being
-    built on the event loop)."""
+    answering while the pages build: its slowest answer well under the readers' median wait
+    for a page (before issue 38 every page was built on the event loop, so a health check
+    waited behind whole builds: p99 2.5 s with twelve readers). A ratio, not a fixed second,
+    so a busy machine slows both sides alike; the second itself is measured by
+    ``benchmarks/bench_burst.py`` (docs/operations.md)."""
     base, proc = lab_server
     before = len(server_log(proc))
     burst = load_bench().burst(base, proc.pid, READERS, ["decode", "memory", "tp", "grid"],
@@ -41,5 +44,5 @@ def test_liveness_answers_within_a_second_while_ten_pages_load(lab_server):
     assert figures["pages_served"] == READERS, figures["errors"]
     live = figures["liveness_during_burst"]
     assert live["failed"] == 0 and live["requests"] >= 3, live
-    assert live["p99_s"] < 1.0, figures
+    assert live["p99_s"] < 0.5 * figures["page_ready_median_s"], figures
     assert "Traceback" not in server_log(proc)[before:]
