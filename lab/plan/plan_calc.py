@@ -65,7 +65,7 @@ def plan_arrays(plan: xr.Dataset) -> dict:
     return {name: plan[name].values for name in plan.data_vars}
 
 
-COEFFICIENT_TERMS = {"k_prefill": "prefill", "k_step": "step", "t_layer_ms": "fixed",
+COEFFICIENT_TERMS = {"k_prefill": "prefill", "k_step_one": "step", "t_layer_ms": "fixed",
                      "t_moe_layer_ms": "moe", "k_comm": "collective", "k_queue": "queue",
                      "t_first_ms": "fixed", "k_chunk": "chunk"}
 """Experiment 11's term (:data:`~lab.served.served_calc.TERMS`) each fitted coefficient

@@ -2,9 +2,9 @@
 
 Named terms, each a formula on the row (milliseconds)::
 
-    agg:    TPOT = floor + comm + k_prefill · P_step + t_layer · L + t_moe · L_moe
-                   + k_comm · comm                                             (+ residual)
-    disagg: TPOT = floor + comm + (k_step − 1) · floor  [pools stated]
+    agg:    TPOT = floor + comm + k_prefill · P_step + k_step_one · step_one
+                   + t_moe · L_moe + k_comm · comm                             (+ residual)
+    disagg: TPOT = floor + comm + k_step_one · step_one  [pools stated]
                  | comm + k_inferred · floor             [batch inferred]
                    + k_slots · (c / (w · B) − 1)⁺ · floor  [batch inferred]
                    + t_layer · L                                               (+ residual)
@@ -20,14 +20,19 @@ Named terms, each a formula on the row (milliseconds)::
   many new prompts, each prefilled in a pass of its own between decode steps: ``B/osl`` times
   one request's ideal prefill (weights read and FLOPs, :mod:`lab.served.served_floors`);
   ``k_prefill`` ≥ 0, fitted: what one interleaved prefill costs in ideal prefills;
-- ``k_step`` ≥ 1 (disaggregated rows whose listed decode pools hold every client), fitted: the
-  decode step's time in ideal steps, never faster than the roofline; the term
-  ``(k_step − 1) · floor``;
+- ``step_one``: the ideal decode step of one sequence per attention rank (the weights one token
+  per rank touches and one sequence's KV cache, :mod:`lab.served.served_floors`);
+  ``k_step_one`` ≥ 0 (aggregated rows, and disaggregated rows whose listed decode pools hold
+  every client), fitted: the decode step's time beyond its floor in such one-sequence steps —
+  the excess of latency-bound kernels (weights streamed at a few rows, launches and
+  synchronisation), which scales with that step and not with the batch's further KV reads and
+  FLOPs; never a step faster than the roofline;
 - ``k_inferred`` ≥ 0 (disaggregated rows whose batch per decode worker is inferred, an upper
   bound): the step that ran in steps of the upper bound's floor (below 1 when the pools were
   larger than listed); the term ``(k_inferred − 1) · floor``;
-- ``t_layer`` ≥ 0: the fixed time every layer of every decode step costs (kernel launches and
-  synchronisation that no byte or FLOP explains), times the model's ``L`` layers;
+- ``t_layer`` ≥ 0 (disaggregated): the fixed time every layer of every decode step costs
+  (kernel launches and synchronisation that no byte or FLOP explains), times the model's ``L``
+  layers;
 - ``t_moe`` ≥ 0 (aggregated): what an MoE layer costs beyond it (router, expert dispatch and
   combine kernels), times the model's ``L_moe`` MoE layers (per-layer fixed cost by layer
   kind; on disaggregated rows, nearly all DeepSeek, ``L_moe`` and ``L`` are one column);
@@ -71,14 +76,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-TPOT_COEFFICIENTS = {"agg": ("k_prefill", "t_layer_ms", "t_moe_layer_ms", "k_comm"),
-                     "disagg": ("k_step", "t_layer_ms", "k_slots", "k_inferred")}
-"""TPOT's fitted coefficients per mode, in column order: interleaved prefill's cost per ideal
-prefill (agg) or the decode step's time per ideal step (disagg, pools stated; stored as
-``1 +`` the fitted excess); fixed ms per layer per step; fixed ms per MoE layer per step (agg)
-or the share of the turn-taking wait of clients beyond the listed decode slots (disagg, batch
-inferred); the collectives' excess over their ideal time (agg) or the inferred-batch rows'
-step per upper-bound floor (disagg)."""
+TPOT_COEFFICIENTS = {"agg": ("k_prefill", "k_step_one", "t_moe_layer_ms", "k_comm"),
+                     "disagg": ("k_step_one", "t_layer_ms", "k_slots", "k_inferred")}
+"""TPOT's fitted coefficients per mode, in column order. Aggregated: interleaved prefill's cost
+per ideal prefill; the step's excess over its floor per one-sequence step; fixed ms per MoE
+layer per step; the collectives' excess over their ideal time. Disaggregated: the step's
+excess over its floor per one-sequence step (pools stated); fixed ms per layer per step; the
+share of the turn-taking wait of clients beyond the listed decode slots (batch inferred); the
+inferred-batch rows' step per upper-bound floor."""
 LEGACY_TPOT_COEFFICIENTS = {"agg": ("k_prefill", "t_layer_ms"), "disagg": ("k_step", "t_layer_ms")}
 """The two-coefficient design's names (:func:`tpot_design` without the keyword columns)."""
 MAX_COEFFICIENTS = 4
@@ -177,7 +182,8 @@ class Design:
 
 
 def tpot_design(floor, communication, prefill_basis, layers, agg, measured, *,
-                moe_layers=None, stated=None, fit_on=None, slots=None) -> Design:
+                moe_layers=None, stated=None, fit_on=None, slots=None,
+                step_one=None) -> Design:
     """TPOT's design (columns in :data:`TPOT_COEFFICIENTS` order).
 
     Without the keyword arguments, the two-coefficient design: aggregated rows TPOT = floor +
@@ -199,10 +205,14 @@ def tpot_design(floor, communication, prefill_basis, layers, agg, measured, *,
     moe_layers = zeros if moe_layers is None else np.asarray(moe_layers, dtype=float)
     slots = zeros if slots is None else np.asarray(slots, dtype=float)
     stated = np.ones_like(agg) if stated is None else np.asarray(stated, dtype=bool)
+    if step_one is None:
+        raise ValueError("the four-coefficient TPOT design needs step_one, the one-sequence step")
+    step_one = np.asarray(step_one, dtype=float)
     keeps_floor = agg | stated
     return Design(np.where(keeps_floor, floor, 0.0) + communication,
-                  np.column_stack([np.where(agg, prefill_basis, np.where(stated, floor, 0.0)),
-                                   layers, np.where(agg, moe_layers, slots),
+                  np.column_stack([np.where(agg, prefill_basis, np.where(stated, step_one, 0.0)),
+                                   np.where(agg, step_one, layers),
+                                   np.where(agg, moe_layers, slots),
                                    np.where(agg, communication,
                                             np.where(stated, 0.0, floor))]), measured, fit_on)
 

@@ -32,7 +32,7 @@ TERMS = {"tpot": ("allreduce", "collective", "prefill", "step", "slots", "fixed"
 TERM_NAMES = {
     ("tpot", "allreduce"): "all-reduces and expert all-to-all",
     ("tpot", "prefill"): "prefill interleaved into the step",
-    ("tpot", "step"): "step beyond the floor, (k_step − 1)·floor",
+    ("tpot", "step"): "step beyond the floor, k_step_one · one-sequence step",
     ("tpot", "fixed"): "fixed time per layer × layers",
     ("tpot", "moe"): "fixed time per MoE layer × MoE layers",
     ("tpot", "slots"): "clients beyond the decode slots, k_slots · (c/(w·B) − 1) · floor",
@@ -87,14 +87,15 @@ def term_designs(table: xr.Dataset) -> dict[str, gap.Design]:
     v = {k: np.nan_to_num(np.asarray(table[k].values, dtype=float)) for k in (
         "tpot_floor_ms", "tpot_term_allreduce_ms", "prefill_step_basis_ms", "ttft_floor_ms",
         "concurrency", "prefill_workers", "tpot_measured_ms", "ttft_measured_ms", "layers",
-        "moe_layers", "chunk_basis_ms", "slots_basis_ms")}
+        "moe_layers", "chunk_basis_ms", "slots_basis_ms", "step_one_ms")}
     agg = np.asarray(table["mode"].values).astype(str) == "agg"
     stated = np.asarray(table["batch_stated"].values, dtype=bool)
     fit_on = fit_rows(v["tpot_measured_ms"], v["tpot_floor_ms"], stated)
     return {"tpot": gap.tpot_design(v["tpot_floor_ms"], v["tpot_term_allreduce_ms"],
                                     v["prefill_step_basis_ms"], v["layers"], agg,
                                     v["tpot_measured_ms"], moe_layers=v["moe_layers"],
-                                    stated=stated, fit_on=fit_on, slots=v["slots_basis_ms"]),
+                                    stated=stated, fit_on=fit_on, slots=v["slots_basis_ms"],
+                                    step_one=v["step_one_ms"]),
             "ttft": gap.ttft_design(v["ttft_floor_ms"], v["concurrency"],
                                     v["prefill_workers"], v["ttft_measured_ms"],
                                     chunk_basis=v["chunk_basis_ms"], queued_chunks=True,
@@ -150,13 +151,15 @@ def served_table(data: xr.Dataset | None = None) -> xr.Dataset:
         measured = design.measured
         if metric == "tpot":
             floor = np.asarray(table["tpot_floor_ms"].values)
-            # agg: the first column is P_step; disagg stated: the floor, (k_step − 1) · floor;
-            # disagg inferred: the fourth column is the floor, k_inferred · floor
+            # agg: the first column is P_step, the second the one-sequence step; disagg
+            # stated: the first is the one-sequence step; disagg inferred: the fourth column is
+            # the floor, k_inferred · floor
             out["tpot_term_prefill_ms"] = _var(np.where(agg, term[0], nan(0.0)),
                                                TERM_NAMES["tpot", "prefill"], "ms")
-            out["tpot_term_step_ms"] = _var(np.where(agg, nan(0.0), np.where(
+            out["tpot_term_step_ms"] = _var(np.where(agg, term[1], np.where(
                 stated, term[0], term[3] - floor)), TERM_NAMES["tpot", "step"], "ms")
-            out["tpot_term_fixed_ms"] = _var(term[1], TERM_NAMES["tpot", "fixed"], "ms")
+            out["tpot_term_fixed_ms"] = _var(np.where(agg, nan(0.0), term[1]),
+                                             TERM_NAMES["tpot", "fixed"], "ms")
             out["tpot_term_moe_ms"] = _var(np.where(agg, term[2], nan(0.0)),
                                            TERM_NAMES["tpot", "moe"], "ms")
             out["tpot_term_slots_ms"] = _var(np.where(agg, nan(0.0), term[2]),
@@ -166,9 +169,10 @@ def served_table(data: xr.Dataset | None = None) -> xr.Dataset:
             out["tpot_term_allreduce_ms"] = out["tpot_term_allreduce_ms"].where(
                 xr.DataArray(modelled, dims="row"))
             coefficient = {"k_prefill": np.where(agg, theta[:, 0], np.nan),
-                           "k_step": np.where(~agg & stated, 1.0 + theta[:, 0], np.nan),
+                           "k_step_one": np.where(agg, theta[:, 1], np.where(
+                               stated, theta[:, 0], np.nan)),
                            "k_inferred": np.where(~agg & ~stated, theta[:, 3], np.nan),
-                           "t_layer_ms": theta[:, 1],
+                           "t_layer_ms": np.where(agg, np.nan, theta[:, 1]),
                            "t_moe_layer_ms": np.where(agg, theta[:, 2], np.nan),
                            "k_slots": np.where(~agg & ~stated, theta[:, 2], np.nan),
                            "k_comm": np.where(agg, theta[:, 3], np.nan)}
@@ -327,9 +331,7 @@ def coefficients(table: xr.Dataset) -> list[dict]:
     for g in dict.fromkeys(groups[modelled].tolist()):
         tpot = dict(zip(gap.TPOT_COEFFICIENTS[modes[g]], (float(x) for x in fits["tpot"][g]),
                         strict=True))
-        if modes[g] == "disagg":
-            tpot["k_step"] += 1.0  # fitted as the excess over the floor, k_step − 1 ≥ 0
-        first = tpot.get("k_prefill", tpot.get("k_step", 0.0))
+        first = tpot.get("k_prefill", 0.0)
         out.append({"group": g, **tpot,
                     "fraction_of_roofline": float(1 / first) if first > 0 else None,
                     **dict(zip(gap.TTFT_COEFFICIENTS, (float(x) for x in fits["ttft"][g]),

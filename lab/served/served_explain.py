@@ -42,12 +42,14 @@ def row_steps(r: dict, _gpu=None) -> list[Step]:
             "Interleaved prefill term", f"k_prefill · P_step = {_x(r['tpot_k_prefill'])} · "
             f"{_ms(r['prefill_step_basis_ms'])} (B/osl prompts per step, each one request's "
             "ideal prefill)", _ms(r["tpot_term_prefill_ms"])))
-    elif r["batch_stated"]:
+    if r["mode"] == "agg" or r["batch_stated"]:
         steps.append(Step(
-            "Decode step term", f"(k_step − 1) · floor = ({_x(r['tpot_k_step'])} − 1) · "
-            f"{_ms(r['tpot_floor_ms'])} (no prefill interleaves; the listed decode pools hold "
-            "every client; k_step ≥ 1, never faster than the roofline)",
-            _ms(r["tpot_term_step_ms"])))
+            "Decode step term", f"k_step_one · step_one = {_x(r['tpot_k_step_one'])} · "
+            f"{_ms(r['step_one_ms'])} (the step beyond its floor, in ideal steps of one "
+            f"sequence per attention rank: {r['attention_dp']} sequence"
+            f"{'s' if r['attention_dp'] != 1 else ''}"
+            + ("; the listed decode pools hold every client" if r["mode"] != "agg" else "")
+            + ")", _ms(r["tpot_term_step_ms"])))
     else:
         steps.append(Step(
             "Decode step term", f"(k_inferred − 1) · floor = ({_x(r['tpot_k_inferred'])} − 1) · "
@@ -58,9 +60,10 @@ def row_steps(r: dict, _gpu=None) -> list[Step]:
             f"{_x(r['tpot_k_slots'])} · {_ms(r['slots_basis_ms'])} ({r['concurrency']:,} "
             f"clients, {r['decode_workers']} × {fmt_number(r['batch_floor'], 0)} slots listed: "
             "the clients beyond them take turns)", _ms(r["tpot_term_slots_ms"])))
-    steps.append(Step("Fixed time per layer", f"t_layer · L = {_ms(r['tpot_t_layer_ms'])} · "
-                      f"{fmt_number(r['layers'], 0)} layers (fitted on the other workloads)",
-                      _ms(r["tpot_term_fixed_ms"])))
+    if r["mode"] != "agg":
+        steps.append(Step("Fixed time per layer", f"t_layer · L = {_ms(r['tpot_t_layer_ms'])} · "
+                          f"{fmt_number(r['layers'], 0)} layers (fitted on the other "
+                          "workloads)", _ms(r["tpot_term_fixed_ms"])))
     if r["mode"] == "agg":
         steps.append(Step(
             "Fixed time per MoE layer", f"t_moe · L_moe = {_ms(r['tpot_t_moe_layer_ms'])} · "
@@ -70,8 +73,9 @@ def row_steps(r: dict, _gpu=None) -> list[Step]:
             "Collectives beyond their ideal", f"k_comm · comm = {_x(r['tpot_k_comm'])} · "
             f"{_ms(r['tpot_term_allreduce_ms'])}", _ms(r["tpot_term_collective_ms"])))
     steps += [
-        Step("TPOT predicted", "floor + communication (and its excess) + prefill or step (+ "
-             "clients beyond the slots) + per-layer (and per-MoE-layer) times", _ms(r["tpot_predicted_ms"])),
+        Step("TPOT predicted", "floor + communication (and its excess) + prefill + step beyond "
+             "the floor (+ clients beyond the slots) + per-layer or per-MoE-layer times",
+             _ms(r["tpot_predicted_ms"])),
         Step("TPOT residual", "measured − predicted", _ms(r["tpot_term_residual_ms"])),
         Step("TTFT floor", f"one prefill of isl = {r['isl']:,} tokens alone at tp "
              f"{r['prefill_tp']}: linear phase + causal attention pairs (§0, §8)",

@@ -88,6 +88,8 @@ FLOOR_UNITS = {
     "context_mid": ("mid-request context isl + osl/2", "tokens"),
     "fits_bf16_kv": ("the decode batch at isl + osl tokens fits in memory with a 2-byte KV cache", ""),
     "tpot_floor_ms": ("TPOT floor: one ideal decode step", "ms"),
+    "step_one_ms": ("one ideal decode step of one sequence per attention rank (the basis of "
+                    "the step's excess over its floor)", "ms"),
     "ttft_floor_ms": ("TTFT floor: one request's ideal prefill", "ms"),
     "kv_precision_floor": ("KV-cache precision the TPOT floor reads (fp8 when the batch does "
                            "not fit at 2 bytes)", ""),
@@ -226,6 +228,7 @@ def row_floors(model, gpu, precision: str, rows: list[dict]) -> dict:
     mid = inputs.with_(context=context)
     step = np.where(fits, layout_step_time(mid, dp),
                     layout_step_time(mid.with_(kv_precision="fp8"), dp))
+    step_one = one_sequence_step(inputs, dp, context)
     prefill = _prefill_compute(model, gpu, precision, prefill_tp, prefill_dp, isl, 1.0)
     ttft_floor = _prefill_time(model, gpu, precision, prefill_tp, prefill_dp, isl)
     # aggregated (one pool: prefill_tp = tp): B/osl prompts per decode step, each a prefill
@@ -237,7 +240,7 @@ def row_floors(model, gpu, precision: str, rows: list[dict]) -> dict:
     stated = batch_stated(col("concurrency"), col("decode_batch"), col("decode_workers"))
     slots = slots_excess(col("concurrency"), col("decode_workers"), batch, agg | stated)
     return {"tpot_floor_ms": step * 1e3, "ttft_floor_ms": ttft_floor * 1e3,
-            "chunk_basis_ms": chunks * (step + communication) * 1e3,
+            "step_one_ms": step_one * 1e3, "chunk_basis_ms": chunks * (step + communication) * 1e3,
             "moe_layers": np.full(len(rows), float(getattr(model, "moe_layers", 0) or 0)),
             "tpot_term_allreduce_ms": communication * 1e3,
             "prefill_step_basis_ms": interleaved * 1e3, "context_mid": context,
@@ -249,6 +252,20 @@ def row_floors(model, gpu, precision: str, rows: list[dict]) -> dict:
 
 _floors = row_floors
 """The former private name of :func:`row_floors` (kept for existing callers)."""
+
+
+def one_sequence_step(inputs: DecodeInputs, dp, context) -> np.ndarray:
+    """One ideal decode step of the worker with one sequence per attention rank (``dp``
+    sequences) at ``context`` tokens (s): the weights one token per rank touches and one
+    sequence's KV cache per rank, read at 2 bytes when that batch fits, else 1. The basis of
+    the decode step's excess over its floor (``k_step_one``, docs/model.md §11): what an engine
+    loses beyond the roofline scales with this latency-bound step, not with the batch's
+    extra KV reads and FLOPs."""
+    one = inputs.with_(batch=np.maximum(np.asarray(dp, dtype=np.int64), 1))
+    fits = np.asarray(memory_fit(one)["fits"], dtype=bool)
+    mid = one.with_(context=context)
+    return np.where(fits, layout_step_time(mid, dp),
+                    layout_step_time(mid.with_(kv_precision="fp8"), dp))
 
 
 def decode_batch(listed, concurrency, workers, room) -> np.ndarray:
@@ -313,7 +330,7 @@ def add_floors(table: xr.Dataset) -> xr.Dataset:
                                                                          strict=True)]
     out = {"model_id": np.full(n, "", dtype=object), "gpu": np.full(n, "", dtype=object),
            "precision": np.full(n, "", dtype=object), "reason": np.full(n, "", dtype=object)}
-    for name in ("tpot_floor_ms", "ttft_floor_ms", "tpot_term_allreduce_ms",
+    for name in ("tpot_floor_ms", "step_one_ms", "ttft_floor_ms", "tpot_term_allreduce_ms",
                  "prefill_step_basis_ms", "context_mid", "layers", "moe_layers",
                  "chunk_basis_ms", "slots_basis_ms", "batch_floor",
                  "_prefill_compute_ms"):

@@ -104,11 +104,17 @@ def test_a_dense_rows_floors_and_terms_by_hand(table):
     assert r["group"] == "vllm × h200 × agg"
     # the terms are the coefficients times their bases, and they add up
     assert r["tpot_term_prefill_ms"] == pytest.approx(r["tpot_k_prefill"] * basis * 1e3)
-    assert r["tpot_term_step_ms"] == 0 and np.isnan(r["tpot_k_step"])  # agg: no k_step
+    # the step beyond its floor, in steps of one sequence (attention DP 1): the weights read
+    # once and one sequence's KV cache at S tokens, 2 bytes a value
+    one = n_lin / tp / g.hbm_bw + max(s * 2 * m.layers * m.kv_heads * m.head_dim * 2 / tp
+                                      / g.hbm_bw,
+                                      4 * s * m.layers * m.heads * m.head_dim / tp / g.peak_bf16)
+    assert r["step_one_ms"] == pytest.approx(one * 1e3, rel=1e-9)
+    assert r["tpot_term_step_ms"] == pytest.approx(r["tpot_k_step_one"] * one * 1e3)
+    assert r["tpot_term_fixed_ms"] == 0 and np.isnan(r["tpot_t_layer_ms"])  # agg: no t_layer
     assert r["tpot_predicted_ms"] == pytest.approx(
         r["tpot_floor_ms"] + r["tpot_term_allreduce_ms"] + r["tpot_term_prefill_ms"]
-        + r["tpot_term_fixed_ms"] + r["tpot_term_moe_ms"] + r["tpot_term_collective_ms"])
-    assert r["tpot_term_fixed_ms"] == pytest.approx(r["tpot_t_layer_ms"] * m.layers)
+        + r["tpot_term_step_ms"] + r["tpot_term_moe_ms"] + r["tpot_term_collective_ms"])
     # a dense model: no MoE layer; the collectives cost (1 + k_comm) times their ideal
     assert r["moe_layers"] == 0 and r["tpot_term_moe_ms"] == 0
     assert r["tpot_term_collective_ms"] == pytest.approx(r["tpot_k_comm"] * allreduce * 1e3)
@@ -138,13 +144,12 @@ def test_the_coefficients_never_see_the_rows_own_workload(table):
 
     def tpot_fit(sub):
         base = sub["tpot_floor_ms"].values + sub["tpot_term_allreduce_ms"].values  # agg rows
-        layers = sub["layers"].values
-        columns = np.column_stack([sub["prefill_step_basis_ms"].values, layers,
+        columns = np.column_stack([sub["prefill_step_basis_ms"].values, sub["step_one_ms"].values,
                                    sub["moe_layers"].values, sub["tpot_term_allreduce_ms"].values])
         return gap.fit(base, columns, sub["tpot_measured_ms"].values)
 
     theta = tpot_fit(table.isel(row=np.flatnonzero(same)))
-    assert (r["tpot_k_prefill"], r["tpot_t_layer_ms"], r["tpot_t_moe_layer_ms"],
+    assert (r["tpot_k_prefill"], r["tpot_k_step_one"], r["tpot_t_moe_layer_ms"],
             r["tpot_k_comm"]) == pytest.approx(tuple(theta))
     assert r["tpot_fitted_on"] == int(same.sum())
     # fitting with the row's workload included would give other coefficients
@@ -156,7 +161,8 @@ def test_the_coefficients_never_see_the_rows_own_workload(table):
 def test_a_disaggregated_rows_step_term_and_its_group_by_hand(table):
     """TensorRT-LLM, DeepSeek-R1 FP8 on B200, disaggregated, 8192/1024 at concurrency 128: its
     4 decode workers of batch 32 hold every client (4 · 32 = 128), so the floor's batch is the
-    row's own; no prefill interleaves, the decode step's k_step is fitted instead."""
+    row's own; no prefill interleaves, the decode step's excess over its floor is fitted in
+    steps of one sequence per attention rank (k_step_one)."""
     from lab.served.served_floors import batch_stated
 
     r = _row(table, "dsr1_b200_trtllm_fp8_disagg_8192x1024_c128_cfg553")
@@ -164,14 +170,14 @@ def test_a_disaggregated_rows_step_term_and_its_group_by_hand(table):
     assert r["batch_stated"] and r["batch_floor"] == 32 and r["group"] == "trtllm × b200 × disagg"
     assert r["prefill_step_basis_ms"] == 0 and r["tpot_term_prefill_ms"] == 0
     assert np.isnan(r["tpot_k_prefill"])
-    # TPOT = k_step · floor + communication + t_layer · L, k_step ≥ 1; the term is
-    # (k_step − 1) · floor (a disaggregated group's third coefficient is k_slots, for the rows
-    # whose batch is inferred; 0 on this one)
-    assert r["tpot_k_step"] >= 1
-    assert r["tpot_term_step_ms"] == pytest.approx((r["tpot_k_step"] - 1) * r["tpot_floor_ms"])
+    # TPOT = floor + k_step_one · step_one + communication + t_layer · L, k_step_one ≥ 0 (a
+    # disaggregated group's third coefficient is k_slots, for the rows whose batch is
+    # inferred; 0 on this one)
+    assert r["tpot_k_step_one"] >= 0 and 0 < r["step_one_ms"] < r["tpot_floor_ms"]
+    assert r["tpot_term_step_ms"] == pytest.approx(r["tpot_k_step_one"] * r["step_one_ms"])
     assert r["tpot_predicted_ms"] == pytest.approx(
-        r["tpot_k_step"] * r["tpot_floor_ms"] + r["tpot_term_allreduce_ms"]
-        + r["tpot_t_layer_ms"] * 61)  # V3: 61 layers
+        r["tpot_floor_ms"] + r["tpot_k_step_one"] * r["step_one_ms"]
+        + r["tpot_term_allreduce_ms"] + r["tpot_t_layer_ms"] * 61)  # V3: 61 layers
     assert r["slots_basis_ms"] == 0 and r["tpot_term_slots_ms"] == 0
     assert np.isnan(r["tpot_t_moe_layer_ms"]) and np.isnan(r["tpot_k_slots"])
     # its coefficients: the group's other workloads, each run once, fitted by hand
@@ -183,11 +189,12 @@ def test_a_disaggregated_rows_step_term_and_its_group_by_hand(table):
     assert not stated.all()  # rows whose batch is inferred share the fit, with their k_inferred
     floor = sub["tpot_floor_ms"].values
     theta = gap.fit(sub["tpot_term_allreduce_ms"].values + np.where(stated, floor, 0),
-                    np.column_stack([np.where(stated, floor, 0), sub["layers"].values,
+                    np.column_stack([np.where(stated, sub["step_one_ms"].values, 0),
+                                     sub["layers"].values,
                                      sub["slots_basis_ms"].values,
                                      np.where(stated, 0, floor)]),
                     sub["tpot_measured_ms"].values)
-    assert (r["tpot_k_step"] - 1, r["tpot_t_layer_ms"]) == pytest.approx(tuple(theta[:2]))
+    assert (r["tpot_k_step_one"], r["tpot_t_layer_ms"]) == pytest.approx(tuple(theta[:2]))
     # a row whose listed pool (1 worker, batch 1) cannot hold its 4 clients: batch inferred
     # (c over one worker), in the same group, its floor's coefficient k_inferred
     q = _row(table, "2026_03_25_deepseek_r1_b200_sxm_trtllm_fp8_disagg_1024x1024_c4_tp8_0_ep8_0_387")
@@ -196,7 +203,7 @@ def test_a_disaggregated_rows_step_term_and_its_group_by_hand(table):
     assert q["tpot_term_step_ms"] == pytest.approx((q["tpot_k_inferred"] - 1)
                                                    * q["tpot_floor_ms"])
     assert q["tpot_term_slots_ms"] == pytest.approx(q["tpot_k_slots"] * q["slots_basis_ms"])
-    assert np.isnan(q["tpot_k_step"]) and np.isnan(r["tpot_k_inferred"])
+    assert np.isnan(q["tpot_k_step_one"]) and np.isnan(r["tpot_k_inferred"])
     assert batch_stated(np.array([128, 4, 64]), np.array([32, 1, 64]),
                         np.array([4, 1, 1])).tolist() == [True, False, True]
 
@@ -205,8 +212,9 @@ def test_at_most_four_coefficients_per_metric_engine_gpu_and_mode(table):
     """The issue's rule: rows of one engine × GPU × mode and left-out workload share one set of
     at most four TPOT coefficients and at most four TTFT ones, whether their decode batch is
     stated or inferred."""
-    ok = table["modelled"].values & np.isfinite(table["tpot_t_layer_ms"].values)
-    names = {"tpot": ("k_prefill", "k_step", "k_inferred", "t_layer_ms", "t_moe_layer_ms",
+    ok = table["modelled"].values & np.isfinite(table["tpot_fitted_on"].values) & (
+        table["tpot_fitted_on"].values > 0)
+    names = {"tpot": ("k_prefill", "k_step_one", "k_inferred", "t_layer_ms", "t_moe_layer_ms",
                       "k_comm", "k_slots"), "ttft": ("k_queue", "t_first_ms", "k_chunk", "k_queue_chunk")}
     for metric, coefficient_names in names.items():
         keys = np.array([f"{g}|{w}" for g, w in zip(table["group"].values[ok],

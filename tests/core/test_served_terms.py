@@ -39,27 +39,32 @@ def test_the_fit_sums_exactly_so_every_cpu_gets_the_same_bits():
 
 def test_the_tpot_design_by_hand():
     """Three rows: aggregated; disaggregated with its pools stated; with its batch inferred.
-    floor 2, comm 0.5, P_step 3, L 61, L_moe 58; the inferred row's slots basis 4 ms (its
-    clients three times the listed slots: (3 − 1) · 2 ms). A disaggregated row's third column
-    is the slots basis, an aggregated one's L_moe."""
+    floor 2, one-sequence step 0.4, comm 0.5, P_step 3, L 61, L_moe 58; the inferred row's
+    slots basis 4 ms (its clients three times the listed slots: (3 − 1) · 2 ms). An aggregated
+    row's second column is the one-sequence step, a disaggregated one's L; a disaggregated
+    row's third column is the slots basis, an aggregated one's L_moe."""
     floor, comm, basis = np.full(3, 2.0), np.full(3, 0.5), np.array([3.0, 0.0, 0.0])
-    layers, moe = np.full(3, 61.0), np.full(3, 58.0)
+    layers, moe, one = np.full(3, 61.0), np.full(3, 58.0), np.full(3, 0.4)
     d = gap.tpot_design(floor, comm, basis, layers, np.array([True, False, False]),
                         np.full(3, 9.0), moe_layers=moe, stated=np.array([True, True, False]),
-                        slots=np.array([0.0, 0.0, 4.0]))
+                        slots=np.array([0.0, 0.0, 4.0]), step_one=one)
     assert d.base.tolist() == [2.5, 2.5, 0.5]  # inferred: its floor is a fitted column
-    assert d.columns.tolist() == [[3.0, 61.0, 58.0, 0.5],    # P, L, L_moe, comm
-                                  [2.0, 61.0, 0.0, 0.0],     # (k_step − 1)·floor
+    assert d.columns.tolist() == [[3.0, 0.4, 58.0, 0.5],     # P, step_one, L_moe, comm
+                                  [0.4, 61.0, 0.0, 0.0],     # k_step_one·step_one, L
                                   [0.0, 61.0, 4.0, 2.0]]     # k_slots·slots, k_inferred·floor
-    # TPOT with k_prefill 0.5, t_layer 0.01, t_moe 0.02 ms, k_comm 0.8 / k_step 1.5 /
-    # k_slots 0.25, k_inf 0.8
-    assert d.base[0] + d.columns[0] @ [0.5, 0.01, 0.02, 0.8] == pytest.approx(
-        2 + 0.5 + 1.5 + 0.61 + 1.16 + 0.4)
-    assert d.base[1] + d.columns[1] @ [0.5, 0.01, 0.25, 0.0] == pytest.approx(
-        1.5 * 2 + 0.5 + 0.61)
+    # TPOT with k_prefill 0.5, k_step_one 2.5, t_moe 0.02 ms, k_comm 0.8 / k_step_one 1.5,
+    # t_layer 0.01 ms / k_slots 0.25, k_inf 0.8
+    assert d.base[0] + d.columns[0] @ [0.5, 2.5, 0.02, 0.8] == pytest.approx(
+        2 + 0.5 + 1.5 + 1.0 + 1.16 + 0.4)
+    assert d.base[1] + d.columns[1] @ [1.5, 0.01, 0.25, 0.0] == pytest.approx(
+        2 + 1.5 * 0.4 + 0.5 + 0.61)
     assert d.base[2] + d.columns[2] @ [0.0, 0.01, 0.25, 0.8] == pytest.approx(
         0.8 * 2 + 0.5 + 0.61 + 1.0)
     assert gap.TPOT_COEFFICIENTS["disagg"][2] == "k_slots"
+    assert gap.TPOT_COEFFICIENTS["agg"][1] == gap.TPOT_COEFFICIENTS["disagg"][0] == "k_step_one"
+    with pytest.raises(ValueError, match="step_one"):
+        gap.tpot_design(floor, comm, basis, layers, np.array([True, False, False]),
+                        np.full(3, 9.0), moe_layers=moe, stated=np.array([True, True, False]))
     # without the keywords: the two-coefficient design as before
     old = gap.tpot_design(floor, comm, basis, layers, np.array([True, False, False]),
                           np.full(3, 9.0))

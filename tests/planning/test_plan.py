@@ -324,7 +324,7 @@ def test_strict_band_errors_never_see_the_held_out_workload(table):
 
 def test_a_disaggregated_configuration_lists_its_decode_pools(table):
     """The planner's disaggregated rows list ⌈c / D⌉ sequences per decode worker, so
-    experiment 11 reads their batch as stated (k_step), exactly as a measured row that lists
+    experiment 11 reads their batch as stated (k_step_one), exactly as a measured row that lists
     the same pools is predicted."""
     from lab.plan.plan_space import Layout, decode_share
     from lab.served.served_floors import batch_stated
