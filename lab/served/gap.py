@@ -6,7 +6,7 @@ Named terms, each a formula on the row (milliseconds)::
                    + t_moe · L_moe + k_comm · comm                             (+ residual)
     disagg: TPOT = floor + comm + k_step_one · step_one  [pools stated]
                  | comm + k_inferred · floor             [batch inferred]
-                   + k_slots · (c / (w · B) − 1)⁺ · floor  [batch inferred]
+                   + k_slots · ln⁺(c / (w · B)) · floor   [batch inferred]
                    + t_layer · L                                               (+ residual)
     TTFT = floor + k_queue · (c − 1)/2 · floor / workers + t_first
            + k_chunk · ⌈isl / chunk⌉ · (TPOT floor + comm)   [agg]
@@ -38,9 +38,9 @@ Named terms, each a formula on the row (milliseconds)::
   kind; on disaggregated rows, nearly all DeepSeek, ``L_moe`` and ``L`` are one column);
 - ``k_slots`` ≥ 0 (disaggregated rows whose batch is inferred): when the ``c`` clients
   outnumber the sequences the listed decode pools hold (``w`` workers of ``B``, capped at what
-  fits), they take turns, each waiting ``c / (w · B) − 1`` further steps of the capped batch
-  per token (:mod:`lab.served.served_floors`' slots basis); ``k_slots`` is the share of that
-  wait the measured runs show (below 1 when the pools that ran held more than listed);
+  fits), they take turns: ``ln(c / (w · B))`` further steps of the capped batch per token, one
+  per e-fold of clients beyond the slots (:mod:`lab.served.served_floors`' slots basis);
+  ``k_slots`` is the steps the measured runs show per e-fold;
 - ``k_comm`` ≥ 0 (aggregated): the collectives' time beyond their bandwidth-ideal ``comm``
   (small latency-bound messages, the all-reduce's kernel below link speed), so they cost
   ``(1 + k_comm) · comm``, never less than ideal;
@@ -193,7 +193,7 @@ def tpot_design(floor, communication, prefill_basis, layers, agg, measured, *,
     module docstring (aggregated rows' fourth column: the communication itself): a stated
     disaggregated row keeps its floor in the fixed part (``k_step − 1 ≥ 0``, never faster than
     the roofline), an inferred one's floor is the fourth column. The third column is ``L_moe``
-    on aggregated rows and ``slots`` on disaggregated ones (ms: ``(c / (w · B) − 1)⁺ · floor``
+    on aggregated rows and ``slots`` on disaggregated ones (ms: ``ln⁺(c / (w · B)) · floor``
     on rows whose batch is inferred, 0 elsewhere; None: 0). ``fit_on``: the rows a fit may use
     (:attr:`Design.fit_on`)."""
     agg = np.asarray(agg, dtype=bool)

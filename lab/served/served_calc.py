@@ -35,7 +35,7 @@ TERM_NAMES = {
     ("tpot", "step"): "step beyond the floor, k_step_one · one-sequence step",
     ("tpot", "fixed"): "fixed time per layer × layers",
     ("tpot", "moe"): "fixed time per MoE layer × MoE layers",
-    ("tpot", "slots"): "clients beyond the decode slots, k_slots · (c/(w·B) − 1) · floor",
+    ("tpot", "slots"): "clients beyond the decode slots, k_slots · ln(c/(w·B)) · floor",
     ("tpot", "collective"): "collectives beyond their ideal, k_comm · comm",
     ("tpot", "residual"): "residual (unexplained)",
     ("ttft", "queue"): "queue behind (c − 1)/2 prefills",

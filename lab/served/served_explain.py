@@ -56,10 +56,10 @@ def row_steps(r: dict, _gpu=None) -> list[Step]:
             f"{_ms(r['tpot_floor_ms'])} (no prefill interleaves; the batch per decode worker is "
             "inferred from the concurrency, an upper bound)", _ms(r["tpot_term_step_ms"])))
         steps.append(Step(
-            "Clients beyond the decode slots", f"k_slots · (c / (w · B) − 1) · floor = "
+            "Clients beyond the decode slots", f"k_slots · ln⁺(c / (w · B)) · floor = "
             f"{_x(r['tpot_k_slots'])} · {_ms(r['slots_basis_ms'])} ({r['concurrency']:,} "
             f"clients, {r['decode_workers']} × {fmt_number(r['batch_floor'], 0)} slots listed: "
-            "the clients beyond them take turns)", _ms(r["tpot_term_slots_ms"])))
+            "the clients beyond them take turns, a step per e-fold)", _ms(r["tpot_term_slots_ms"])))
     if r["mode"] != "agg":
         steps.append(Step("Fixed time per layer", f"t_layer · L = {_ms(r['tpot_t_layer_ms'])} · "
                           f"{fmt_number(r['layers'], 0)} layers (fitted on the other "

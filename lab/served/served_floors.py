@@ -21,8 +21,8 @@ Nothing here is a new formula: every time comes from :mod:`lab.models` (docs/mod
   (TPOT floor + communication), the steps a chunked prompt rides before its first token;
 - the slots basis (disaggregated, batch inferred): when the clients outnumber the sequences
   the listed decode pools hold (``c > workers · B``, ``B`` capped at what fits), they take
-  turns, each waiting ``c / (workers · B) − 1`` further steps of the capped batch per token:
-  ``(c / (workers · B) − 1) · TPOT floor``, 0 when every client has a slot.
+  turns: ``ln(c / (workers · B)) · TPOT floor``, a further step of the capped batch per token
+  for each e-fold of clients beyond the slots, 0 when every client has a slot.
 
 A row the lab cannot model exactly keeps NaN floors and a ``reason``; nothing is guessed.
 """
@@ -98,8 +98,8 @@ FLOOR_UNITS = {
                    "layers"),
     "chunk_basis_ms": ("⌈isl / chunk⌉ decode steps of the running batch (TPOT floor + "
                        "communication) a chunked prompt rides (agg; 0 disagg)", "ms"),
-    "slots_basis_ms": ("(c / (workers · B) − 1) · TPOT floor: the further steps a client waits "
-                       "when more clients than the listed decode pools' slots share them "
+    "slots_basis_ms": ("ln(c / (workers · B)) · TPOT floor: a further step per e-fold of "
+                       "clients beyond the listed decode pools' slots, who take turns "
                        "(disagg, batch inferred; else 0)", "ms"),
     "batch_floor": ("decode batch the floors use: one decode worker's sequences in steady "
                     "state", "sequences"),
@@ -279,11 +279,14 @@ def decode_batch(listed, concurrency, workers, room) -> np.ndarray:
 
 def slots_excess(concurrency, workers, batch, stated) -> np.ndarray:
     """Further decode steps a client waits per token (dimensionless) when the clients outnumber
-    the listed decode pools' slots: ``max(0, c / (workers · B) − 1)``, ``B`` the batch per decode
-    worker (sequences, capped at what fits, :func:`decode_batch`); 0 where ``stated`` (agg, or
-    the listed pools hold every client)."""
+    the listed decode pools' slots: ``ln(c / (workers · B))`` where ``c > workers · B`` (one
+    step per e-fold of oversubscription), else 0; ``B`` the batch per decode worker
+    (sequences, capped at what fits, :func:`decode_batch`); 0 where ``stated`` (agg, or the
+    listed pools hold every client). Logarithmic, not ``c / (workers · B) − 1`` (a closed
+    loop's full turn-taking): the pools that ran grew with the clients, and the linear wait
+    let rows listing one slot for 15,000 clients pull ``k_slots`` to 0 (docs/model.md §11)."""
     held = np.asarray(workers, dtype=float) * np.maximum(np.asarray(batch, dtype=float), 1.0)
-    excess = np.maximum(np.asarray(concurrency, dtype=float) / held - 1.0, 0.0)
+    excess = np.log(np.maximum(np.asarray(concurrency, dtype=float) / held, 1.0))
     return np.where(np.asarray(stated, dtype=bool), 0.0, excess)
 
 

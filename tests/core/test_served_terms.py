@@ -72,19 +72,21 @@ def test_the_tpot_design_by_hand():
 
 
 def test_the_slots_basis_by_hand():
-    """1,200 clients on one listed decode worker whose memory holds 400 sequences: the clients
-    take turns, each waiting 1,200 / 400 − 1 = 2 further steps of the capped batch per token;
-    at a 20 ms floor the basis is 40 ms (with k_slots 0.3: 12 ms). 300 clients fit the slots:
-    0; a row whose listed pools hold its clients (stated) or an aggregated one: 0."""
+    """1,200 clients on one listed decode worker whose memory holds 400 sequences: three times
+    the slots, so the clients take turns, a further step of the capped batch per e-fold, ln 3 =
+    1.0986 steps per token; at a 20 ms floor the basis is 21.97 ms (with k_slots 0.3: 6.59 ms).
+    300 clients fit the slots: 0; a row whose listed pools hold its clients (stated) or an
+    aggregated one: 0."""
     from lab.served.served_floors import slots_excess
 
     excess = slots_excess(np.array([1200, 300, 1200]), np.array([1, 1, 1]),
                           np.array([400, 300, 400]), np.array([False, False, True]))
-    assert excess.tolist() == [2.0, 0.0, 0.0]
-    assert excess[0] * 20.0 == 40.0 and 0.3 * excess[0] * 20.0 == pytest.approx(12.0)
-    # two workers of 400 hold 800 of 1,200 clients: 0.5 further steps
+    assert excess.tolist() == [math.log(3.0), 0.0, 0.0]
+    assert excess[0] * 20.0 == pytest.approx(21.972245773)
+    assert 0.3 * excess[0] * 20.0 == pytest.approx(6.591673732)
+    # two workers of 400 hold 800 of 1,200 clients: ln 1.5 = 0.405 further steps
     assert slots_excess(np.array([1200]), np.array([2]), np.array([400]),
-                        np.array([False])).tolist() == [0.5]
+                        np.array([False])).tolist() == [math.log(1.5)]
 
 
 def test_the_ttft_chunk_term_by_hand():
