@@ -155,7 +155,7 @@ def config_row(engine: str, model: str, gpu: str, mode: str, layout: Layout, pre
         "moe_quant": "", "isl": int(isl), "osl": int(osl), "concurrency": int(concurrency),
         "tp": layout.tp, "pp": 1, "attention_dp": layout.dp, "moe_ep": layout.ep,
         # agg: the one worker holds every client; disagg: the decode pools listed, each
-        # worker holding its share ⌈c / D⌉ (so experiment 11 reads the batch as stated, k_step)
+        # worker holding its share ⌈c / D⌉ (so experiment 11 reads the batch as stated, k_step_one)
         "decode_batch": int(concurrency) if mode == "agg" else decode_share(concurrency, d),
         "decode_workers": d, "prefill_tp": layout.tp, "prefill_pp": 1,
         "prefill_attention_dp": layout.dp, "prefill_moe_ep": layout.ep, "prefill_workers": p,

@@ -188,14 +188,17 @@ def tpot_design(floor, communication, prefill_basis, layers, agg, measured, *,
 
     Without the keyword arguments, the two-coefficient design: aggregated rows TPOT = floor +
     communication + k_prefill · P_step + t_layer · L, disaggregated rows k_step · floor +
-    communication + t_layer · L. With ``moe_layers`` (``L_moe`` per row) and ``stated`` (the
-    disaggregated row's listed pools hold every client), the four-coefficient design of the
-    module docstring (aggregated rows' fourth column: the communication itself): a stated
-    disaggregated row keeps its floor in the fixed part (``k_step − 1 ≥ 0``, never faster than
-    the roofline), an inferred one's floor is the fourth column. The third column is ``L_moe``
-    on aggregated rows and ``slots`` on disaggregated ones (ms: ``ln⁺(c / (w · B)) · floor``
-    on rows whose batch is inferred, 0 elsewhere; None: 0). ``fit_on``: the rows a fit may use
-    (:attr:`Design.fit_on`)."""
+    communication + t_layer · L. With ``moe_layers`` (``L_moe`` per row), ``stated`` (the
+    disaggregated row's listed pools hold every client) and ``step_one`` (ms, the ideal step
+    of one sequence per attention rank; required there), the four-coefficient design of the
+    module docstring: aggregated and stated disaggregated rows keep their floor in the fixed
+    part and fit the step's excess on ``step_one`` (aggregated: the second column;
+    disaggregated: the first), never a step faster than the roofline; an inferred row's floor
+    is the fourth column. The second column is ``step_one`` on aggregated rows and ``layers``
+    on disaggregated ones; the third ``L_moe`` on aggregated rows and ``slots`` on
+    disaggregated ones (ms: ``ln⁺(c / (w · B)) · floor`` on rows whose batch is inferred, 0
+    elsewhere; None: 0); the fourth the communication itself on aggregated rows.
+    ``fit_on``: the rows a fit may use (:attr:`Design.fit_on`)."""
     agg = np.asarray(agg, dtype=bool)
     if moe_layers is None and stated is None:
         return Design(np.where(agg, floor + communication, communication),
