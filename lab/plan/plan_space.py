@@ -41,7 +41,8 @@ ENGINES = ("trtllm", "vllm", "sglang", "ideal")
 """Engines a plan predicts; ``ideal`` is the lab's floor."""
 IDEAL = "ideal"
 FLOOR_NAMES = ("tpot_floor_ms", "ttft_floor_ms", "tpot_term_allreduce_ms",
-               "prefill_step_basis_ms", "layers", "batch_floor", "batch_stated")
+               "prefill_step_basis_ms", "layers", "batch_floor", "batch_stated", "step_one_ms",
+               "queue_prefill_ms")
 """Floor variables every plan carries (NaN where the configuration is refused)."""
 MODES = ("agg", "disagg")
 PRECISIONS = ("bf16", "fp8", "nvfp4")

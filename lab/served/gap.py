@@ -233,12 +233,14 @@ def queue_chunk_basis(chunk_basis, concurrency):
 
 
 def ttft_design(floor, concurrency, prefill_workers, measured, *, chunk_basis=None,
-                queued_chunks: bool = False, fit_on=None) -> Design:
+                queued_chunks: bool = False, fit_on=None, queue_floor=None) -> Design:
     """TTFT = floor + k_queue · queue + t_first (+ k_chunk · chunk_basis when given:
     ``⌈isl/chunk⌉`` decode steps of the running batch, aggregated rows, 0 disaggregated;
     + k_queue_chunk · :func:`queue_chunk_basis` when ``queued_chunks``). ``fit_on``: the rows
-    a fit may use (:attr:`Design.fit_on`)."""
-    columns = [queue_basis(floor, concurrency, prefill_workers), np.ones_like(floor)]
+    a fit may use (:attr:`Design.fit_on`). ``queue_floor`` (ms): one queued prompt's ideal
+    prefill, the queue's basis (None: ``floor``)."""
+    queued = floor if queue_floor is None else np.asarray(queue_floor, dtype=float)
+    columns = [queue_basis(queued, concurrency, prefill_workers), np.ones_like(floor)]
     if chunk_basis is not None:
         columns.append(np.asarray(chunk_basis, dtype=float))
         if queued_chunks:

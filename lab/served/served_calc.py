@@ -87,7 +87,7 @@ def term_designs(table: xr.Dataset) -> dict[str, gap.Design]:
     v = {k: np.nan_to_num(np.asarray(table[k].values, dtype=float)) for k in (
         "tpot_floor_ms", "tpot_term_allreduce_ms", "prefill_step_basis_ms", "ttft_floor_ms",
         "concurrency", "prefill_workers", "tpot_measured_ms", "ttft_measured_ms", "layers",
-        "moe_layers", "chunk_basis_ms", "slots_basis_ms", "step_one_ms")}
+        "moe_layers", "chunk_basis_ms", "slots_basis_ms", "step_one_ms", "queue_prefill_ms")}
     agg = np.asarray(table["mode"].values).astype(str) == "agg"
     stated = np.asarray(table["batch_stated"].values, dtype=bool)
     fit_on = fit_rows(v["tpot_measured_ms"], v["tpot_floor_ms"], stated)
@@ -99,7 +99,7 @@ def term_designs(table: xr.Dataset) -> dict[str, gap.Design]:
             "ttft": gap.ttft_design(v["ttft_floor_ms"], v["concurrency"],
                                     v["prefill_workers"], v["ttft_measured_ms"],
                                     chunk_basis=v["chunk_basis_ms"], queued_chunks=True,
-                                    fit_on=fit_on)}
+                                    fit_on=fit_on, queue_floor=v["queue_prefill_ms"])}
 
 
 def fit_rows(tpot_measured_ms, tpot_floor_ms, stated) -> np.ndarray:

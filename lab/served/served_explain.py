@@ -78,11 +78,13 @@ def row_steps(r: dict, _gpu=None) -> list[Step]:
              _ms(r["tpot_predicted_ms"])),
         Step("TPOT residual", "measured − predicted", _ms(r["tpot_term_residual_ms"])),
         Step("TTFT floor", f"one prefill of isl = {r['isl']:,} tokens alone at tp "
-             f"{r['prefill_tp']}: linear phase + causal attention pairs (§0, §8)",
+             f"{r['prefill_tp']}: linear phase + causal attention pairs, on its own attention-DP "
+             "rank (§0, §8)",
              _ms(r["ttft_floor_ms"])),
-        Step("Queue term", f"k_queue · (c − 1)/2 · floor / workers = {_x(r['ttft_k_queue'])} · "
-             f"({r['concurrency']:,} − 1)/2 · {_ms(r['ttft_floor_ms'])} / {r['prefill_workers']}",
-             _ms(r["ttft_term_queue_ms"])),
+        Step("Queue term", f"k_queue · (c − 1)/2 · prefill / workers = {_x(r['ttft_k_queue'])} · "
+             f"({r['concurrency']:,} − 1)/2 · {_ms(r['queue_prefill_ms'])} / "
+             f"{r['prefill_workers']} (a queued prompt's ideal prefill, its attention spread "
+             "over the attention-DP ranks)", _ms(r["ttft_term_queue_ms"])),
         Step("Fixed time to first token", "t_first (fitted on the other workloads)",
              _ms(r["ttft_term_fixed_ms"])),
     ]

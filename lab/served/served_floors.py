@@ -90,7 +90,10 @@ FLOOR_UNITS = {
     "tpot_floor_ms": ("TPOT floor: one ideal decode step", "ms"),
     "step_one_ms": ("one ideal decode step of one sequence per attention rank (the basis of "
                     "the step's excess over its floor)", "ms"),
-    "ttft_floor_ms": ("TTFT floor: one request's ideal prefill", "ms"),
+    "ttft_floor_ms": ("TTFT floor: one request's ideal prefill (its attention on one "
+                      "attention-DP rank)", "ms"),
+    "queue_prefill_ms": ("one queued prompt's ideal prefill, its attention spread over the "
+                         "attention-DP ranks (the queue's basis)", "ms"),
     "kv_precision_floor": ("KV-cache precision the TPOT floor reads (fp8 when the batch does "
                            "not fit at 2 bytes)", ""),
     "layers": ("the model's layers (the per-layer fixed time's basis)", "layers"),
@@ -230,17 +233,21 @@ def row_floors(model, gpu, precision: str, rows: list[dict]) -> dict:
                     layout_step_time(mid.with_(kv_precision="fp8"), dp))
     step_one = one_sequence_step(inputs, dp, context)
     prefill = _prefill_compute(model, gpu, precision, prefill_tp, prefill_dp, isl, 1.0)
-    ttft_floor = _prefill_time(model, gpu, precision, prefill_tp, prefill_dp, isl)
+    # one request alone: its attention runs on the one attention-DP rank that holds it; the
+    # prompts queued or interleaved spread over the ranks
+    ttft_floor = _prefill_time(model, gpu, precision, prefill_tp, prefill_dp, isl, own_rank=True)
+    queue_prefill = _prefill_time(model, gpu, precision, prefill_tp, prefill_dp, isl)
     # aggregated (one pool: prefill_tp = tp): B/osl prompts per decode step, each a prefill
     # pass of its own that reads the weights it touches, as one request's ideal prefill
-    interleaved = np.where(agg, batch / osl * ttft_floor, 0.0)
+    interleaved = np.where(agg, batch / osl * queue_prefill, 0.0)
     communication = (layout_allreduce_time(model, gpu, batch, tp, dp)
                      + layout_all_to_all_time(model, gpu, batch, tp, dp, moe_ep))
     chunks = np.where(agg, np.ceil(isl / PREFILL_CHUNK), 0.0)
     stated = batch_stated(col("concurrency"), col("decode_batch"), col("decode_workers"))
     slots = slots_excess(col("concurrency"), col("decode_workers"), batch, agg | stated)
     return {"tpot_floor_ms": step * 1e3, "ttft_floor_ms": ttft_floor * 1e3,
-            "step_one_ms": step_one * 1e3, "chunk_basis_ms": chunks * (step + communication) * 1e3,
+            "step_one_ms": step_one * 1e3, "queue_prefill_ms": queue_prefill * 1e3,
+            "chunk_basis_ms": chunks * (step + communication) * 1e3,
             "moe_layers": np.full(len(rows), float(getattr(model, "moe_layers", 0) or 0)),
             "tpot_term_allreduce_ms": communication * 1e3,
             "prefill_step_basis_ms": interleaved * 1e3, "context_mid": context,
@@ -305,14 +312,19 @@ def _pairs(model, isl) -> np.ndarray:
     return layer_pairs(model, isl) / model.layers
 
 
-def _prefill_time(model, gpu, precision: str, tp, dp, isl) -> np.ndarray:
-    """One request's ideal prefill (s): the linear phase over ``isl`` tokens plus the compute
-    of its attention pairs, on a ``tp · dp`` layout (its work spread over every GPU)."""
+def _prefill_time(model, gpu, precision: str, tp, dp, isl,
+                  own_rank: bool = False) -> np.ndarray:
+    """A prompt's ideal prefill (s): the linear phase over ``isl`` tokens on a ``tp · dp``
+    layout plus the compute of its attention pairs — on the one attention-DP rank (``tp``
+    GPUs) that holds the request when ``own_rank`` (one request alone: its attention cannot
+    spread over the other ranks), else spread over every rank (prompts queued or interleaved,
+    one per rank)."""
     ep = dp if np.any(dp > 1) else 1
+    ranks = 1 if own_rank else dp
     return (linear_phase(model, gpu, tp=tp, precision=precision, batch=isl,
                          ep=ep)["linear_time_s"]
             + attention_phase(model, gpu, tp=tp,
-                              kv_tokens=_pairs(model, isl) / dp)["attention_compute_time_s"])
+                              kv_tokens=_pairs(model, isl) / ranks)["attention_compute_time_s"])
 
 
 def _prefill_compute(model, gpu, precision: str, tp, dp, isl, prompts) -> np.ndarray:
@@ -333,7 +345,8 @@ def add_floors(table: xr.Dataset) -> xr.Dataset:
                                                                          strict=True)]
     out = {"model_id": np.full(n, "", dtype=object), "gpu": np.full(n, "", dtype=object),
            "precision": np.full(n, "", dtype=object), "reason": np.full(n, "", dtype=object)}
-    for name in ("tpot_floor_ms", "step_one_ms", "ttft_floor_ms", "tpot_term_allreduce_ms",
+    for name in ("tpot_floor_ms", "step_one_ms", "ttft_floor_ms", "queue_prefill_ms",
+                 "tpot_term_allreduce_ms",
                  "prefill_step_basis_ms", "context_mid", "layers", "moe_layers",
                  "chunk_basis_ms", "slots_basis_ms", "batch_floor",
                  "_prefill_compute_ms"):

@@ -188,3 +188,25 @@ def test_a_copy_lends_its_listed_pools():
     assert (out[1]["tp"], out[1]["attention_dp"], out[1]["moe_ep"], out[1]["decode_batch"],
             out[1]["layout_from"]) == (1, 32, 32, 2048, "listed")
     assert out[2] == other  # another run (its TPOT differs): its own layout, inferred
+
+
+def test_one_requests_prefill_attention_stays_on_its_own_rank():
+    """DeepSeek-V3 on GB200, a prefill worker of tp 1 × attention DP 8, a 1,024-token prompt.
+    One request alone (the TTFT floor) computes all its causal attention pairs on the one rank
+    that holds it; a queued prompt (the queue's basis) is one of eight spread over the ranks, a
+    rank's share of the pairs 1/8. The linear phase is the same in both, so the floor exceeds
+    the queue's basis by 7/8 of the whole attention compute; at attention DP 1 they are one."""
+    from lab.catalog import get_gpu, get_model
+    from lab.models.decode_step import attention_phase
+    from lab.served.served_floors import _pairs, _prefill_time
+
+    model, gpu, isl = get_model("deepseek-v3"), get_gpu("gb200"), np.array([1024])
+    tp, dp = np.array([1]), np.array([8])
+    own = _prefill_time(model, gpu, "fp8", tp, dp, isl, own_rank=True)
+    spread = _prefill_time(model, gpu, "fp8", tp, dp, isl)
+    whole = attention_phase(model, gpu, tp=tp,
+                            kv_tokens=_pairs(model, isl))["attention_compute_time_s"]
+    assert own[0] - spread[0] == pytest.approx(whole[0] * 7 / 8, rel=1e-9)
+    one = np.array([1])
+    assert _prefill_time(model, gpu, "fp8", tp, one, isl, own_rank=True)[0] == \
+        _prefill_time(model, gpu, "fp8", tp, one, isl)[0]
