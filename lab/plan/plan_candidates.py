@@ -2,9 +2,9 @@
 
 The columns are experiment 11's (:mod:`lab.served.served_loader`); ``silicon_ttft_ms`` and
 ``silicon_tpot_ms`` may be absent or empty (a configuration not run yet). Such a file is read by
-experiment 11's own loader — every check and sentence its own — with a placeholder time where
-none is given, which is then set back to NaN: a candidate without a measurement is ranked, never
-compared with one.
+experiment 11's own loader — every check its own, its sentences naming the file a candidates
+file — with a placeholder time where none is given, which is then set back to NaN: a candidate
+without a measurement is ranked, never compared with one.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from lab.errors import LabInputError
 from lab.served.served_loader import FILE, parse_served
 
 MEASURED = ("silicon_ttft_ms", "silicon_tpot_ms")
@@ -57,9 +58,28 @@ def _filled(text: str) -> tuple[str, list[str]] | None:
     return buffer.getvalue(), missing
 
 
+FILE_WORDS = (f"{FILE.what} ", "Candidates ")
+"""How experiment 11's loader begins a sentence on the file it reads ("Serving file …",
+"Serving path …"), and how a candidates file's begins."""
+
+
+def _as_candidates(error: LabInputError) -> LabInputError:
+    """``error``'s sentence naming the file a candidates file (the loader says "Serving file")."""
+    message = str(error)
+    old, new = FILE_WORDS
+    return type(error)(new + message[len(old):] if message.startswith(old) else message)
+
+
 def parse_candidates(data: bytes, name: str = "candidates.csv") -> xr.Dataset:
     """A candidates file given as bytes as experiment 11's table (measurements NaN where the
-    file gives none); a bad file is experiment 11's one sentence."""
+    file gives none); a bad file is experiment 11's one sentence, naming it a candidates file."""
+    try:
+        return _parse_candidates(data, name)
+    except LabInputError as error:
+        raise _as_candidates(error) from None
+
+
+def _parse_candidates(data: bytes, name: str) -> xr.Dataset:
     text = FILE.text(data, name)  # the loader's own checks of size, encoding and NUL bytes
     filled = _filled(text)
     if filled is None:
@@ -76,5 +96,8 @@ def parse_candidates(data: bytes, name: str = "candidates.csv") -> xr.Dataset:
 
 def read_candidates(path: str | Path) -> xr.Dataset:
     """A candidates file on this machine (``--candidates FILE``)."""
-    data, name = FILE.read_path(path)
+    try:
+        data, name = FILE.read_path(path)
+    except LabInputError as error:
+        raise _as_candidates(error) from None
     return parse_candidates(data, name)

@@ -234,6 +234,13 @@ def test_a_hostile_candidates_file_is_one_sentence(tmp_path, content, sentence):
     code, out, err = _cli("plan", "--candidates", str(path))
     assert code == 2 and out == ""
     assert sentence in err and err.count("\n") == 1
+    assert err.startswith("inference-lab: error: Candidates file ") and "Serving" not in err
+
+
+def test_a_candidates_path_that_is_a_folder_is_named_a_candidates_path(tmp_path):
+    code, out, err = _cli("plan", "--candidates", str(tmp_path))
+    assert code == 2 and out == ""
+    assert err.startswith("inference-lab: error: Candidates path ") and "directory" in err
 
 
 def test_the_regret_study_runs_per_engine_and_mode():
