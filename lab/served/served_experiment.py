@@ -166,10 +166,10 @@ class FromFloorToServed(TableExperiment):
         r = self.result
         return (f"Over the {r['modelled_shown']:,} modelled rows shown, measured TPOT is a median "
                 f"{fmt_number(r['median_tpot_ratio'], 2)}× the ideal decode step: the prefill "
-                "work an aggregated engine interleaves into its decode steps (a disaggregated "
-                "decode step's time beyond its roofline), the all-reduces and all-to-all, and a "
-                "fixed time per layer of each step explain most of the gap; the rest is the "
-                "residual, shown as such.")
+                "work an aggregated engine interleaves into its decode steps, the step's time "
+                "beyond its roofline (in steps of one sequence per attention rank), the "
+                "all-reduces and all-to-all, and fixed times per layer explain most of the gap; "
+                "the rest is the residual, shown as such.")
 
     def chart_data(self) -> xr.Dataset:
         """Every modelled row the filters keep, with measured, predicted and each term."""
