@@ -71,7 +71,10 @@ the notes say where a vendor's label is really GiB and what the device reports).
 memory bandwidth, TB/s (10¹² B/s). *BF16*, *FP8*: dense peaks (no 2:4 structured sparsity),
 TFLOPS (10¹² FLOP/s); "—" means the part has no FP8, so `fp8` is invalid on it. *link*:
 interconnect bandwidth per device, GB/s, bidirectional as vendors quote it (the all-reduce
-extension of experiment 3 uses half of it per direction).
+extension of experiment 3 uses half of it per direction). *domain · network*: GPUs one NVLink
+domain joins and the scale-out bandwidth per GPU, GB/s per direction, that the all-to-all between
+expert groups on different domains uses ("—": not catalogued; the all-to-all then stays on the
+link).
 
 **Model columns** (Hugging Face `config.json` names in parentheses). *d*: hidden size
 (`hidden_size`); *L*: decoder layers (`num_hidden_layers`); *H*: query heads
@@ -109,13 +112,20 @@ def _levels(source: str) -> str:
     return ", ".join(level.replace("*", "\\*") for level in evidence_levels(source)) or "—"
 
 
+def _scale_out(g: GPUSpec) -> str:
+    """The NVLink domain's GPUs and the network's GB/s per direction, or "—"."""
+    if math.isnan(g.scale_up_gpus) or math.isnan(g.network_bw):
+        return "—"
+    return f"{g.scale_up_gpus:,.0f} · {_figure(g.network_bw, GB_PER_S)}"
+
+
 def gpu_section(gpus: dict[str, GPUSpec]) -> str:
     """The GPU table and, per GPU, its source and notes."""
     lines = [
         "## GPUs", "",
         "| id | name | memory (GB) | HBM (TB/s) | BF16 (TFLOPS) | FP8 (TFLOPS) | FP4 (TFLOPS) "
-        "| link (GB/s) | evidence | checked |",
-        "|---|---|--:|--:|--:|--:|--:|--:|---|---|",
+        "| link (GB/s) | domain · network (GB/s) | evidence | checked |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|---|---|",
     ]
     for g in gpus.values():
         link = _figure(g.interconnect_bw, GB_PER_S)
@@ -125,7 +135,7 @@ def gpu_section(gpus: dict[str, GPUSpec]) -> str:
             f"| `{g.id}` | {_escape(g.name)} | {_figure(g.capacity_bytes, GB)} | "
             f"{_figure(g.hbm_bw, TB_PER_S)} | {_figure(g.peak_bf16, TFLOPS)} | "
             f"{_figure(g.peak_fp8, TFLOPS)} | {_figure(g.peak_fp4, TFLOPS)} | {link} | "
-            f"{_levels(g.source)} | {g.checked} |")
+            f"{_scale_out(g)} | {_levels(g.source)} | {g.checked} |")
     lines += ["", "### GPU sources and notes", ""]
     for g in gpus.values():
         lines.append(f"- **`{g.id}`** — {_escape(g.source)}")

@@ -100,6 +100,8 @@ GPU_FIELD_LIMITS = {
     "fp8_tflops": (1e-3, 1e7, "TFLOPS"),
     "fp4_tflops": (1e-3, 1e7, "TFLOPS"),
     "interconnect_gbps": (1e-3, 1e7, "GB/s"),
+    "scale_up_gpus": (1, 1e5, "GPUs"),
+    "network_gbps": (1e-3, 1e7, "GB/s"),
 }
 """Accepted range ``(low, high, unit)`` of each figure of a GPU."""
 

@@ -91,6 +91,12 @@ class GPUSpec:
         Interconnect bandwidth per device as the vendor quotes it (bidirectional), bytes/s.
     peak_fp4 : float
         Dense FP4 peak (MXFP4 and NVFP4 weights), FLOP/s; NaN when the part has no FP4.
+    scale_up_gpus : float
+        GPUs one NVLink domain joins (an HGX/DGX node 8, an NVL72 rack 72); NaN when not
+        catalogued.
+    network_bw : float
+        Scale-out bandwidth per GPU, per direction, bytes/s (the NIC between NVLink domains);
+        NaN when not catalogued.
     """
 
     id: str
@@ -103,6 +109,8 @@ class GPUSpec:
     interconnect_bw: float = math.nan
     interconnect: str = ""
     peak_fp4: float = math.nan
+    scale_up_gpus: float = math.nan
+    network_bw: float = math.nan
     source: str = ""
     checked: str = ""
     notes: str = ""

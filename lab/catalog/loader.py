@@ -192,6 +192,8 @@ def gpu_from_entry(entry: dict, where: str, *, default_id: str) -> GPUSpec:
         interconnect_bw=_optional_positive(entry, "interconnect_gbps", where) * GB_PER_S,
         interconnect=_text(entry, "interconnect"),
         peak_fp4=_optional_positive(entry, "fp4_tflops", where) * TFLOPS,
+        scale_up_gpus=_optional_positive(entry, "scale_up_gpus", where),
+        network_bw=_optional_positive(entry, "network_gbps", where) * GB_PER_S,
         source=_text(entry, "source"),
         checked=_text(entry, "checked"),
         notes=_text(entry, "notes"),

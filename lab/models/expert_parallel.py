@@ -16,6 +16,14 @@ Per MoE layer and step, over the whole layout::
     t_a2a          = M · per GPU / (BW_link / 2)        (BW_link: the catalog's bidirectional
                                                          NVLink figure per GPU; one direction
                                                          carries what a GPU sends)
+                     · (1 + s · ((BW_link / 2) / BW_net − 1))
+
+where ``s`` is the share of a GPU's remote expert groups on another NVLink domain: a layout of
+``G = ep · tp`` GPUs over domains of ``N`` GPUs (the catalog's ``scale_up_gpus``) keeps
+``ep · N / G`` groups on each domain, so ``s = (ep − ep · N/G) / (ep − 1)`` when ``G > N``, else
+0; their bytes cross the network at ``BW_net`` per GPU and direction (the catalog's
+``network_gbps``) instead of NVLink. A GPU the catalog gives no domain or network for keeps
+every byte on its interconnect (``s`` = 0).
 
 with ``b_act`` = 2 bytes (BF16 activations; FP8 dispatch halves it). The term is an extension
 of the ideal step, labelled like experiment 3's all-reduce extension: a bandwidth floor with no
@@ -24,6 +32,10 @@ the busiest GPU send and receive more than this mean.
 """
 
 from __future__ import annotations
+
+import math
+
+import numpy as np
 
 from lab.arrays import ArrayLike
 from lab.catalog.moe_spec import moe_field
@@ -60,12 +72,33 @@ def all_to_all_bytes_per_gpu(model, batch: ArrayLike, ep: ArrayLike, tp: ArrayLi
     return all_to_all_bytes(model, batch, ep, activation_bytes) / (ep * tp)
 
 
+def off_domain_share(gpu, ep: ArrayLike, tp: ArrayLike = 1) -> ArrayLike:
+    """Share of a GPU's ``ep − 1`` remote expert groups on another NVLink domain (fraction):
+    ``(ep − ep · N/G) / (ep − 1)`` for a layout of ``G = ep · tp`` GPUs over domains of ``N`` =
+    ``gpu.scale_up_gpus`` when ``G > N``; 0 when the layout fits one domain, at ``ep = 1``, or
+    when the catalog gives the GPU no domain size or network bandwidth."""
+    n = gpu.scale_up_gpus
+    if math.isnan(n) or math.isnan(gpu.network_bw):
+        return np.zeros(np.broadcast(np.asarray(ep), np.asarray(tp)).shape)
+    ep = np.asarray(ep, dtype=float)
+    gpus = ep * np.asarray(tp, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = (ep - ep * n / gpus) / (ep - 1.0)
+    return np.where((gpus > n) & (ep > 1), np.clip(share, 0.0, 1.0), 0.0)
+
+
 def all_to_all_time(model, gpu, batch: ArrayLike, ep: ArrayLike, tp: ArrayLike = 1,
                     activation_bytes: ArrayLike = ACTIVATION_BYTES) -> ArrayLike:
     """The all-to-all extension of a decode step (s): one GPU's dispatch and combine bytes over
-    one direction of its interconnect (half the catalog's bidirectional ``interconnect_bw``)."""
-    return (all_to_all_bytes_per_gpu(model, batch, ep, tp, activation_bytes)
-            / (gpu.interconnect_bw / 2.0))
+    one direction of its interconnect (half the catalog's bidirectional ``interconnect_bw``),
+    the share bound for expert groups on another NVLink domain (:func:`off_domain_share`) over
+    the network (``gpu.network_bw`` per direction) instead."""
+    link = gpu.interconnect_bw / 2.0
+    nvlink = all_to_all_bytes_per_gpu(model, batch, ep, tp, activation_bytes) / link
+    share = off_domain_share(gpu, ep, tp)
+    if not np.any(share):
+        return nvlink
+    return nvlink * (1.0 + share * (link / gpu.network_bw - 1.0))
 
 
 def experts_per_gpu(model, ep: ArrayLike) -> ArrayLike:

@@ -34,7 +34,8 @@ def row_steps(r: dict, _gpu=None) -> list[Step]:
              "(§0; with attention DP each rank decodes its own B/dp sequences)",
              _ms(r["tpot_floor_ms"])),
         Step("Communication term", "all-reduces 2·L·(2·(tp−1)/tp·(B/dp)·d·2 B / link + 5 µs) "
-             f"(§3) + expert all-to-all over ep {r['moe_ep']}",
+             f"(§3) + expert all-to-all over ep {r['moe_ep']} (the bytes for expert groups on "
+             "another NVLink domain over the network)",
              _ms(r["tpot_term_allreduce_ms"])),
     ]
     if r["mode"] == "agg":

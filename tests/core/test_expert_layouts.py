@@ -206,3 +206,33 @@ def test_experiments_1_and_4_show_the_layer_mix_by_hand():
     dense = BatchBottleneck()
     dense.result = dense.compute()
     assert all(c.label != "Layer mix" for c in dense.cards())
+
+
+def test_the_all_to_all_between_nvlink_domains_crosses_the_network_by_hand():
+    """DeepSeek-V3 on H100 SXM, ep 16 groups of tp 1: 16 GPUs over two 8-GPU HGX nodes. A GPU's
+    15 remote groups: 7 on its node, 8 on the other, s = (16 − 16·8/16) / 15 = 8/15. Those 8/15
+    of its bytes go at the 400 Gb/s network's 50 GB/s per direction instead of NVLink 4's 450:
+    the time is the NVLink time × (1 + 8/15 · (450/50 − 1)) = × 79/15. On 8 GPUs (one node), on
+    a GB200 NVL72 (one 72-GPU domain) or on a GPU the catalog gives no network (L40S), nothing
+    crosses the network."""
+    from lab.models.expert_parallel import (
+        all_to_all_bytes_per_gpu,
+        all_to_all_time,
+        off_domain_share,
+    )
+
+    v3, h100 = get_model("deepseek-v3"), get_gpu("h100-sxm")
+    assert (h100.scale_up_gpus, h100.network_bw) == (8, 50e9)
+    assert off_domain_share(h100, 16, 1) == pytest.approx(8 / 15, rel=1e-15)
+    nvlink = all_to_all_bytes_per_gpu(v3, 256, 16, 1) / 450e9
+    assert all_to_all_time(v3, h100, 256, 16, 1) == pytest.approx(nvlink * 79 / 15, rel=1e-12)
+    # ep 4 groups of tp 4 (16 GPUs): 2 groups a node, s = (4 − 4·8/16) / 3 = 2/3
+    assert off_domain_share(h100, 4, 4) == pytest.approx(2 / 3, rel=1e-15)
+    assert off_domain_share(h100, 8, 1) == 0 and off_domain_share(h100, 1, 16) == 0
+    gb200 = get_gpu("gb200")
+    assert (gb200.scale_up_gpus, off_domain_share(gb200, 16, 4)) == (72, 0)
+    assert off_domain_share(gb200, 36, 4) == pytest.approx((36 - 36 * 72 / 144) / 35)
+    l40s = get_gpu("l40s")
+    assert off_domain_share(l40s, 16, 1) == 0
+    assert all_to_all_time(v3, l40s, 256, 16, 1) == pytest.approx(
+        all_to_all_bytes_per_gpu(v3, 256, 16, 1) / (l40s.interconnect_bw / 2), rel=1e-15)

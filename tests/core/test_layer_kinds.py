@@ -190,9 +190,13 @@ def test_all_to_all_bytes_by_hand():
     assert all_to_all_bytes(model, 64, 8) == 2 * 36 * 64 * 4 * 7 / 8 * 2880 * 2 == 92_897_280
     assert all_to_all_bytes(model, 64, 1) == 0
     assert all_to_all_bytes_per_gpu(model, 64, 8, tp=2) == 92_897_280 / 16
-    # over one direction of the B200's 1,800 GB/s NVLink: 5,806,080 B / 900e9 B/s
+    # 8 GPUs, one HGX node: over one direction of the B200's 1,800 GB/s NVLink, / 900e9 B/s
+    assert all_to_all_time(model, get_gpu("b200"), 64, 8, tp=1) == pytest.approx(
+        92_897_280 / 8 / 900e9)
+    # 16 GPUs, two nodes: 4 of a GPU's 7 remote groups on the other node, their bytes over the
+    # 50 GB/s network: 5,806,080 B / 900e9 B/s × (1 + 4/7 · (900/50 − 1)) = × 75/7
     assert all_to_all_time(model, get_gpu("b200"), 64, 8, tp=2) == pytest.approx(
-        92_897_280 / 16 / 900e9)
+        92_897_280 / 16 / 900e9 * 75 / 7)
     assert all_to_all_bytes(get_model("llama-3.1-8b"), 64, 8) == 0
 
 
