@@ -17,6 +17,7 @@ from lab.experiments.base import Card, Prediction
 from lab.served import gap
 from lab.served.served_calc import row_record, select_row, served_table
 from lab.served.served_explain import row_steps
+from lab.served.served_limits import ROW_ID_TEXT
 from lab.served.served_loader import MAX_CONCURRENCY, SHIPPED_SOURCE
 from lab.table_experiment import TableExperiment, uploaded_table
 from lab.units import fmt_number
@@ -76,7 +77,7 @@ class FromFloorToServed(TableExperiment):
     min_concurrency = param.Integer(default=1, bounds=(1, MAX_CONCURRENCY),
                                     label="Concurrency at least",
                                     doc="Show only rows with at least this many clients.")
-    row = param.String(default="", label="Row id",
+    row = param.String(default="", label="Row id", regex=ROW_ID_TEXT,
                        doc="The row shown in full (empty: the first shown).")
     below_floor_only = param.Boolean(default=False, label="Only rows below the floor",
                                      doc="Show only rows measured below their TPOT floor.")

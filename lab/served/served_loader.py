@@ -26,7 +26,13 @@ import xarray as xr
 from lab.errors import LabInputError, shown
 from lab.limits import MAX_CONTEXT, MAX_MS
 from lab.served import vllm_bench
-from lab.served.served_limits import MAX_CONCURRENCY, MAX_PARALLEL, MAX_SERVED_ROWS
+from lab.served.served_limits import (
+    MAX_CONCURRENCY,
+    MAX_PARALLEL,
+    MAX_ROW_ID_CHARS,
+    MAX_SERVED_ROWS,
+    ROW_ID_TEXT,
+)
 from lab.table_files import TableFile, own_source, table_dataset, time_cell, upload_label, whole_cell
 
 SHIPPED_SOURCE = ("ai-dynamo/aiconfigurator, aic-core/src/aiconfigurator_core/systems/"
@@ -152,6 +158,9 @@ def _row(row: dict, where: str) -> dict:
         if not value:
             raise LabInputError(f"{where}, column {column}: the cell is empty.")
         out[column] = value
+    if not re.match(ROW_ID_TEXT, out["id"]):
+        raise LabInputError(f"{where}, column id: an id is at most {MAX_ROW_ID_CHARS} "
+                            "characters of text with no control character.")
     mode = (row.get("mode") or "").strip().lower()
     if mode not in MODES:
         raise LabInputError(f"{where}, column mode: {shown(mode)} is not agg or disagg.")

@@ -5,7 +5,7 @@ escaped sentence, the metric definitions, and the inputs kept in the URL."""
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlencode
 
 import holoviews as hv
 import numpy as np
@@ -123,3 +123,28 @@ def test_the_calculation_names_no_internal_reference(view):
     text = " ".join(str(dataclasses.astuple(step)) for step in view.experiment.steps())
     assert "TPOT floor" in text
     assert re.findall(r"issue \d+|\blab\.\w+|\w+\.py\b", text) == []
+
+
+def test_a_link_to_a_row_shows_that_row(document):
+    """The plan page links to experiment 11's row view with ``&row=<id>``: the served page must
+    show that row (it showed the default tp-4 row and said the id was "not a valid value", the
+    page taking no text from a link), and a row id no row has is one sentence, shown escaped."""
+    from lab.plan.plan_calc import calc_plan
+
+    best = calc_plan()["best"]
+    link, wanted = best["served_link"], best["served_row"]
+    assert wanted and f"row={wanted}" in link
+    pn.state._locations[document] = Location(search=link)
+    page = ServedPage()
+    page.__panel__().get_root(document)
+    exp = page.experiment
+    assert exp.row == wanted and exp.error is None and not page.message.object
+    assert exp.result["selected"]["id"] == wanted and _query(document)["row"] == wanted
+    hostile = "<img src=x onerror=alert(1)>"
+    pn.state._locations[document] = Location(search="?view=served&" + urlencode({"row": hostile}))
+    page = ServedPage()
+    page.__panel__().get_root(document)
+    assert page.experiment.row == hostile
+    assert page.experiment.error.startswith("There is no row with id")
+    shown = page.cards._html(None)
+    assert "There is no row with id" in shown and "<img" not in shown and "&lt;img" in shown

@@ -317,6 +317,8 @@ def test_a_path_in_a_users_file_is_never_opened(tmp_path, monkeypatch):
     (("mode", "both"), "column mode: 'both' is not agg or disagg"),
     (("isl", "-3"), "column isl: '-3' is not a whole number"),
     (("silicon_tpot_ms", "fast"), "column silicon_tpot_ms: 'fast' is not a number"),
+    (("id", "x" * 201), "column id: an id is at most 200 characters of text with no control"),
+    (("id", "a\x07b"), "column id: an id is at most 200 characters of text with no control"),
 ])
 def test_a_bad_cell_is_one_sentence(change, sentence):
     header = ["id", "backend", "model_path", "system", "mode", "isl", "osl", "batch_size",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import numbers
+import re
 from urllib.parse import parse_qsl, urlencode
 
 import param
@@ -57,6 +58,8 @@ def allowed_text(parameter: param.Parameter) -> str:
         return parameter.allowed
     if isinstance(parameter, param.Boolean):
         return "true or false"
+    if isinstance(parameter, param.String) and parameter.regex is not None:
+        return f"a valid {(parameter.label or parameter.name).lower()}"
     if isinstance(parameter, param.Selector):
         values = [str(v) for v in parameter.objects]
         more = f", … ({len(values)} in all)" if len(values) > MAX_LISTED else ""
@@ -89,6 +92,9 @@ def accepts(parameter: param.Parameter, value: object) -> bool:
                                            or parameter.check(value) is None)
     if isinstance(parameter, param.Boolean):
         return isinstance(value, bool)
+    if isinstance(parameter, param.String) and parameter.regex is not None:
+        # text its declared pattern admits (a row id: only looked up, never opened)
+        return isinstance(value, str) and re.match(parameter.regex, value) is not None
     if isinstance(parameter, param.Selector):
         return any(type(value) is type(v) and value == v for v in parameter.objects)
     if isinstance(parameter, param.Integer):
