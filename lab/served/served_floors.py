@@ -235,8 +235,7 @@ def row_floors(model, gpu, precision: str, rows: list[dict]) -> dict:
     prefill = _prefill_compute(model, gpu, precision, prefill_tp, prefill_dp, isl, 1.0)
     # one request alone: its attention runs on the one attention-DP rank that holds it; the
     # prompts queued or interleaved spread over the ranks
-    ttft_floor = _prefill_time(model, gpu, precision, prefill_tp, prefill_dp, isl, own_rank=True)
-    queue_prefill = _prefill_time(model, gpu, precision, prefill_tp, prefill_dp, isl)
+    ttft_floor, queue_prefill = _prefill_times(model, gpu, precision, prefill_tp, prefill_dp, isl)
     # aggregated (one pool: prefill_tp = tp): B/osl prompts per decode step, each a prefill
     # pass of its own that reads the weights it touches, as one request's ideal prefill
     interleaved = np.where(agg, batch / osl * queue_prefill, 0.0)
@@ -312,19 +311,17 @@ def _pairs(model, isl) -> np.ndarray:
     return layer_pairs(model, isl) / model.layers
 
 
-def _prefill_time(model, gpu, precision: str, tp, dp, isl,
-                  own_rank: bool = False) -> np.ndarray:
-    """A prompt's ideal prefill (s): the linear phase over ``isl`` tokens on a ``tp · dp``
-    layout plus the compute of its attention pairs — on the one attention-DP rank (``tp``
-    GPUs) that holds the request when ``own_rank`` (one request alone: its attention cannot
-    spread over the other ranks), else spread over every rank (prompts queued or interleaved,
-    one per rank)."""
+def _prefill_times(model, gpu, precision: str, tp, dp, isl) -> tuple[np.ndarray, np.ndarray]:
+    """A prompt's ideal prefill (s), twice: the linear phase over ``isl`` tokens on a ``tp · dp``
+    layout plus the compute of its attention pairs — on the one attention-DP rank (``tp`` GPUs)
+    that holds the request (one request alone: its attention cannot spread over the other
+    ranks), then spread over every rank (prompts queued or interleaved, one per rank)."""
     ep = dp if np.any(dp > 1) else 1
-    ranks = 1 if own_rank else dp
-    return (linear_phase(model, gpu, tp=tp, precision=precision, batch=isl,
-                         ep=ep)["linear_time_s"]
-            + attention_phase(model, gpu, tp=tp,
-                              kv_tokens=_pairs(model, isl) / ranks)["attention_compute_time_s"])
+    linear = linear_phase(model, gpu, tp=tp, precision=precision, batch=isl, ep=ep)["linear_time_s"]
+    attention = attention_phase(model, gpu, tp=tp,
+                                kv_tokens=_pairs(model, isl))["attention_compute_time_s"]
+    return linear + attention, linear + attention / dp
+
 
 
 def _prefill_compute(model, gpu, precision: str, tp, dp, isl, prompts) -> np.ndarray:

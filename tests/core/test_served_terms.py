@@ -198,15 +198,14 @@ def test_one_requests_prefill_attention_stays_on_its_own_rank():
     the queue's basis by 7/8 of the whole attention compute; at attention DP 1 they are one."""
     from lab.catalog import get_gpu, get_model
     from lab.models.decode_step import attention_phase
-    from lab.served.served_floors import _pairs, _prefill_time
+    from lab.served.served_floors import _pairs, _prefill_times
 
     model, gpu, isl = get_model("deepseek-v3"), get_gpu("gb200"), np.array([1024])
     tp, dp = np.array([1]), np.array([8])
-    own = _prefill_time(model, gpu, "fp8", tp, dp, isl, own_rank=True)
-    spread = _prefill_time(model, gpu, "fp8", tp, dp, isl)
+    own, spread = _prefill_times(model, gpu, "fp8", tp, dp, isl)
     whole = attention_phase(model, gpu, tp=tp,
                             kv_tokens=_pairs(model, isl))["attention_compute_time_s"]
     assert own[0] - spread[0] == pytest.approx(whole[0] * 7 / 8, rel=1e-9)
     one = np.array([1])
-    assert _prefill_time(model, gpu, "fp8", tp, one, isl, own_rank=True)[0] == \
-        _prefill_time(model, gpu, "fp8", tp, one, isl)[0]
+    own_one, spread_one = _prefill_times(model, gpu, "fp8", tp, one, isl)
+    assert own_one[0] == spread_one[0]
