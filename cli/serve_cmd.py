@@ -8,11 +8,13 @@ goes after ``--``. Panel is imported only by the server process this command sta
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib.util
 import json
 import os
 import re
 import secrets
+import socket
 import sys
 from pathlib import Path
 
@@ -175,6 +177,34 @@ def pages_at_once(args: argparse.Namespace) -> str | None:
     return "0" if args.num_procs != 1 else None
 
 
+def check_port(address: str, port: int) -> None:
+    """Refuse, in one sentence, a port the server could not listen on at ``address``: taken by
+    another program, or privileged. Checked before the server starts, so a taken port is said at
+    once rather than after the pages are prepared. Binds as the server does (every address the
+    name resolves to, ``SO_REUSEADDR``) and closes at once; port 0 (any) is not checked."""
+    if port == 0:
+        return
+    try:
+        found = socket.getaddrinfo(address or None, port, socket.AF_UNSPEC, socket.SOCK_STREAM,
+                                   0, socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError):
+        raise LabInputError(f"--address {address!r} is not an address this machine can listen "
+                            "on (it does not resolve).") from None
+    for family, kind, proto, _, where in dict.fromkeys(found):
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(where)
+            except OSError as error:
+                if error.errno == errno.EADDRINUSE:
+                    raise LabInputError(f"Port {port} at {address} is already in use (another "
+                                        "server?); stop it or choose another with --port.") from None
+                if error.errno == errno.EACCES:
+                    raise LabInputError(f"Port {port} needs administrator rights on this machine; "
+                                        "choose one above 1023 with --port.") from None
+                # an address family the machine lacks (no IPv6): the server skips it too
+
+
 def _run(args: argparse.Namespace) -> int:
     if args.port < 0 or args.port > 65535:
         raise LabInputError(f"Port {args.port} is not between 0 and 65535.")
@@ -194,6 +224,7 @@ def _run(args: argparse.Namespace) -> int:
     cmd = panel_command(args)
     os.environ.update(server_environment(args))  # the server inherits it through execv
     prefix = checked_prefix(args.prefix) if args.prefix else ""
+    check_port(args.address, args.port)  # last: every other refusal is said without the port
     print(f"Serving Inference Lab at http://{args.address}:{args.port}{prefix}/ once its main pages are "
           "prepared, a few seconds from now (Ctrl+C stops).", file=sys.stderr, flush=True)
     os.execv(cmd[0], cmd)  # the server replaces this process: signals reach it directly

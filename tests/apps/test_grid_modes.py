@@ -333,7 +333,7 @@ def test_serve_datasets_points_the_list_at_a_folder(folder, monkeypatch, tmp_pat
     calls = []
     monkeypatch.delenv(catalog.DATASETS_ENV, raising=False)
     monkeypatch.setattr(serve_cmd.os, "execv", lambda *a: calls.append(a))
-    args = build_parser().parse_args(["serve", "--datasets", str(folder)])
+    args = build_parser().parse_args(["serve", "--port", "0", "--datasets", str(folder)])
     args.func(args)
     assert calls and serve_cmd.os.environ[catalog.DATASETS_ENV] == str(folder.resolve())
     assert "my-sweep" in catalog.dataset_names()

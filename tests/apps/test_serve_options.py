@@ -80,3 +80,45 @@ def test_a_limit_in_the_environment_is_checked_before_the_server_starts(monkeypa
     assert "is not a whole number of pages" in err and "Traceback" not in err
     monkeypatch.setenv(LIMIT_ENV, "3")
     assert pages_at_once(build_parser().parse_args(["serve", "--num-procs", "2"])) is None
+
+
+def test_a_port_in_use_is_said_at_once_before_the_server_starts(monkeypatch, capsys):
+    """``serve`` on a taken port used to prepare every page (8 s) before Bokeh said "Cannot
+    start Bokeh server, port 5006 is already in use"; now it is one sentence, exit 2, and the
+    server is never started."""
+    import socket
+
+    from cli import serve_cmd
+
+    monkeypatch.setattr(serve_cmd.os, "execv", lambda *a: pytest.fail("server started"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--address", "127.0.0.1", "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert f"Port {port} at 127.0.0.1 is already in use" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_an_address_that_does_not_resolve_is_one_sentence(monkeypatch, capsys):
+    from cli import serve_cmd
+
+    monkeypatch.setattr(serve_cmd.os, "execv", lambda *a: pytest.fail("server started"))
+    assert main(["serve", "--address", "no-such-host.invalid", "--port", "5999"]) == 2
+    err = capsys.readouterr().err
+    assert "does not resolve" in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_free_port_starts_the_server(monkeypatch):
+    import socket
+
+    from cli import serve_cmd
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    calls = []
+    monkeypatch.setattr(serve_cmd.os, "execv", lambda *a: calls.append(a))
+    assert main(["serve", "--address", "127.0.0.1", "--port", str(port)]) == 0
+    assert calls and "--port" in calls[0][1] and str(port) in calls[0][1]

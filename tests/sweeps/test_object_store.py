@@ -220,7 +220,7 @@ def test_serve_passes_storage_options_through_its_environment_not_its_command_li
     for name in (OPTIONS_ENV, DATASETS_ENV, LIMIT_ENV):  # what serve sets: restored afterwards
         monkeypatch.delenv(name, raising=False)
     with using_storage_options(None), pytest.raises(SystemExit):
-        main(["serve", "--datasets", "s3://lab/grids/", "--storage-option",
+        main(["serve", "--port", "0", "--datasets", "s3://lab/grids/", "--storage-option",
               f"endpoint_url={s3_endpoint}", "--storage-option", "secret=env:LAB_TEST_SECRET",
               "--storage-option", "key=env:LAB_TEST_SECRET"])
     assert json.loads(seen["env"][OPTIONS_ENV])["secret"] == "testing"
