@@ -18,6 +18,7 @@ import xarray as xr
 
 from lab.errors import LabInputError
 from lab.served.served_loader import FILE, parse_served
+from lab.served.vllm_bench import looks_like_json
 
 MEASURED = ("silicon_ttft_ms", "silicon_tpot_ms")
 """The measured columns a candidates file may leave out or empty."""
@@ -81,6 +82,10 @@ def parse_candidates(data: bytes, name: str = "candidates.csv") -> xr.Dataset:
 
 def _parse_candidates(data: bytes, name: str) -> xr.Dataset:
     text = FILE.text(data, name)  # the loader's own checks of size, encoding and NUL bytes
+    rows = [line for line in text.splitlines() if line.strip(" ,\t\r")]
+    if len(rows) < 2 and not looks_like_json(text):
+        raise LabInputError(f"Candidates file {name} has no data rows; it needs a header and at "
+                            "least one configuration (measurements are optional).")
     filled = _filled(text)
     if filled is None:
         return parse_served(data, name)
