@@ -425,3 +425,43 @@ def test_break_even_labels_sit_off_every_curve_and_legends_fit_a_phone():
         for legend in legends:
             assert legend.ncols == legend_columns(legend.items) == 2  # 2 × 2, not 1 × 4
             assert legend.ncols * (9 * 7.5 + 30) <= LEGEND_ROOM_PX
+
+
+def test_a_horizontal_line_label_moves_off_the_curves():
+    """Experiment 10's "1× (plain decoding)" label sat above its line at the left, on the
+    α 0.5 speed-up curve near 1.15; it goes where the curves leave room (above on the left
+    when that is empty, as before)."""
+    from apps.ui.plots.lessons import hline_label_place
+    from apps.ui.plots.page_descriptions import Mark
+
+    mark = Mark("hline", "1× (plain decoding)", 1.0, variable="speedup")
+    xs = np.array([1.0, 4, 16, 64, 256, 1024])
+    just_above = np.array([1.15, 1.15, 1.14, 1.1, 0.6, 0.55])
+    weights = np.ones(xs.size)
+    y_bounds = (0.5, 2.5)
+    place = hline_label_place(mark, (xs, just_above, weights), True, False, y_bounds)
+    assert place["x_units"] == "screen" and place["text_baseline"] == "top"  # below, left
+    high = np.array([2.0, 2.0, 1.9, 1.8, 1.7, 1.6])  # nothing near the line
+    place = hline_label_place(mark, (xs, high, weights), True, False, y_bounds)
+    assert place["x_units"] == "screen" and place["text_baseline"] == "bottom"  # above, left
+
+
+def test_page_10s_plain_decoding_label_covers_no_curve():
+    from bokeh.models import Label
+
+    from apps.ui.plots.chart_view import drawn_points
+    from apps.ui.plots.lessons import HLINE_LABEL_ROOM, DrawnShares, label_share, lesson_marks
+    from lab.experiments.speculative_decoding import SpeculativeDecoding
+
+    exp = SpeculativeDecoding()
+    view = ChartView(experiment=exp)
+    mark = next(m for m in lesson_marks(exp) if m.kind == "hline")
+    chart = next(c for c in view._series if c.variable == mark.variable)
+    label = next(m for m in chart.figure.center if isinstance(m, Label) and m.text == mark.label)
+    drawn = DrawnShares.of(drawn_points(chart), chart.layout.log_x, chart.layout.log_y)
+    line = (mark.start - drawn.y_range[0]) / (drawn.y_range[1] - drawn.y_range[0])
+    width = label_share(mark)
+    x0, x1 = (0.0, width) if label.x_units == "screen" else (1 - width, 1.0)
+    y0, y1 = ((line, line + HLINE_LABEL_ROOM) if label.text_baseline == "bottom"
+              else (line - HLINE_LABEL_ROOM, line))
+    assert not ((drawn.fx >= x0) & (drawn.fx <= x1) & (drawn.fy >= y0) & (drawn.fy <= y1)).any()
