@@ -2,7 +2,8 @@
 --validate`` (and ``--strict``) on the code at hand.
 
 The blocks between ``<!-- plan-validation -->``, ``<!-- plan-cv -->``, ``<!-- plan-per-engine
--->`` and ``<!-- plan-strict -->`` and their closing markers are rewritten; the prose around
+-->``, ``<!-- plan-per-distance -->`` and ``<!-- plan-strict -->`` and their closing markers are
+rewritten; the prose around
 them is not. The regret study moves with experiment 11's predictions, so rerun this after
 lab/served changes: ``python benchmarks/bench_plan_tables.py [--doc docs/model.md]
 [--json FILE]`` (about 3 minutes on one core: the study twice).
@@ -91,6 +92,21 @@ def per_engine_table(result: dict, default_q: float) -> str:
     return "\n".join(lines)
 
 
+def per_distance_table(result: dict, default_q: float) -> str:
+    """By the distance from a case's workload to the nearest other workload its group
+    measured: the default planner and the floor alone."""
+    from lab.plan.plan_decide import planner_name
+
+    default, floor = result[planner_name(default_q)], result["floor only"]
+    lines = ["| nearest other measured workload | cases | default: median regret | default: "
+             "misses | default: no pick | floor only: misses |", "|---|---|---|---|---|---|"]
+    for bucket, r in default["per_distance"].items():
+        f = floor["per_distance"][bucket]
+        lines.append(f"| {bucket} | {r['cases']} | {_pct(r['median_regret'])} | "
+                     f"{_pct(r['misses'])} | {r['no_pick']} | {_pct(f['misses'])} |")
+    return "\n".join(lines)
+
+
 def strict_sentence(strict: dict, default_q: float) -> str:
     """The strict study's figures in one passage."""
     from lab.plan.plan_decide import QUANTILES, planner_name, previous_planner_name
@@ -146,6 +162,7 @@ def main() -> int:
     text = replace_block(text, "plan-validation", validation_table(result, DEFAULT_QUANTILE))
     text = replace_block(text, "plan-cv", cv_sentence(result))
     text = replace_block(text, "plan-per-engine", per_engine_table(result, DEFAULT_QUANTILE))
+    text = replace_block(text, "plan-per-distance", per_distance_table(result, DEFAULT_QUANTILE))
     text = replace_block(text, "plan-strict", strict_sentence(strict, DEFAULT_QUANTILE))
     path.write_text(text, encoding="utf-8")
     if args.json:

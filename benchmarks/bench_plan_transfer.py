@@ -324,6 +324,42 @@ def centred(study: Study, table, predicted: dict[str, np.ndarray]) -> dict[str, 
     return out
 
 
+def error_consistency(study: Study, predicted: np.ndarray) -> dict:
+    """How far a configuration's own TPOT error carries over between two of its workloads:
+    for every pair of workloads a configuration was measured on (both in the study's cases),
+    its error log(measured / predicted) less its case's median at each, their correlation and
+    the standard deviation of their difference, by the distance between the two workloads
+    (:data:`lab.plan.plan_decide.DISTANCE_BUCKETS`, octaves of isl plus osl)."""
+    from lab.plan.plan_decide import BUCKET_ORDER, distance_bucket, workload_octaves
+
+    error = np.log(study.tpot / predicted)
+    mean = {k: float(np.mean(error[v])) for k, v in study._runs.items()}
+    median = {(g, w): float(np.median([mean[(study.config[i], w)] for i in index]))
+              for g, w, index in study.cases}
+    by_config: dict = {}
+    for (k, w), rows in study._runs.items():
+        by_config.setdefault(k, {})[w] = (mean[(k, w)], study.group[rows[0]])
+    pairs: dict = {}
+    for seen in by_config.values():
+        ws = sorted(seen)
+        for a, wa in enumerate(ws):
+            for wb in ws[a + 1:]:
+                (ea, g), (eb, _) = seen[wa], seen[wb]
+                if (g, wa) in median and (g, wb) in median:
+                    bucket = distance_bucket(workload_octaves(wa, wb))
+                    for key in (bucket, "all"):
+                        pairs.setdefault(key, []).append((ea - median[(g, wa)],
+                                                          eb - median[(g, wb)]))
+    out = {}
+    for key in (*BUCKET_ORDER, "all"):
+        if key not in pairs:
+            continue
+        p = np.array(pairs[key])
+        out[key] = {"pairs": len(p), "correlation": float(np.corrcoef(p.T)[0, 1]),
+                    "sd_of_difference": float(np.std(p[:, 0] - p[:, 1]))}
+    return out
+
+
 def mix(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Two predictors' geometric mean (ms), TPOT and TTFT."""
     return {m: np.sqrt(a[m] * b[m]) for m in ("tpot", "ttft")}
@@ -358,7 +394,9 @@ def main() -> int:
               "case_rows": int(case_rows.size),
               "case_rows_measured_on_another_workload": int(covered[case_rows].sum()),
               "margins": list(map(float, MARGINS)),
-              "margin_oracle": margin_oracle(study), "predictors": {}}
+              "margin_oracle": margin_oracle(study),
+              "error_consistency_between_workloads": error_consistency(study, lab["tpot"]),
+              "predictors": {}}
     for name, p in predictors.items():
         result["predictors"][name] = sweep(study, p["tpot"], p["ttft"], covered=covered)
         result["predictors"][f"{name} + oracle offset"] = sweep(
@@ -396,6 +434,11 @@ def main() -> int:
     print("margin oracle (measured TPOT known, safety margin m): " + "; ".join(
         f"{k} {v['median_regret'] * 100:.1f} %" for k, v in result["margin_oracle"].items()
         if k.startswith("margin")))
+    print("a configuration's own TPOT error between two of its workloads (case median "
+          "removed), by their distance: " + "; ".join(
+              f"{k}: r {v['correlation']:.2f}, sd of the difference {v['sd_of_difference']:.3f} "
+              f"({v['pairs']} pairs)"
+              for k, v in result["error_consistency_between_workloads"].items()))
     for name, r in lines:
         b = r.get("best_at_misses_le_10_percent")
         line = (f"{name}: sd log TPOT error {r['sd_log_tpot_error']:.3f} (between configurations "

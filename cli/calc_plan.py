@@ -52,6 +52,11 @@ def _validate(args) -> int:
                       f"{_pct(cv['per_fold'][k]['median_regret'])}, misses "
                       f"{_pct(cv['per_fold'][k]['misses'])}"
                       for k, q in cv["quantile_per_fold"].items()))
+    print("By the distance from the case's workload to the nearest other workload its group "
+          f"measured ({default}):")
+    for bucket, r in result[default]["per_distance"].items():
+        print(f"- {bucket}: {r['cases']} cases; regret {_pct(r['median_regret'])}, misses "
+              f"{_pct(r['misses'])}; no pick {r['no_pick']}")
     print(f"Per engine × mode ({default}, the default | {previous}, the first planner | "
           "floor only):")
     for key, r in result[default]["per_engine_mode"].items():
@@ -116,6 +121,14 @@ def _run(args: argparse.Namespace) -> int:
     if b is not None:
         lines += [f"Best: {b['mode']} {b['label']} on {b['gpus']} GPUs. {b['sure']['sentence']}",
                   f"Measured rows: {b['served_link']}"]
+        near = b.get("nearest_workload")
+        if near and near["workload"] is not None:
+            whose = "this model" if near["same_model"] else "any model (none of this one)"
+            far = ("this workload itself" if near["octaves"] == 0 else
+                   f"{fmt_number(near['octaves'], 1)} octaves away")
+            lines.append(f"Nearest workload measured for {whose} on {b['engine']} × "
+                         f"{b['mode']}: {near['workload']} ({far}; the regret study by "
+                         "distance: calc plan --validate).")
     print("\n".join([*lines, "", render_text(plan_steps(result))]))
     return 0
 

@@ -34,6 +34,7 @@ from lab.plan.plan_space import (
     enumerate_rows,
     predict,
 )
+from lab.plan.plan_study import nearest_measured_workload
 from lab.served import gap
 from lab.served.served_calc import TERM_NAMES
 from lab.served.served_floors import catalog_gpu_id, catalog_model_id
@@ -254,6 +255,11 @@ def plan_record(plan: xr.Dataset, targets: Targets, calibration, inputs: dict,
         best["served_row"] = measured_row_id(best, calibration)
         best["served_link"] = served_link(best, plan.attrs.get("model", ""),
                                           plan.attrs.get("gpu", ""), best["served_row"])
+        if "isl" in inputs and "osl" in inputs:
+            group = f"{best['engine']} × {plan.attrs.get('gpu', '')} × {best['mode']}"
+            best["nearest_workload"] = nearest_measured_workload(
+                calibration, group, plan.attrs.get("model", ""), int(inputs["isl"]),
+                int(inputs["osl"]))
         result["best"] = best
     else:
         result["none_sentence"] = ("No configuration that fits meets the targets at the "

@@ -30,6 +30,37 @@ QUANTILES = (0.5, 0.6, 0.7, 0.8, 0.85, 0.875, 0.9, 0.95)
 """Band quantiles the validation reports."""
 
 
+DISTANCE_BUCKETS = ((1.0, "within 1 octave"), (2.0, "1 to 2 octaves"), (3.0, "2 to 3 octaves"),
+                    (np.inf, "over 3 octaves"))
+"""How far a workload is from the nearest other workload its group measured (octaves: the sum
+of |log2| of the isl and osl ratios), as the regret study reports it: the upper end of each
+bucket and its name."""
+NO_OTHER_WORKLOAD = "no other workload"
+"""The bucket of a workload whose group measured no other."""
+
+
+def workload_octaves(a: str, b: str) -> float:
+    """Octaves between two ``isl/osl`` workloads: |log2(isl_a / isl_b)| + |log2(osl_a /
+    osl_b)| (1024/1024 to 8192/1024: 3)."""
+    isl_a, osl_a = (float(v) for v in a.split("/"))
+    isl_b, osl_b = (float(v) for v in b.split("/"))
+    return float(abs(np.log2(isl_a / isl_b)) + abs(np.log2(osl_a / osl_b)))
+
+
+def nearest_octaves(workload: str, others) -> float:
+    """Octaves from ``workload`` to the nearest of ``others`` other than itself (inf: none)."""
+    return min((workload_octaves(workload, w) for w in others if w != workload),
+               default=float("inf"))
+
+
+def distance_bucket(octaves: float) -> str:
+    """The :data:`DISTANCE_BUCKETS` name of a distance in octaves (:data:`NO_OTHER_WORKLOAD`:
+    infinite)."""
+    if not np.isfinite(octaves):
+        return NO_OTHER_WORKLOAD
+    return next(name for top, name in DISTANCE_BUCKETS if octaves <= top)
+
+
 def planner_name(quantile: float) -> str:
     """The regret study's name of the product's planner at ``quantile``: configurations whose
     chance of meeting the target, non-increasing in concurrency within a layout, is at least
@@ -222,6 +253,25 @@ def _regret_cases(table: xr.Dataset, tpot_pred: np.ndarray, tpot_bound: np.ndarr
     return cases
 
 
+BUCKET_ORDER = (*(name for _, name in DISTANCE_BUCKETS), NO_OTHER_WORKLOAD)
+"""The distance buckets in the order the study reports them."""
+
+
+def _distance_buckets(keys: np.ndarray, usable: np.ndarray) -> dict[str, str]:
+    """Per study key (``model_path|gpu|engine|mode|isl/osl``), the :func:`distance_bucket` of
+    its workload from the nearest other workload its group (the key without the workload)
+    measured in a usable row."""
+    measured: dict[str, set] = {}
+    for key in dict.fromkeys(keys[usable].tolist()):
+        group, workload = key.rsplit("|", 1)
+        measured.setdefault(group, set()).add(workload)
+    out = {}
+    for key in dict.fromkeys(keys[usable].tolist()):
+        group, workload = key.rsplit("|", 1)
+        out[key] = distance_bucket(nearest_octaves(workload, measured[group]))
+    return out
+
+
 def gpus_of(table: xr.Dataset) -> np.ndarray:
     """GPUs each row of experiment 11's ``table`` deploys (:func:`gpus_used`; GPUs, float)."""
     v = lambda n: np.asarray(table[n].values)  # noqa: E731
@@ -347,13 +397,16 @@ def validate(table: xr.Dataset, quantiles=QUANTILES, strict: bool = False) -> di
         planners[planner_name(q)] = _regret_cases(table, tpot_predicted, bound, predicted,
                                                   keys, usable, decide=decide)
         new_planners.append((q, planner_name(q)))
+    bucket = _distance_buckets(keys, usable)
     out = {}
     for name, cases in planners.items():
-        per = {}
+        per, far = {}, {}
         for c in cases:
             per.setdefault(engine_mode[c["key"]], []).append(c)
+            far.setdefault(bucket[c["key"]], []).append(c)
         out[name] = {"overall": _summary(cases),
-                     "per_engine_mode": {k: _summary(v) for k, v in sorted(per.items())}}
+                     "per_engine_mode": {k: _summary(v) for k, v in sorted(per.items())},
+                     "per_distance": {k: _summary(far[k]) for k in BUCKET_ORDER if k in far}}
     out["cross-validated q"] = _cross_validate({q: planners[n] for q, n in new_planners},
                                                engine_mode)
     return out

@@ -1,6 +1,7 @@
 """Experiment 12 in headless Chromium against the session's ``inference-lab serve``: the
-frontier drawn, a target moved by the link changes the pick, a hostile candidates file is one
-sentence by the upload control. Every wait is on an explicit condition, never a sleep."""
+frontier drawn, the regret study shown with the pick's row marked, a target moved by the link
+changes the pick, a hostile candidates file is one sentence by the upload control. Every wait
+is on an explicit condition, never a sleep."""
 
 from __future__ import annotations
 
@@ -23,6 +24,10 @@ def test_plan_page_frontier_target_and_upload(lab_url, lab_page, console_errors,
     expect(best).to_contain_text("Best configuration")
     lab_page.wait_for_function(FRONTIER)
     first = best.inner_text()
+    study = lab_page.locator(".lab-plan-study")  # the regret study, the pick's row marked
+    expect(study).to_contain_text("How often a pick holds")
+    expect(study.locator(".lab-plan-study-mine")).to_contain_text("(this pick)")
+    expect(study).to_contain_text("was itself measured")
     open_page(lab_page, f"{lab_url}/inference_lab?view=plan&tokens_per_s_user=20")
     expect(best).to_contain_text("Best configuration")
     assert best.inner_text() != first

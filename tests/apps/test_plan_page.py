@@ -57,3 +57,26 @@ def test_a_hostile_upload_is_one_sentence_and_a_good_one_is_ranked(view):
     html = view.candidates.object
     assert "Your candidates" in html and "refused: The model nosuch/model is not in" in html
     assert html.index(">a<") > 0 and html.index(">c<") > html.index(">b<")
+
+
+def test_the_page_shows_the_regret_study_with_the_picks_row_marked(view):
+    """Validation in the product: the page shows how often the default planner's pick held
+    (per engine × mode, the pick's own row marked, and at the plan's distance from the
+    measured workloads), the figures of :func:`study_summary`."""
+    from apps.ui.views.plan_study_view import STUDY_TITLE, study_html
+    from lab.plan.plan_study import study_summary
+
+    study = study_summary()
+    view.experiment.param.update(tokens_per_s_user=50.0, isl=1024, osl=1024)
+    html = view.study.object
+    assert STUDY_TITLE in html
+    best = view.experiment.result["best"]
+    mine = f"{best['engine']} × {best['mode']}"
+    row = study["default"]["per_engine_mode"][mine]
+    assert f"{mine} (this pick)" in html and f"{row['cases']:,}" in html
+    overall = study["default"]["overall"]
+    assert f"{overall['misses'] * 100:.1f} % of {overall['cases']:,} cases" in html
+    assert "1024/1024, was itself measured" in html.replace("1,024/1,024", "1024/1024")
+    hostile = {"best": {**best, "engine": "<img src=x onerror=alert(1)>"},
+               "inputs": view.experiment.result["inputs"]}
+    assert "<img" not in study_html(hostile, study)

@@ -389,3 +389,50 @@ def test_the_link_to_experiment_11_opens_the_same_configuration(kwargs):
                      "prefill_workers", "decode_workers"):
             assert selected[name] == best[name], name
     assert kwargs or best["served_row"]  # the default pick was measured: it is opened
+
+
+def test_workload_distances_by_hand():
+    from lab.plan.plan_decide import (
+        NO_OTHER_WORKLOAD,
+        distance_bucket,
+        nearest_octaves,
+        workload_octaves,
+    )
+
+    assert workload_octaves("1024/1024", "8192/1024") == 3.0  # 8× the prompt
+    assert workload_octaves("1024/1024", "1024/8192") == 3.0
+    assert workload_octaves("2048/128", "1024/1024") == 4.0  # 1 + 3
+    assert workload_octaves("4096/512", "8192/1024") == 2.0  # 1 + 1
+    assert nearest_octaves("4096/512", ["1024/1024", "8192/1024", "4096/512"]) == 2.0
+    assert nearest_octaves("1024/1024", ["1024/1024"]) == np.inf  # itself is not another
+    assert [distance_bucket(d) for d in (0.0, 1.0, 1.5, 3.0, 4.0, np.inf)] == [
+        "within 1 octave", "within 1 octave", "1 to 2 octaves", "2 to 3 octaves",
+        "over 3 octaves", NO_OTHER_WORKLOAD]
+
+
+def test_the_regret_study_by_distance_partitions_its_cases():
+    from lab.plan.plan_study import FLOOR_ONLY, study_summary
+
+    study = study_summary()
+    for planner in ("default", FLOOR_ONLY):
+        r = study[planner]
+        by_distance = r["per_distance"]
+        assert sum(b["cases"] for b in by_distance.values()) == r["overall"]["cases"] == 612
+        misses = sum(b["misses"] * b["cases"] for b in by_distance.values())
+        assert misses == pytest.approx(r["overall"]["misses"] * 612)
+    # the public groups: most cases have their other workloads 3 octaves away, the groups
+    # with many nearby workloads (1024/256, 2048/128, …) the rest
+    assert set(study["default"]["per_distance"]) >= {"within 1 octave", "2 to 3 octaves"}
+
+
+def test_a_plan_says_how_far_the_nearest_measured_workload_is():
+    r = calc_plan()  # vllm × h200 × agg measured Llama 3.1 70B at 1024/1024 itself
+    assert r["best"]["nearest_workload"] == {"workload": "1024/1024", "octaves": 0.0,
+                                             "bucket": "within 1 octave", "same_model": True}
+    r = calc_plan(isl=4096, osl=512)
+    near = r["best"]["nearest_workload"]
+    assert near["workload"] == "8192/1024" and near["octaves"] == 2.0  # 1024/1024 is 3 away
+    assert near["bucket"] == "1 to 2 octaves"
+    code, out, _ = _cli("plan", "--isl", "4096", "--osl", "512")
+    assert code == 0 and "Nearest workload measured for this model on vllm × agg: 8192/1024 " \
+        "(2.0 octaves away" in out

@@ -29,11 +29,13 @@ from apps.ui.shell.busy import BusyNote
 from apps.ui.shell.theme import CARD_CSS, OKABE_ITO
 from apps.ui.shell.url_sync import UrlInputs
 from apps.ui.views.page_shell import experiment_page
+from apps.ui.views.plan_study_view import study_html
 from lab.errors import LabInputError
 from lab.plan.plan_calc import rank_candidates
 from lab.plan.plan_candidates import parse_candidates
 from lab.plan.plan_decide import Targets
 from lab.plan.plan_experiment import PlanDeployment
+from lab.plan.plan_study import study_summary
 from lab.served.served_loader import REQUIRED
 from lab.units import fmt_number
 
@@ -208,6 +210,8 @@ class PlanPage(Viewer):
                                  sizing_mode="stretch_width")
         self.candidates = pn.pane.HTML(pn.bind(candidates_html, self.upload.param.ranking),
                                        sizing_mode="stretch_width")
+        self.study = pn.pane.HTML(pn.bind(self._study, exp.param.result),
+                                  sizing_mode="stretch_width")
         self.busy = BusyNote()
         self.busy.follow(exp, "computing")
         exp.param.watch(self._rerank, ["result"])
@@ -222,6 +226,9 @@ class PlanPage(Viewer):
     def _best(self, _result) -> str:
         return best_html(self.experiment.result)
 
+    def _study(self, _result) -> str:
+        return study_html(self.experiment.result, study_summary())
+
     def _rerank(self, _event) -> None:
         table = getattr(self.upload, "_table", None)
         if table is not None and self.experiment.result is not None:
@@ -233,7 +240,7 @@ class PlanPage(Viewer):
     def __panel__(self):
         charts = pn.Column(self.busy, self.best, self.chart,
                            pn.pane.Markdown(f"*{CHART_NOTE}*", sizing_mode="stretch_width"),
-                           self.candidates, sizing_mode="stretch_width")
+                           self.candidates, self.study, sizing_mode="stretch_width")
         return experiment_page(
             self.experiment, intro=INTRO, prediction=[self.prediction],
             inputs=[self.message, self.inputs, self.upload],

@@ -1,0 +1,54 @@
+"""What the regret study says about one plan: how often the default planner's pick held in
+measurement for the plan's engine × mode, and at the plan's distance from the workloads its
+group measured (docs/model.md §12, "Validation").
+
+The study is :func:`lab.plan.plan_decide.validate` on the shipped public rows at the default
+band quantile, computed once per process (about 3 s; the server computes it at start-up,
+:mod:`apps.ui.server.warmup`), so the page shows the figures of the code at hand.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from lab.plan.plan_calibration import DEFAULT_QUANTILE, Calibration, shipped_calibration
+from lab.plan.plan_decide import distance_bucket, nearest_octaves, planner_name, validate
+
+FLOOR_ONLY = "floor only"
+"""The regret study's name of the planner that reads the floor as the prediction."""
+
+
+@lru_cache(maxsize=1)
+def study_summary() -> dict:
+    """The regret study of the default planner and the floor-only planner on the shipped rows:
+    for each, ``overall``, ``per_engine_mode`` and ``per_distance`` summaries (cases, median
+    regret, share of picks missing the target in measurement, cases with no pick)."""
+    result = validate(shipped_calibration().table, quantiles=(DEFAULT_QUANTILE,))
+    default = planner_name(DEFAULT_QUANTILE)
+    return {"quantile": DEFAULT_QUANTILE, "default": result[default],
+            FLOOR_ONLY: result[FLOOR_ONLY]}
+
+
+def nearest_measured_workload(calibration: Calibration, group: str, model: str, isl: int,
+                              osl: int) -> dict:
+    """The workload nearest ``isl/osl`` among the modelled rows of ``group`` (``engine × GPU ×
+    mode``) for ``model`` (else for any model of the group): ``workload`` (None: the group
+    measured none), ``octaves`` from ``isl/osl`` (0 when that workload itself was measured),
+    ``bucket`` (:func:`~lab.plan.plan_decide.distance_bucket`) and ``same_model``."""
+    here = f"{isl}/{osl}"
+    in_group = calibration.modelled & (calibration.groups == group)
+    same = in_group & (calibration.models == model)
+    rows = same if same.any() else in_group
+    measured = sorted(set(calibration.workloads[rows].tolist()))
+    if not measured:
+        return {"workload": None, "octaves": None, "bucket": distance_bucket(np.inf),
+                "same_model": False}
+    if here in measured:
+        return {"workload": here, "octaves": 0.0, "bucket": distance_bucket(0.0),
+                "same_model": bool(same.any())}
+    octaves = nearest_octaves(here, measured)
+    workload = next(w for w in measured if nearest_octaves(here, [w]) == octaves)
+    return {"workload": workload, "octaves": octaves, "bucket": distance_bucket(octaves),
+            "same_model": bool(same.any())}
