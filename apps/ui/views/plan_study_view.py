@@ -42,13 +42,13 @@ def _distance_sentence(best: dict, study: dict, isl: int, osl: int) -> str:
              f"the picks missed in {_pct(figures['misses'])} of {figures['cases']:,} cases, at a "
              f"median regret of {_pct(figures['median_regret'])}." if figures else "")
     if near["octaves"] == 0:
-        return (f"<p>This workload, {isl:,}/{osl:,}, was itself measured for {whose} on "
+        return (f"<p>This workload, {isl}/{osl}, was itself measured for {whose} on "
                 f"{escape(best['engine'])} × {escape(best['mode'])}: its measurements inform the "
                 "pick, which no case of the study had (each case's workload was held out). "
                 f"{where}</p>")
     return (f"<p>The nearest workload measured for {whose} on {escape(best['engine'])} × "
             f"{escape(best['mode'])} is {escape(near['workload'])}, "
-            f"{fmt_number(near['octaves'], 1)} octaves from {isl:,}/{osl:,} (octaves: "
+            f"{fmt_number(near['octaves'], 1)} octaves from {isl}/{osl} (octaves: "
             f"|log2| of the isl ratio plus that of the osl ratio). {where}</p>")
 
 
