@@ -37,6 +37,8 @@ of |log2| of the isl and osl ratios), as the regret study reports it: the upper 
 bucket and its name."""
 NO_OTHER_WORKLOAD = "no other workload"
 """The bucket of a workload whose group measured no other."""
+BUCKET_ORDER = (*(name for _, name in DISTANCE_BUCKETS), NO_OTHER_WORKLOAD)
+"""The distance buckets in the order the study reports them."""
 
 
 def workload_octaves(a: str, b: str) -> float:
@@ -251,10 +253,6 @@ def _regret_cases(table: xr.Dataset, tpot_pred: np.ndarray, tpot_bound: np.ndarr
             cases.append({"key": key, "percentile": q, "picked": True, "miss": miss,
                           "regret": regret})
     return cases
-
-
-BUCKET_ORDER = (*(name for _, name in DISTANCE_BUCKETS), NO_OTHER_WORKLOAD)
-"""The distance buckets in the order the study reports them."""
 
 
 def _distance_buckets(keys: np.ndarray, usable: np.ndarray) -> dict[str, str]:
