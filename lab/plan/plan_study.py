@@ -3,12 +3,13 @@ measurement for the plan's engine × mode, and at the plan's distance from the w
 group measured (docs/model.md §12, "Validation").
 
 The study is :func:`lab.plan.plan_decide.validate` on the shipped public rows at the default
-band quantile, computed once per process (about 3 s; the server computes it at start-up,
-:mod:`apps.ui.server.warmup`), so the page shows the figures of the code at hand.
+band quantile, computed once per process (about 3 s; the server starts it at start-up, in the
+background, :mod:`apps.ui.server.warmup`), so the page shows the figures of the code at hand.
 """
 
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
 
 import numpy as np
@@ -20,11 +21,21 @@ FLOOR_ONLY = "floor only"
 """The regret study's name of the planner that reads the floor as the prediction."""
 
 
-@lru_cache(maxsize=1)
+_STUDY_LOCK = threading.Lock()
+"""Held while the study is computed: a second caller waits for the first's result."""
+
+
 def study_summary() -> dict:
     """The regret study of the default planner and the floor-only planner on the shipped rows:
     for each, ``overall``, ``per_engine_mode`` and ``per_distance`` summaries (cases, median
-    regret, share of picks missing the target in measurement, cases with no pick)."""
+    regret, share of picks missing the target in measurement, cases with no pick). Computed
+    once per process; callers on other threads wait for that one computation."""
+    with _STUDY_LOCK:
+        return _study_summary()
+
+
+@lru_cache(maxsize=1)
+def _study_summary() -> dict:
     result = validate(shipped_calibration().table, quantiles=(DEFAULT_QUANTILE,))
     default = planner_name(DEFAULT_QUANTILE)
     return {"quantile": DEFAULT_QUANTILE, "default": result[default],

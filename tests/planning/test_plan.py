@@ -436,3 +436,18 @@ def test_a_plan_says_how_far_the_nearest_measured_workload_is():
     code, out, _ = _cli("plan", "--isl", "4096", "--osl", "512")
     assert code == 0 and "Nearest workload measured for this model on vllm × agg: 8192/1024 " \
         "(2.0 octaves away" in out
+
+
+def test_the_study_is_computed_once_however_many_threads_ask():
+    """The server starts the study on a background thread at start-up; a page that asks
+    meanwhile waits for that one computation instead of starting its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from apps.ui.server.warmup import prepare_plan_study
+    from lab.plan.plan_study import study_summary
+
+    thread = prepare_plan_study()
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: study_summary(), range(4)))
+    thread.join()
+    assert all(r is results[0] for r in results) and study_summary() is results[0]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 
 from bokeh.document import Document
@@ -54,12 +55,16 @@ def prepare_datasets() -> list[str]:
     return problems
 
 
-def prepare_plan_study() -> None:
-    """Compute experiment 12's regret study once (about 3 s), so its page never waits for it
-    (:func:`lab.plan.plan_study.study_summary`, cached for the process)."""
+def prepare_plan_study() -> threading.Thread:
+    """Start computing experiment 12's regret study (about 3 s) on a background thread, so the
+    server takes requests at once and the plan page rarely waits for it
+    (:func:`lab.plan.plan_study.study_summary`, computed once per process; a page that asks
+    first waits for that computation)."""
     from lab.plan.plan_study import study_summary
 
-    study_summary()
+    thread = threading.Thread(target=study_summary, name="plan-study", daemon=True)
+    thread.start()
+    return thread
 
 
 _warmed = False
