@@ -87,22 +87,25 @@ class Calibration:
         the mean error of its configuration on the *other* workloads (NaN: none)."""
         if metric not in self._centres:
             r = self.residual[metric]
-            total: dict = {}
-            by_workload: dict = {}
-            for i in np.flatnonzero(self.band_rows):
-                k, w = self.keys[i], self.workloads[i]
-                a = total.setdefault(k, [0.0, 0])
-                a[0] += r[i]
-                a[1] += 1
-                b = by_workload.setdefault((k, w), [0.0, 0])
-                b[0] += r[i]
-                b[1] += 1
+            rows = np.flatnonzero(self.band_rows)
+            _, key = np.unique(self.keys[rows], return_inverse=True)
+            _, pair = np.unique(np.char.add(np.char.add(self.keys[rows], "@"),
+                                            self.workloads[rows]), return_inverse=True)
+            # sums in row order, as a loop over the rows adds them (bincount adds in order)
+            key_sum = np.bincount(key, weights=r[rows])
+            key_n = np.bincount(key)
+            pair_sum = np.bincount(pair, weights=r[rows])
+            pair_n = np.bincount(pair)
             spread = np.full(r.shape, np.nan)
-            for i in np.flatnonzero(self.band_rows):
-                a, b = total[self.keys[i]], by_workload[self.keys[i], self.workloads[i]]
-                if a[1] > b[1]:
-                    spread[i] = r[i] - (a[0] - b[0]) / (a[1] - b[1])
-            self._centres[metric] = ({k: v[0] / v[1] for k, v in total.items()}, spread)
+            other_n = key_n[key] - pair_n[pair]
+            elsewhere = other_n > 0
+            spread[rows[elsewhere]] = r[rows[elsewhere]] - (
+                (key_sum[key] - pair_sum[pair])[elsewhere] / other_n[elsewhere])
+            first = {}
+            for k, code in zip(self.keys[rows].tolist(), key.tolist(), strict=True):
+                first.setdefault(k, code)
+            self._centres[metric] = ({k: key_sum[c] / key_n[c] for k, c in first.items()},
+                                     spread)
         return self._centres[metric]
 
     def centre(self, keys: np.ndarray, metric: str) -> np.ndarray:

@@ -326,6 +326,8 @@ def validate(table: xr.Dataset, quantiles=QUANTILES, strict: bool = False) -> di
     base = Calibration(table)
     calibrations: dict[str, Calibration] = {}
     workloads = s("workload")
+    row_group, row_model = s("group"), s("model")
+    row_concurrency = np.maximum(f("concurrency"), 1.0)
     samples: dict[int, np.ndarray] = {}
     for key in dict.fromkeys(keys[usable].tolist()):
         index = np.flatnonzero(usable & (keys == key))
@@ -337,7 +339,7 @@ def validate(table: xr.Dataset, quantiles=QUANTILES, strict: bool = False) -> di
         cal = calibrations[w]
         centres = cal.centre(base.keys[index], "tpot")
         for i, centre in zip(index.tolist(), centres.tolist(), strict=True):
-            samples[i] = cal._sample(s("group")[i], s("model")[i], max(f("concurrency")[i], 1.0),
+            samples[i] = cal._sample(row_group[i], row_model[i], float(row_concurrency[i]),
                                      "tpot", centre)
     tpot_predicted = f("tpot_predicted_ms")
 
