@@ -3,8 +3,8 @@ measurement for the plan's engine × mode, and at the plan's distance from the w
 group measured (docs/model.md §12, "Validation").
 
 The study is :func:`lab.plan.plan_decide.validate` on the shipped public rows at the default
-band quantile, computed once per process (about 3 s; the server starts it at start-up, in the
-background, :mod:`apps.ui.server.warmup`), so the page shows the figures of the code at hand.
+band quantile, computed once per process when first asked for (about 1.3 s on the shipped rows,
+beside the calibration the plan itself needs), so the page shows the figures of the code at hand.
 """
 
 from __future__ import annotations

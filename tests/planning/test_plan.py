@@ -439,15 +439,12 @@ def test_a_plan_says_how_far_the_nearest_measured_workload_is():
 
 
 def test_the_study_is_computed_once_however_many_threads_ask():
-    """The server starts the study on a background thread at start-up; a page that asks
-    meanwhile waits for that one computation instead of starting its own."""
+    """Pages built at once on the server's threads wait for one computation of the study
+    instead of each starting its own."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from apps.ui.server.warmup import prepare_plan_study
     from lab.plan.plan_study import study_summary
 
-    thread = prepare_plan_study()
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda _: study_summary(), range(4)))
-    thread.join()
     assert all(r is results[0] for r in results) and study_summary() is results[0]

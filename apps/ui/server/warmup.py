@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 
 from bokeh.document import Document
@@ -55,18 +54,6 @@ def prepare_datasets() -> list[str]:
     return problems
 
 
-def prepare_plan_study() -> threading.Thread:
-    """Start computing experiment 12's regret study (about 3 s) on a background thread, so the
-    server takes requests at once and the plan page rarely waits for it
-    (:func:`lab.plan.plan_study.study_summary`, computed once per process; a page that asks
-    first waits for that computation)."""
-    from lab.plan.plan_study import study_summary
-
-    thread = threading.Thread(target=study_summary, name="plan-study", daemon=True)
-    thread.start()
-    return thread
-
-
 _warmed = False
 """Whether this process has warmed up already."""
 
@@ -83,7 +70,6 @@ def warm_up(build_page) -> float:
     start = time.perf_counter()
     for problem in prepare_datasets():
         log.error("Inference Lab: %s", problem)
-    prepare_plan_study()
     freeze_gc()  # Bokeh runs a full collection per destroyed document: keep those short
     for slug in WARM_PAGES:
         doc = Document()
