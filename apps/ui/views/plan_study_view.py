@@ -38,7 +38,8 @@ def _distance_sentence(best: dict, study: dict, isl: int, osl: int) -> str:
     whose = "this model" if near["same_model"] else "any model (none of this one)"
     bucket = near["bucket"]
     figures = study["default"]["per_distance"].get(bucket)
-    where = (f"In the study, with the nearest other measured workload {escape(bucket)} away, "
+    far = bucket if bucket.startswith("within") else f"{bucket} away"
+    where = (f"In the study, with the nearest other measured workload {escape(far)}, "
              f"the picks missed in {_pct(figures['misses'])} of {figures['cases']:,} cases, at a "
              f"median regret of {_pct(figures['median_regret'])}." if figures else "")
     if near["octaves"] == 0:
