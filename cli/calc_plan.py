@@ -13,14 +13,10 @@ from lab.plan.plan_calc import calc_plan, plan_steps, rank_candidates
 from lab.plan.plan_calibration import DEFAULT_QUANTILE
 from lab.plan.plan_decide import Targets
 from lab.plan.plan_space import ENGINES
-from lab.units import fmt_number
+from lab.units import fmt_number, fmt_percent
 
 DESCRIPTION = ("Experiment 12, plan a deployment: the configuration with the most output "
                "tokens/s per GPU whose conservative predicted latency meets the targets.")
-
-
-def _pct(x) -> str:
-    return "n/a" if x is None or x != x else f"{fmt_number(x * 100, 1)} %"
 
 
 def _targets(args) -> Targets:
@@ -42,30 +38,30 @@ def _validate(args) -> int:
           "target in measurement; cases with no pick.")
     for name, r in result.items():
         o = r["overall"]
-        print(f"- {name}: {o['cases']} cases; regret {_pct(o['median_regret'])}; misses "
-              f"{_pct(o['misses'])}; no pick {o['no_pick']}")
+        print(f"- {name}: {o['cases']} cases; regret {fmt_percent(o['median_regret'])}; misses "
+              f"{fmt_percent(o['misses'])}; no pick {o['no_pick']}")
     default, previous = planner_name(DEFAULT_QUANTILE), previous_planner_name(0.9)
     cv = result["cross-validated q"]
     print(f"Cross-validated q: chosen per fold of groups on the other fold(s) "
           f"({cv['folds']} folds by a hash of the group): "
           + "; ".join(f"fold {k}: q {q:g}, held out regret "
-                      f"{_pct(cv['per_fold'][k]['median_regret'])}, misses "
-                      f"{_pct(cv['per_fold'][k]['misses'])}"
+                      f"{fmt_percent(cv['per_fold'][k]['median_regret'])}, misses "
+                      f"{fmt_percent(cv['per_fold'][k]['misses'])}"
                       for k, q in cv["quantile_per_fold"].items()))
     print("By the distance from the case's workload to the nearest other workload its group "
           f"measured ({default}):")
     for bucket, r in result[default]["per_distance"].items():
-        print(f"- {bucket}: {r['cases']} cases; regret {_pct(r['median_regret'])}, misses "
-              f"{_pct(r['misses'])}; no pick {r['no_pick']}")
+        print(f"- {bucket}: {r['cases']} cases; regret {fmt_percent(r['median_regret'])}, misses "
+              f"{fmt_percent(r['misses'])}; no pick {r['no_pick']}")
     print(f"Per engine × mode ({default}, the default | {previous}, the first planner | "
           "floor only):")
     for key, r in result[default]["per_engine_mode"].items():
         p = result[previous]["per_engine_mode"].get(key, {})
         f = result["floor only"]["per_engine_mode"].get(key, {})
-        print(f"- {key}: {r['cases']} cases; regret {_pct(r['median_regret'])}, misses "
-              f"{_pct(r['misses'])} | regret {_pct(p.get('median_regret'))}, misses "
-              f"{_pct(p.get('misses'))} | floor only regret {_pct(f.get('median_regret'))}, "
-              f"misses {_pct(f.get('misses'))}")
+        print(f"- {key}: {r['cases']} cases; regret {fmt_percent(r['median_regret'])}, misses "
+              f"{fmt_percent(r['misses'])} | regret {fmt_percent(p.get('median_regret'))}, misses "
+              f"{fmt_percent(p.get('misses'))} | floor only regret {fmt_percent(f.get('median_regret'))}, "
+              f"misses {fmt_percent(f.get('misses'))}")
     return 0
 
 

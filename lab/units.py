@@ -44,6 +44,13 @@ def fmt_number(value: float, digits: int = 2) -> str:
     return f"{value:,.{digits}f}"
 
 
+def fmt_percent(fraction: float | None, digits: int = 1) -> str:
+    """A fraction as a percentage (``0.101`` → ``10.1 %``; ``n/a`` for None or NaN)."""
+    if fraction is None or fraction != fraction:
+        return "n/a"
+    return f"{fmt_number(fraction * 100, digits)} %"
+
+
 def fmt_int(value: float) -> str:
     """Format a count rounded to the nearest integer with thousands separators (``8,192``)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):

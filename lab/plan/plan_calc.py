@@ -36,7 +36,7 @@ from lab.plan.plan_space import (
 )
 from lab.plan.plan_study import nearest_measured_workload
 from lab.served import gap
-from lab.served.served_calc import TERM_NAMES
+from lab.served.served_calc import TERM_NAMES, group_key
 from lab.served.served_floors import catalog_gpu_id, catalog_model_id
 from lab.units import fmt_number
 
@@ -109,7 +109,7 @@ def meet_chances(plan: xr.Dataset, arrays: dict, targets: Targets,
     keys = np.asarray(arrays["config_key"]).astype(str)
     ttft_centre = calibration.centre(keys[index], "ttft")
     for k, i in enumerate(index.tolist()):
-        group = f"{arrays['engine'][i]} × {gpu} × {arrays['mode'][i]}"
+        group = group_key(arrays['engine'][i], gpu, arrays['mode'][i])
         concurrency = float(arrays["concurrency"][i])
         ttft = float(arrays["ttft_ms"][i])
         ttft_chance = 1.0
@@ -146,7 +146,7 @@ def how_sure(plan: xr.Dataset, index: int, targets: Targets, calibration,
                f"no measured row of {r['engine']} × {plan.attrs.get('gpu', '')} × {r['mode']} "
                "calibrates it: predicted from the floor, uncalibrated")
         return {"share": None, "rows": 0, "sentence": f"Not known: {why}."}
-    group = f"{r['engine']} × {plan.attrs.get('gpu', '')} × {r['mode']}"
+    group = group_key(r['engine'], plan.attrs.get('gpu', ''), r['mode'])
     model = plan.attrs.get("model", "")
     shares, rows = [], 0
     for metric, limit in (("tpot", targets.tpot_limit()), ("ttft", targets.ttft_limit())):
@@ -256,9 +256,9 @@ def plan_record(plan: xr.Dataset, targets: Targets, calibration, inputs: dict,
         best["served_link"] = served_link(best, plan.attrs.get("model", ""),
                                           plan.attrs.get("gpu", ""), best["served_row"])
         if "isl" in inputs and "osl" in inputs:
-            group = f"{best['engine']} × {plan.attrs.get('gpu', '')} × {best['mode']}"
             best["nearest_workload"] = nearest_measured_workload(
-                calibration, group, plan.attrs.get("model", ""), int(inputs["isl"]),
+                calibration, group_key(best["engine"], plan.attrs.get("gpu", ""), best["mode"]),
+                plan.attrs.get("model", ""), int(inputs["isl"]),
                 int(inputs["osl"]))
         result["best"] = best
     else:

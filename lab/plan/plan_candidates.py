@@ -18,7 +18,6 @@ import xarray as xr
 
 from lab.errors import LabInputError
 from lab.served.served_loader import FILE, parse_served
-from lab.served.vllm_bench import looks_like_json
 
 MEASURED = ("silicon_ttft_ms", "silicon_tpot_ms")
 """The measured columns a candidates file may leave out or empty."""
@@ -64,11 +63,19 @@ FILE_WORDS = (f"{FILE.what} ", "Candidates ")
 "Serving path …"), and how a candidates file's begins."""
 
 
+NEEDS_WORDS = ("at least one measurement.", "at least one configuration (measurements are "
+               "optional).")
+"""What the loader says a file with no rows needs, and what a candidates file needs."""
+
+
 def _as_candidates(error: LabInputError) -> LabInputError:
-    """``error``'s sentence naming the file a candidates file (the loader says "Serving file")."""
+    """``error``'s sentence naming the file a candidates file (the loader says "Serving file")
+    and, for a file with no rows, asking for a configuration, not a measurement."""
     message = str(error)
     old, new = FILE_WORDS
-    return type(error)(new + message[len(old):] if message.startswith(old) else message)
+    if message.startswith(old):
+        message = new + message[len(old):]
+    return type(error)(message.replace(*NEEDS_WORDS))
 
 
 def parse_candidates(data: bytes, name: str = "candidates.csv") -> xr.Dataset:
@@ -82,10 +89,6 @@ def parse_candidates(data: bytes, name: str = "candidates.csv") -> xr.Dataset:
 
 def _parse_candidates(data: bytes, name: str) -> xr.Dataset:
     text = FILE.text(data, name)  # the loader's own checks of size, encoding and NUL bytes
-    rows = [line for line in text.splitlines() if line.strip(" ,\t\r")]
-    if len(rows) < 2 and not looks_like_json(text):
-        raise LabInputError(f"Candidates file {name} has no data rows; it needs a header and at "
-                            "least one configuration (measurements are optional).")
     filled = _filled(text)
     if filled is None:
         return parse_served(data, name)

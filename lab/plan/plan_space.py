@@ -28,7 +28,7 @@ from lab.errors import LabInputError, shown
 from lab.models.inputs import DecodeInputs
 from lab.models.memory import sequence_capacity
 from lab.plan.plan_calibration import config_keys
-from lab.served.served_calc import term_designs
+from lab.served.served_calc import group_key, term_designs
 from lab.served.served_floors import (
     catalog_model_id,
     precision_of,
@@ -291,7 +291,7 @@ def predict(rows: list[dict], calibration, quantile: float, model=None) -> xr.Da
                         **{k: ("row", v) for k, v in floors.items()}})
     designs = term_designs(table) if valid.any() else {
         m: None for m in ("tpot", "ttft")}
-    groups = np.array([f"{e} × {gpu.id if gpu else ''} × {m}"
+    groups = np.array([group_key(e, gpu.id if gpu else "", m)
                        for e, m in zip(col["engine"], mode, strict=True)])
     predicted = {m: np.full(n, np.nan) for m in ("tpot", "ttft")}
     upper = {m: np.full(n, np.nan) for m in ("tpot", "ttft")}

@@ -15,7 +15,7 @@ from functools import lru_cache
 import numpy as np
 
 from lab.plan.plan_calibration import DEFAULT_QUANTILE, Calibration, shipped_calibration
-from lab.plan.plan_decide import distance_bucket, nearest_octaves, planner_name, validate
+from lab.plan.plan_decide import distance_bucket, planner_name, validate, workload_octaves
 
 FLOOR_ONLY = "floor only"
 """The regret study's name of the planner that reads the floor as the prediction."""
@@ -56,10 +56,7 @@ def nearest_measured_workload(calibration: Calibration, group: str, model: str, 
     if not measured:
         return {"workload": None, "octaves": None, "bucket": distance_bucket(np.inf),
                 "same_model": False}
-    if here in measured:
-        return {"workload": here, "octaves": 0.0, "bucket": distance_bucket(0.0),
-                "same_model": bool(same.any())}
-    octaves = nearest_octaves(here, measured)
-    workload = next(w for w in measured if nearest_octaves(here, [w]) == octaves)
+    workload = min(measured, key=lambda w: workload_octaves(here, w))  # here itself: 0
+    octaves = workload_octaves(here, workload)
     return {"workload": workload, "octaves": octaves, "bucket": distance_bucket(octaves),
             "same_model": bool(same.any())}

@@ -49,10 +49,15 @@ DEFAULT_ROW = "llama_3_1_70b_h200_sxm_vllm_fp8_agg_1024x1024_c64_tp4"
 """Substring of the id selected by default when present (else the first modelled row)."""
 
 
+def group_key(engine: str, gpu: str, mode: str) -> str:
+    """The coefficients' group of an engine, GPU and mode: ``"vllm × h200 × agg"``."""
+    return f"{engine} × {gpu} × {mode}"
+
+
 def _group_keys(table: xr.Dataset) -> np.ndarray:
     """engine × GPU × mode of every row (the coefficients' group, and the error tables')."""
     parts = [np.asarray(table[k].values).astype(str) for k in ("engine", "gpu", "mode")]
-    return np.array([" × ".join(p) for p in zip(*parts, strict=True)])
+    return np.array([group_key(*p) for p in zip(*parts, strict=True)])
 
 
 def _workloads(table: xr.Dataset) -> np.ndarray:

@@ -227,7 +227,7 @@ def test_the_command_line_plans_and_its_alias_is_the_same(tmp_path):
     (b"id,backend\nx,y\n", "lacks the column(s)"),
     (b"\x00\x01\x02", "NUL bytes"),
     (b"", "has no data rows; it needs a header and at least one configuration"),
-    (b"id,backend,system,mode,isl,osl\n\n", "at least one configuration (measurements are "
+    (b"id,backend,model_path,system,mode,isl,osl\n\n", "at least one configuration (measurements are "
      "optional)"),
 ])
 def test_a_hostile_candidates_file_is_one_sentence(tmp_path, content, sentence):

@@ -8,23 +8,18 @@ from __future__ import annotations
 
 from html import escape
 
+from lab.plan.plan_decide import CV_MISSES
 from lab.plan.plan_study import FLOOR_ONLY
-from lab.units import fmt_number
+from lab.units import fmt_number, fmt_percent
 
 STUDY_TITLE = "How often a pick holds: the regret study"
 """The section's heading."""
 
 
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{fmt_number(value * 100, 1)} %"
-
-
-AIM = 0.10
-"""The aim for both the median regret and the share of picks missing, at most (docs/model.md §12)."""
-
-
 def _aim(value: float) -> str:
-    return "met" if value <= AIM else "not met"
+    """Whether a study figure meets the aim for both the median regret and the share of
+    picks missing (at most :data:`~lab.plan.plan_decide.CV_MISSES`, docs/model.md §12)."""
+    return "met" if value <= CV_MISSES else "not met"
 
 
 def _distance_sentence(best: dict, study: dict, isl: int, osl: int) -> str:
@@ -40,8 +35,8 @@ def _distance_sentence(best: dict, study: dict, isl: int, osl: int) -> str:
     figures = study["default"]["per_distance"].get(bucket)
     far = bucket if bucket.startswith("within") else f"{bucket} away"
     where = (f"In the study, with the nearest other measured workload {escape(far)}, "
-             f"the picks missed in {_pct(figures['misses'])} of {figures['cases']:,} cases, at a "
-             f"median regret of {_pct(figures['median_regret'])}." if figures else "")
+             f"the picks missed in {fmt_percent(figures['misses'])} of {figures['cases']:,} cases, at a "
+             f"median regret of {fmt_percent(figures['median_regret'])}." if figures else "")
     if near["octaves"] == 0:
         return (f"<p>This workload, {isl}/{osl}, was itself measured for {whose} on "
                 f"{escape(best['engine'])} × {escape(best['mode'])}: its measurements inform the "
@@ -62,17 +57,17 @@ def study_html(result: dict | None, study: dict) -> str:
     rows = []
     for key, r in default["per_engine_mode"].items():
         f = floor["per_engine_mode"].get(key, {})
-        figures = (f"<td>{r['cases']:,}</td><td>{_pct(r['misses'])}</td>"
-                   f"<td>{_pct(r['median_regret'])}</td><td>{_pct(f.get('misses'))}</td>")
+        figures = (f"<td>{r['cases']:,}</td><td>{fmt_percent(r['misses'])}</td>"
+                   f"<td>{fmt_percent(r['median_regret'])}</td><td>{fmt_percent(f.get('misses'))}</td>")
         if key == mine:
             rows.append(f'<tr class="lab-plan-study-mine"><td><strong>{escape(key)} (this '
                         f"pick)</strong></td>{figures}</tr>")
         else:
             rows.append(f"<tr><td>{escape(key)}</td>{figures}</tr>")
     rows.append(f"<tr><td><strong>all</strong></td><td>{overall['cases']:,}</td>"
-                f"<td><strong>{_pct(overall['misses'])}</strong></td>"
-                f"<td><strong>{_pct(overall['median_regret'])}</strong></td>"
-                f"<td>{_pct(floor_overall['misses'])}</td></tr>")
+                f"<td><strong>{fmt_percent(overall['misses'])}</strong></td>"
+                f"<td><strong>{fmt_percent(overall['median_regret'])}</strong></td>"
+                f"<td>{fmt_percent(floor_overall['misses'])}</td></tr>")
     quantile = (result or {}).get("inputs", {}).get("quantile", study["quantile"])
     other_q = ("" if quantile == study["quantile"] else
                f" These are the figures at the default band quantile {study['quantile']:g}; "
@@ -85,10 +80,10 @@ def study_html(result: dict | None, study: dict) -> str:
         "out of sample (each case's workload left out of every prediction and band): per "
         "(checkpoint, GPU, engine, mode, workload) group of at least 3 measured configurations, "
         "a TPOT target at its 25th, 50th and 75th measured percentile. Its picks missed the "
-        f"target in measurement in {_pct(overall['misses'])} of {overall['cases']:,} cases, at a "
-        f"median regret of {_pct(overall['median_regret'])} (1 − the pick's measured tokens/s "
+        f"target in measurement in {fmt_percent(overall['misses'])} of {overall['cases']:,} cases, at a "
+        f"median regret of {fmt_percent(overall['median_regret'])} (1 − the pick's measured tokens/s "
         "per GPU / the best measured one meeting the target; a miss counts as 1); the floor "
-        f"alone missed in {_pct(floor_overall['misses'])}. The aims, at most 10 % each: "
+        f"alone missed in {fmt_percent(floor_overall['misses'])}. The aims, at most 10 % each: "
         f"misses {_aim(overall['misses'])}, regret {_aim(overall['median_regret'])} "
         "(docs/model.md §12 says why)." + other_q + "</p>"
         '<div class="lab-plan-study-table" style="overflow-x: auto">'
