@@ -24,22 +24,34 @@ BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < {s
 """A child that spends ``s`` CPU seconds, then exits."""
 
 
+LAUNCHER = "import subprocess, sys\nsys.stdin.readline()\nsubprocess.run(sys.argv[1:])\n"
+"""Starts its arguments as a command once a line arrives on its standard input."""
+
+
 def cpu_split_while(command: list[str]) -> dict:
     """The benchmark's CPU split while ``command`` runs beside a sleeping stand-in server, read
-    as the burst's sampler reads it (every 50 ms until the command has ended)."""
+    as the burst's sampler reads it (every 50 ms until the command has ended).
+
+    The benchmark counts every child of its own process as the browser's; here that parent is a
+    launcher holding only ``command``, so processes the test worker runs for other tests (a
+    served app of a session fixture) are not counted."""
     bench = load_bench()
     server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, *command],
+                                stdin=subprocess.PIPE)
     try:
-        split = bench.CpuSplit(psutil.Process(server.pid), psutil.Process())
+        split = bench.CpuSplit(psutil.Process(server.pid), psutil.Process(launcher.pid))
         split.start()
-        browser = subprocess.Popen(command)
-        while browser.poll() is None:
+        launcher.stdin.write(b"go\n")
+        launcher.stdin.close()
+        while launcher.poll() is None:
             split.sample()
             time.sleep(0.05)
         return split.stop()  # the process has ended: only the readings taken before count
     finally:
-        server.kill()
-        server.wait()
+        for proc in (server, launcher):
+            proc.kill()
+            proc.wait()
 
 
 def test_an_ended_browser_process_still_counts():
