@@ -272,19 +272,24 @@ def read_config_json(path: str | Path) -> tuple[object, str, str]:
     """A Hugging Face ``config.json`` on disk as ``(parsed JSON, model id, name)``: the id is
     its folder's name (or the file's stem), the name its ``_name_or_path`` or the id."""
     path = Path(path)
-    text = _read_text(path)
-    try:
-        entry = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CatalogError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}).") from None
-    except RecursionError:
-        raise CatalogError(f"{path} nests arrays or objects too deeply to be read.") from None
-    except ValueError:  # an integer of more digits than Python converts
-        raise CatalogError(f"{path} holds a number too long to read.") from None
+    entry = parse_config_json(_read_text(path), str(path))
     stem = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
     model_id = stem or "custom-model"
     name = _text(entry, "_name_or_path") if isinstance(entry, dict) else ""
     return entry, model_id, name or model_id
+
+
+def parse_config_json(text: str, where: str) -> object:
+    """The JSON of a ``config.json``'s ``text`` (``where`` names it in the one sentence a
+    malformed file gets)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CatalogError(f"{where} is not valid JSON ({exc.msg} at line {exc.lineno}).") from None
+    except RecursionError:
+        raise CatalogError(f"{where} nests arrays or objects too deeply to be read.") from None
+    except ValueError:  # an integer of more digits than Python converts
+        raise CatalogError(f"{where} holds a number too long to read.") from None
 
 
 def load_gpu_file(path: str | Path) -> GPUSpec:

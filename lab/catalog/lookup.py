@@ -13,6 +13,7 @@ config with a sliding window) are read by the same reader into a :class:`MoESpec
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from lab.catalog.entries import SUPPORTED_ARCHITECTURES, ModelSpec
 from lab.catalog.moe_config import READ_ARCHITECTURES, load_moe_config, moe_model_from_config
 from lab.catalog.moe_spec import MoESpec, routes_experts
 from lab.errors import CatalogError, shown
+from lab.limits import MAX_SPEC_BYTES
 
 
 def _architecture(entry) -> object:
@@ -85,6 +87,44 @@ def load_model_config(path: str | Path) -> ModelSpec:
     :class:`MoESpec` for a mixture-of-experts architecture."""
     entry, model_id, name = loader.read_config_json(path)
     return model_from_entry(entry, str(Path(path)), model_id=model_id, name=name)
+
+
+UPLOADED_PREFIX = "uploaded-"
+"""How the id of a model read from an uploaded ``config.json`` starts: never a catalog id nor
+a checkpoint path of the measured rows, so no row is taken for it."""
+MAX_UPLOADED_ID_CHARS = 64
+"""Longest part of an uploaded model's id taken from its file, characters."""
+
+
+def uploaded_model_id(entry: object, file_name: str) -> str:
+    """The id of a model from an uploaded ``config.json``: ``uploaded-`` and the last part of
+    its ``_name_or_path`` (else the file's stem, unless that is just ``config``), letters,
+    digits and ``.-_`` only."""
+    named = entry.get("_name_or_path") if isinstance(entry, dict) else None
+    base = named.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] if isinstance(named, str) else ""
+    if not base:
+        stem = Path(file_name.replace("\\", "/")).stem
+        base = "" if stem.lower() == "config" else stem
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-.")[:MAX_UPLOADED_ID_CHARS]
+    return UPLOADED_PREFIX + (slug or "model")
+
+
+def model_from_config_bytes(data: bytes, file_name: str) -> ModelSpec:
+    """A model from the bytes of a Hugging Face ``config.json`` the reader uploaded (``file_name``
+    names it in messages; nothing is read from disk): read as :func:`load_model_config` reads
+    a file, its id from :func:`uploaded_model_id`, its name the config's ``_name_or_path``."""
+    if len(data) > MAX_SPEC_BYTES:
+        raise CatalogError(f"{file_name} is larger than {MAX_SPEC_BYTES:,} bytes.")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CatalogError(f"{file_name} is not UTF-8 text (byte {exc.start + 1:,} is "
+                           "not).") from None
+    entry = loader.parse_config_json(text, file_name)
+    model_id = uploaded_model_id(entry, file_name)
+    named = entry.get("_name_or_path") if isinstance(entry, dict) else None
+    name = named.strip() if isinstance(named, str) and named.strip() else model_id
+    return model_from_entry(entry, file_name, model_id=model_id, name=name)
 
 
 def get_model(model: str | ModelSpec) -> ModelSpec:

@@ -14,6 +14,7 @@ from collections import Counter
 import numpy as np
 import xarray as xr
 
+from lab.catalog.entries import ModelSpec
 from lab.derivations.decode_steps import Step
 from lab.errors import LabInputError, shown
 from lab.plan.plan_calibration import DEFAULT_QUANTILE, calibration_for, shipped_calibration
@@ -32,6 +33,7 @@ from lab.plan.plan_space import (
     PlanSpace,
     config_row,
     enumerate_rows,
+    model_key,
     predict,
 )
 from lab.plan.plan_study import nearest_measured_workload
@@ -189,14 +191,16 @@ def measured_rows(model: str, gpu: str, engine: str, isl: int, osl: int) -> list
     return out
 
 
-def calc_plan(model: str = "llama-3.1-70b", gpu: str = "h200", budget: int = 8,
+def calc_plan(model: str | ModelSpec = "llama-3.1-70b", gpu: str = "h200", budget: int = 8,
               engine: str = "vllm", isl: int = 1024, osl: int = 1024,
               ttft_ms: float | None = DEFAULT_TARGETS.ttft_ms, tpot_ms: float | None = None,
               tokens_per_s_user: float | None = DEFAULT_TARGETS.tokens_per_s_user,
               quantile: float = DEFAULT_QUANTILE, modes=MODES) -> dict:
     """One plan: every configuration of the space, the frontier per mode, the pick under the
     targets with its derivation and how sure it is, the refusals counted with their sentences,
-    and the public measured rows of this model × GPU × engine × workload."""
+    and the public measured rows of this model × GPU × engine × workload. ``model``: a catalog
+    id, a path to a ``config.json``, or a model already read (an uploaded ``config.json``:
+    :func:`lab.catalog.lookup.model_from_config_bytes`)."""
     if not 0.5 <= quantile < 1:
         raise LabInputError(f"The band quantile must be from 0.5 to below 1, not "
                             f"{shown(quantile)}.")
@@ -205,14 +209,18 @@ def calc_plan(model: str = "llama-3.1-70b", gpu: str = "h200", budget: int = 8,
                       modes=tuple(modes))
     rows = enumerate_rows(space)
     calibration = shipped_calibration()
-    plan = predict(rows, calibration, quantile)
-    plan.attrs.update({"model": catalog_model_id(model) or model,
+    spec = model if isinstance(model, ModelSpec) else None  # read from an uploaded config.json
+    plan = predict(rows, calibration, quantile, model=spec)
+    key = model_key(model)
+    plan.attrs.update({"model": catalog_model_id(key) or key,
                        "gpu": catalog_gpu_id(gpu) or gpu})
-    return plan_record(plan, targets, calibration, {
-        "model": model, "gpu": gpu, "budget": budget, "engine": engine, "isl": isl, "osl": osl,
-        "ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "tokens_per_s_user": tokens_per_s_user,
-        "quantile": quantile}, measured=measured_rows(catalog_model_id(model) or model,
-                                                      catalog_gpu_id(gpu) or gpu, engine, isl, osl))
+    inputs = {"model": key, "gpu": gpu, "budget": budget, "engine": engine, "isl": isl,
+              "osl": osl, "ttft_ms": ttft_ms, "tpot_ms": tpot_ms,
+              "tokens_per_s_user": tokens_per_s_user, "quantile": quantile}
+    if spec is not None:
+        inputs["model_name"] = spec.name
+    return plan_record(plan, targets, calibration, inputs, measured=measured_rows(
+        catalog_model_id(key) or key, catalog_gpu_id(gpu) or gpu, engine, isl, osl))
 
 
 def plan_record(plan: xr.Dataset, targets: Targets, calibration, inputs: dict,

@@ -12,6 +12,7 @@ import param
 import xarray as xr
 
 from lab.catalog import gpu_catalog, model_catalog
+from lab.catalog.entries import ModelSpec
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.limits import MAX_CONTEXT, MAX_MS
 from lab.plan.plan_calc import calc_plan, plan_steps
@@ -71,15 +72,30 @@ class PlanDeployment(Experiment):
     tokens_per_s_user = param.Number(default=50.0, bounds=(0, MAX_MS),
                                      label="Tokens/s per user at least",
                                      doc="Per-user output speed target (0: none).")
+    model_config = param.ClassSelector(
+        class_=ModelSpec, default=None, allow_None=True, precedence=-1,
+        doc="A model read from the reader's uploaded config.json "
+            "(lab.catalog.lookup.model_from_config_bytes), planned instead of ``model``; None: "
+            "the catalog model. Never a widget: the page's upload sets it, and choosing a "
+            "catalog model clears it.")
     quantile = param.Number(default=DEFAULT_QUANTILE, bounds=(0.5, 0.99), step=0.05,
                             label="Band quantile",
                             doc="How conservative: latency read at this quantile of the "
                                 "group's out-of-sample errors, and the least chance of "
                                 "meeting the targets a pick needs.")
 
+    def _refresh(self, *events) -> None:
+        """Recompute; a catalog model chosen while an uploaded one is in force replaces it
+        (cleared without a second calculation)."""
+        if self.model_config is not None and any(e.name == "model" for e in events):
+            with param.discard_events(self):
+                self.model_config = None
+        super()._refresh(*events)
+
     def compute(self) -> dict:
         target = lambda v: None if not v else float(v)  # noqa: E731
-        return calc_plan(self.model, self.gpu, self.budget, self.engine, self.isl, self.osl,
+        model = self.model if self.model_config is None else self.model_config
+        return calc_plan(model, self.gpu, self.budget, self.engine, self.isl, self.osl,
                          target(self.ttft_ms), target(self.tpot_ms),
                          target(self.tokens_per_s_user), self.quantile)
 
@@ -119,7 +135,9 @@ class PlanDeployment(Experiment):
                   f"{optimistic['mode']} {optimistic['label']} "
                   f"({fmt_number(optimistic['tokens_per_s_gpu'], 0)} tokens/s per GPU), closer "
                   "to the target and more likely to miss it.")
-        return (f"The pick is {b['mode']} {b['label']} on {b['gpus']} GPUs: "
+        uploaded = r["inputs"].get("model_name")
+        whose = f"For {uploaded} (your config.json), the" if uploaded else "The"
+        return (f"{whose} pick is {b['mode']} {b['label']} on {b['gpus']} GPUs: "
                 f"{fmt_number(b['tokens_per_s_gpu'], 0)} output tokens/s per GPU at "
                 f"{fmt_number(b['tokens_per_s_user'], 1)} tokens/s per user (predicted; "
                 f"{fmt_number(1e3 / b['tpot_upper_ms'], 1)} at the band's upper edge). "

@@ -23,6 +23,7 @@ import numpy as np
 import xarray as xr
 
 from lab.catalog import get_gpu, get_model
+from lab.catalog.entries import ModelSpec
 from lab.catalog.moe_spec import MoESpec
 from lab.errors import LabInputError, shown
 from lab.models.inputs import DecodeInputs
@@ -120,7 +121,7 @@ def worker_layouts(model, budget: int) -> list[Layout]:
 class PlanSpace:
     """What a plan spans: one model, GPU, budget, engine and workload."""
 
-    model: str = "llama-3.1-70b"
+    model: str | ModelSpec = "llama-3.1-70b"
     gpu: str = "h200"
     budget: int = 8
     engine: str = "vllm"
@@ -133,6 +134,13 @@ class PlanSpace:
 
 def _model_path(model_id: str) -> str:
     return model_id
+
+
+def model_key(model: str | ModelSpec) -> str:
+    """The id a plan's rows carry for ``model``: a catalog id or ``config.json`` path as given,
+    a model read from an uploaded file (:func:`lab.catalog.lookup.model_from_config_bytes`) by
+    its id."""
+    return model.id if isinstance(model, ModelSpec) else model
 
 
 def decode_share(concurrency: int, decode_workers: int) -> int:
@@ -177,7 +185,8 @@ def enumerate_rows(space: PlanSpace) -> list[dict]:
             for workers in worker_sets:
                 for precision in dict.fromkeys(space.precisions):
                     for c in space.concurrencies:
-                        rows.append(config_row(space.engine, space.model, space.gpu, mode,
+                        rows.append(config_row(space.engine, model_key(space.model),
+                                               space.gpu, mode,
                                                layout, precision, c, space.isl, space.osl,
                                                workers))
     return rows
@@ -217,7 +226,7 @@ def _refusal(row: dict, model, gpu, model_id: str, precision: str) -> str:
     """Why the lab refuses a configuration (one sentence), or ``""``."""
     if precision == "fp8" and not gpu.has_fp8:
         return f"{gpu.name} has no FP8 peak, so FP8 weights are not planned on it."
-    reason = reason_for(row, model_id, gpu.id, precision)
+    reason = reason_for(row, model_id, gpu.id, precision, model)
     if reason:
         return reason[0].upper() + reason[1:] + "."
     return ""

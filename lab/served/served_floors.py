@@ -33,6 +33,7 @@ import numpy as np
 import xarray as xr
 
 from lab.catalog import get_gpu, get_model, gpu_catalog, model_catalog
+from lab.catalog.entries import ModelSpec
 from lab.catalog.moe_spec import MoESpec
 from lab.models.attention_dp import (
     layout_all_to_all_time,
@@ -173,8 +174,10 @@ def precision_of(listed: str, gemm: str, moe_quant: str, model_path: str) -> str
     return next(f for f in (listed, gemm, moe_quant) if f and f not in ("fp8", *FP8_FORMATS))
 
 
-def reason_for(row: dict, model_id: str, gpu_id: str, precision: str) -> str:
-    """Why the lab cannot model ``row`` exactly, or ``""`` when it can."""
+def reason_for(row: dict, model_id: str, gpu_id: str, precision: str,
+               model: ModelSpec | None = None) -> str:
+    """Why the lab cannot model ``row`` exactly, or ``""`` when it can (``model``: the spec of
+    ``model_id`` when the caller holds it, e.g. a model read from an uploaded file)."""
     path = row["model_path"]
     if path in REFUSED_MODELS:
         return REFUSED_MODELS[path]
@@ -190,7 +193,7 @@ def reason_for(row: dict, model_id: str, gpu_id: str, precision: str) -> str:
         return "the row does not state its concurrency"
     if row["pp"] > 1 or row["prefill_pp"] > 1:
         return "pipeline parallelism is not modelled"
-    model = get_model(model_id)
+    model = get_model(model_id) if model is None else model
     parallel = max(row["moe_ep"], row["prefill_moe_ep"], row["attention_dp"],
                    row["prefill_attention_dp"])
     if parallel > 1 and not isinstance(model, MoESpec):

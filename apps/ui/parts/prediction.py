@@ -76,7 +76,8 @@ class PredictionView(Viewer):
         if self.experiment.error:
             reason = markdown_literal(shown_error(self.experiment) or "")
             return f"**{head}** (The explanation needs valid inputs: {reason})"
-        return f"**{head}** {self.experiment.explanation()}"
+        # literal: an explanation may quote a reader's file (a model's name from its config.json)
+        return f"**{head}** {markdown_literal(self.experiment.explanation())}"
 
     def parts(self) -> list:
         """The question, the choices, the button and the answer, for a page's own column."""

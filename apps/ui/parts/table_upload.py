@@ -55,11 +55,13 @@ class TableUpload(Viewer):
     shipped_text: ClassVar[str] = "the shipped data"
     status_class: ClassVar[str] = "lab-upload-status"
     accept: ClassVar[str] = ".csv"
+    file_input: ClassVar[type[CappedFileInput]] = MeasurementsFileInput
+    """The capped widget, holding at most its ``max_bytes`` and saying so in its own words."""
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._file = MeasurementsFileInput(accept=self.accept, multiple=False,
-                                           label=self.file_label, sizing_mode="stretch_width")
+        self._file = self.file_input(accept=self.accept, multiple=False,
+                                     label=self.file_label, sizing_mode="stretch_width")
         self._file.on_refused = self._say
         self._reset = pmui.Button(label=self.reset_label, sizing_mode="stretch_width")
         self._status = pn.pane.HTML(self._describe(None), sizing_mode="stretch_width",
@@ -84,6 +86,7 @@ class TableUpload(Viewer):
         return []
 
     def _describe(self, name: str | None) -> str:
+        """The status line: the data in force (``name``: the reader's file; None: shipped)."""
         shown = escape(shown_name(name)) if name else self.shipped_text
         return f"<p>Data: <em>{shown}</em></p>"
 
@@ -98,8 +101,8 @@ class TableUpload(Viewer):
 
     def _load(self, data: bytes, name: str) -> None:
         """Parse ``data`` (file ``name``) and put it in force, or say in one sentence why not."""
-        if len(data) > MAX_MEASUREMENT_BYTES:
-            self._say(f"{name} is {len(data) / MIB:.1f} MiB; {limit_sentence()}.")
+        if len(data) > (self._file.max_file_size or self._file.max_bytes):
+            self._say(f"{name} is {len(data) / MIB:.1f} MiB; {self._file.limit_sentence()}.")
             return
         try:
             table = self.parse(data, name)

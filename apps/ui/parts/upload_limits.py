@@ -11,6 +11,9 @@ from lab.units import MIB
 
 MAX_UPLOAD_BYTES = 20 * MIB
 """Largest trace accepted from the browser, bytes."""
+MAX_CONFIG_UPLOAD_BYTES = MIB
+"""Largest model ``config.json`` accepted from the browser, bytes (published ones are a few
+KB; the lab reads files up to :data:`lab.limits.MAX_SPEC_BYTES`)."""
 UPLOAD_CHUNK_BYTES = MIB
 """Size of each piece the browser sends an upload in, bytes (one websocket message each)."""
 MAX_SHOWN_NAME_CHARS = 80

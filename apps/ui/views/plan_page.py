@@ -5,8 +5,9 @@ limits) around :class:`lab.plan.plan_experiment.PlanDeployment`. Its chart: outp
 per GPU against tokens/s per user, one frontier per mode (agg, disagg), each frontier point
 labelled (tp × ep × dp, precision, concurrency, workers), the per-user target as a line, the
 pick as a star and the public measured rows of this model × GPU × engine × workload as
-crosses. A reader can upload their own candidate configurations (:class:`CandidatesUpload`)
-and see them ranked.
+crosses. A reader can plan their own model from its ``config.json``
+(:class:`~apps.ui.parts.model_upload.ModelConfigUpload`) and upload their own candidate
+configurations (:class:`CandidatesUpload`) to see them ranked.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from panel.viewable import Viewer
 from apps.ui.parts.calculation import CalculationView
 from apps.ui.parts.cards import CardsView
 from apps.ui.parts.input_widgets import InputMessage, input_panel
+from apps.ui.parts.model_upload import ModelConfigUpload
 from apps.ui.parts.prediction import PredictionView
 from apps.ui.parts.table_upload import TableUpload
 from apps.ui.plots.charts import CANVAS
@@ -199,6 +201,7 @@ class PlanPage(Viewer):
         self.message = InputMessage()
         self.url = UrlInputs(exp, list(INPUTS), self.message.say)
         self.inputs = input_panel(exp, list(INPUTS), report=self.message.say)
+        self.model_upload = ModelConfigUpload(experiment=exp)
         self.upload = CandidatesUpload(experiment=exp)
         self.prediction = PredictionView(experiment=exp)
         self.cards = CardsView(experiment=exp)
@@ -243,5 +246,5 @@ class PlanPage(Viewer):
                            self.candidates, self.study, sizing_mode="stretch_width")
         return experiment_page(
             self.experiment, intro=INTRO, prediction=[self.prediction],
-            inputs=[self.message, self.inputs, self.upload],
+            inputs=[self.message, self.inputs, self.model_upload, self.upload],
             results=[self.cards, charts, self.calculation], stylesheets=[CARD_CSS])

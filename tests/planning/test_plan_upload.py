@@ -1,0 +1,132 @@
+"""Experiment 12 plans a model from the bytes of an uploaded ``config.json``: read as the CLI
+reads the same file from disk, planned exactly as ``calc plan --model config.json`` plans it,
+each bad file one sentence, the page's upload shows names as text and a catalog model chosen
+afterwards replaces the upload in one calculation."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from lab.catalog import get_model
+from lab.catalog.lookup import UPLOADED_PREFIX, model_from_config_bytes, uploaded_model_id
+from lab.errors import CatalogError
+from lab.limits import MAX_SPEC_BYTES
+from lab.plan.plan_calc import calc_plan
+from lab.plan.plan_experiment import PlanDeployment
+
+CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
+LLAMA = {"architectures": ["LlamaForCausalLM"], "_name_or_path": "acme/Llama-Tiny-2B",
+         "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32,
+         "num_key_value_heads": 8, "intermediate_size": 8192, "vocab_size": 128256,
+         "max_position_embeddings": 131072}
+"""A small Llama-shaped model (2 B parameters) no catalog entry has."""
+
+
+def _same_shape(a, b) -> None:
+    """Every field of two specs but their id and name is equal."""
+    fields = {f.name for f in dataclasses.fields(a)} - {"id", "name"}
+    assert {f: getattr(a, f) for f in fields} == {f: getattr(b, f) for f in fields}
+
+
+@pytest.mark.parametrize("folder", ["deepseek-v3", "mixtral-8x7b-v0.1", "gemma-3-27b-it"])
+def test_uploaded_bytes_read_as_the_same_file_on_disk(folder):
+    path = CONFIGS / folder / "config.json"
+    uploaded = model_from_config_bytes(path.read_bytes(), "config.json")
+    _same_shape(uploaded, get_model(str(path)))
+    assert uploaded.id.startswith(UPLOADED_PREFIX)
+
+
+@pytest.mark.parametrize(("entry", "file_name", "model_id"), [
+    ({"_name_or_path": "meta-llama/Llama-3.1-70B-Instruct"}, "config.json",
+     "uploaded-Llama-3.1-70B-Instruct"),
+    ({}, "my model.json", "uploaded-my-model"),
+    ({}, "config.json", "uploaded-model"),
+    ({"_name_or_path": "<script>alert(1)</script>"}, "config.json", "uploaded-script"),
+    ({"_name_or_path": 7}, "../../etc/passwd", "uploaded-passwd"),
+    ({"_name_or_path": "x" * 500}, "config.json", "uploaded-" + "x" * 64),
+])
+def test_an_uploaded_models_id_is_plain_and_never_a_catalog_id(entry, file_name, model_id):
+    assert uploaded_model_id(entry, file_name) == model_id
+
+
+@pytest.mark.parametrize(("data", "sentence"), [
+    (b"{oops", "bad.json is not valid JSON (Expecting property name enclosed in double quotes "
+               "at line 1)."),
+    (b"\xff\xfe{}", "bad.json is not UTF-8 text (byte 1 is not)."),
+    (b"[1, 2]", "bad.json does not hold a JSON object of configuration fields."),
+    (b"[" * 100_000, "bad.json nests arrays or objects too deeply to be read."),
+    (json.dumps({**LLAMA, "hidden_size": 0}).encode(),
+     "'hidden_size' = 0, which is not a positive integer"),
+    (b" " * (MAX_SPEC_BYTES + 1), f"bad.json is larger than {MAX_SPEC_BYTES:,} bytes."),
+])
+def test_a_bad_upload_is_one_sentence(data, sentence):
+    with pytest.raises(CatalogError) as info:
+        model_from_config_bytes(data, "bad.json")
+    message = str(info.value)
+    assert sentence in message
+    assert "\n" not in message and "Traceback" not in message
+
+
+def test_an_uploaded_model_is_planned_as_the_same_file_on_the_command_line(tmp_path):
+    path = tmp_path / "llama-tiny" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(LLAMA))
+    from_disk = calc_plan(str(path))
+    uploaded = calc_plan(model_from_config_bytes(path.read_bytes(), "config.json"))
+    assert uploaded["inputs"]["model"] == "uploaded-Llama-Tiny-2B"
+    assert uploaded["inputs"]["model_name"] == "acme/Llama-Tiny-2B"
+    assert uploaded["counts"] == from_disk["counts"]
+    for key in ("label", "mode", "gpus", "tokens_per_s_gpu", "tpot_ms", "tpot_upper_ms",
+                "ttft_ms", "ttft_upper_ms"):
+        assert uploaded["best"][key] == from_disk["best"][key], key
+    def without_ids(frontier: dict) -> dict:  # a configuration's id and key name its model's
+        return {mode: [{k: v for k, v in point.items() if k not in ("id", "config_key")}
+                       for point in points]
+                for mode, points in frontier.items()}
+
+    assert json.dumps(without_ids(uploaded["frontier"])) == json.dumps(
+        without_ids(from_disk["frontier"]))  # as text: NaN (a term a mode lacks) equals itself
+    assert uploaded["measured"] == []  # no public row measured it
+    assert "model=all" in uploaded["best"]["served_link"]
+
+
+def test_a_catalog_model_chosen_after_an_upload_replaces_it_in_one_calculation():
+    plan = PlanDeployment()
+    computed = []
+    compute = plan.compute
+    plan.compute = lambda: (computed.append(plan.model_config), compute())[1]
+    spec = model_from_config_bytes(json.dumps(LLAMA).encode(), "tiny.json")
+    plan.model_config = spec
+    assert computed == [spec]
+    assert plan.result["inputs"]["model"] == spec.id
+    assert plan.explanation().startswith("For acme/Llama-Tiny-2B (your config.json), the pick")
+    plan.model = "llama-3.1-8b"
+    assert computed == [spec, None]
+    assert plan.model_config is None
+    assert plan.result["inputs"]["model"] == "llama-3.1-8b"
+
+
+def test_the_pages_upload_shows_names_as_text_and_a_bad_file_keeps_the_plan():
+    from apps.ui.views.plan_page import PlanPage
+
+    page = PlanPage()
+    hostile = {**LLAMA, "_name_or_path": "<img src=x onerror=alert(1)>"}
+    page.model_upload._load(json.dumps(hostile).encode(), "<i>tiny.json")
+    status = page.model_upload._status.object
+    assert "&lt;img src=x onerror=alert(1)&gt;" in status and "<img" not in status
+    assert "&lt;i&gt;tiny.json" in status
+    before = page.experiment.result
+    page.model_upload._load(b"{oops", "broken.json")
+    assert "broken.json is not valid JSON" in page.model_upload._status.object
+    assert page.experiment.result is before  # the plan in force is kept
+    choice = page.experiment.prediction.choices[0]
+    page.prediction.committed, page.prediction.revealed = choice, True
+    answer = page.prediction._answer_text(True, choice, None)
+    assert "<img" not in answer and "onerror" in answer  # the explanation quotes it literally
+    page.model_upload._use_shipped(None)
+    assert page.experiment.model_config is None
+    assert "the catalog model chosen above" in page.model_upload._status.object
