@@ -21,14 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from lab.units import fmt_percent
+
 WIDTH = 96
 """Characters per line of a passage wrapped inside the prose."""
 FIRST_QUANTILE = 0.9
 """The first planner's quantile (band q 0.9 × chance), kept in the tables for comparison."""
-
-
-def _pct(x: float) -> str:
-    return f"{x * 100:.1f} %"
 
 
 def validation_table(result: dict, default_q: float) -> str:
@@ -44,12 +42,12 @@ def validation_table(result: dict, default_q: float) -> str:
         if name == "cross-validated q":
             label = "q cross-validated over 2 folds of groups (held-out cases pooled)"
         if name == default:
-            lines.append(f"| **{name} (the default)** | **{_pct(o['median_regret'])}** | "
-                         f"**{_pct(o['misses'])}** | {o['no_pick']} |")
+            lines.append(f"| **{name} (the default)** | **{fmt_percent(o['median_regret'])}** | "
+                         f"**{fmt_percent(o['misses'])}** | {o['no_pick']} |")
             continue
         if name == first:
             label = f"{name} (the first default)"
-        lines.append(f"| {label} | {_pct(o['median_regret'])} | {_pct(o['misses'])} | "
+        lines.append(f"| {label} | {fmt_percent(o['median_regret'])} | {fmt_percent(o['misses'])} | "
                      f"{o['no_pick']} |")
     return "\n".join(lines)
 
@@ -58,12 +56,12 @@ def cv_sentence(result: dict) -> str:
     """The folds' quantiles and held-out figures, one sentence."""
     cv = result["cross-validated q"]
     parts = [f"fold {k} chose q {q:g} on the other fold and scored regret "
-             f"{_pct(cv['per_fold'][k]['median_regret'])}, misses "
-             f"{_pct(cv['per_fold'][k]['misses'])} ({cv['per_fold'][k]['cases']} cases)"
+             f"{fmt_percent(cv['per_fold'][k]['median_regret'])}, misses "
+             f"{fmt_percent(cv['per_fold'][k]['misses'])} ({cv['per_fold'][k]['cases']} cases)"
              for k, q in cv["quantile_per_fold"].items()]
     o = cv["overall"]
-    text = (f"Held out: {'; '.join(parts)}; pooled {_pct(o['median_regret'])} / "
-            f"{_pct(o['misses'])}.")
+    text = (f"Held out: {'; '.join(parts)}; pooled {fmt_percent(o['median_regret'])} / "
+            f"{fmt_percent(o['misses'])}.")
     if len(set(cv["quantile_per_fold"].values())) > 1:
         text += (" The two folds of groups do not agree on q: the miss rate of a rule is "
                  "itself uncertain by several points on these groups.")
@@ -82,13 +80,15 @@ def per_engine_table(result: dict, default_q: float) -> str:
              "misses |", "|---|---|---|---|---|---|---|---|"]
     for key, r in default["per_engine_mode"].items():
         p, f = first["per_engine_mode"][key], floor["per_engine_mode"][key]
-        lines.append(f"| {key} | {r['cases']} | {_pct(r['median_regret'])} | "
-                     f"{_pct(r['misses'])} | {_pct(p['median_regret'])} | {_pct(p['misses'])} | "
-                     f"{_pct(f['median_regret'])} | {_pct(f['misses'])} |")
+        lines.append(f"| {key} | {r['cases']} | {fmt_percent(r['median_regret'])} | "
+                     f"{fmt_percent(r['misses'])} | {fmt_percent(p['median_regret'])} | "
+                     f"{fmt_percent(p['misses'])} | "
+                     f"{fmt_percent(f['median_regret'])} | {fmt_percent(f['misses'])} |")
     o, p, f = default["overall"], first["overall"], floor["overall"]
-    lines.append(f"| **all** | {o['cases']} | **{_pct(o['median_regret'])}** | "
-                 f"**{_pct(o['misses'])}** | {_pct(p['median_regret'])} | {_pct(p['misses'])} | "
-                 f"{_pct(f['median_regret'])} | {_pct(f['misses'])} |")
+    lines.append(f"| **all** | {o['cases']} | **{fmt_percent(o['median_regret'])}** | "
+                 f"**{fmt_percent(o['misses'])}** | {fmt_percent(p['median_regret'])} | "
+                 f"{fmt_percent(p['misses'])} | "
+                 f"{fmt_percent(f['median_regret'])} | {fmt_percent(f['misses'])} |")
     return "\n".join(lines)
 
 
@@ -102,8 +102,8 @@ def per_distance_table(result: dict, default_q: float) -> str:
              "misses | default: no pick | floor only: misses |", "|---|---|---|---|---|---|"]
     for bucket, r in default["per_distance"].items():
         f = floor["per_distance"][bucket]
-        lines.append(f"| {bucket} | {r['cases']} | {_pct(r['median_regret'])} | "
-                     f"{_pct(r['misses'])} | {r['no_pick']} | {_pct(f['misses'])} |")
+        lines.append(f"| {bucket} | {r['cases']} | {fmt_percent(r['median_regret'])} | "
+                     f"{fmt_percent(r['misses'])} | {r['no_pick']} | {fmt_percent(f['misses'])} |")
     return "\n".join(lines)
 
 
@@ -117,13 +117,13 @@ def strict_sentence(strict: dict, default_q: float) -> str:
     worst = max(strict[planner_name(default_q)]["per_engine_mode"].items(),
                 key=lambda kv: kv[1]["misses"])
     met = [q for q in QUANTILES if strict[planner_name(q)]["overall"]["misses"] <= 0.10]
-    text = (f"the default planner {_pct(d['median_regret'])} regret / {_pct(d['misses'])} "
-            f"misses, the first planner {_pct(p['median_regret'])} / {_pct(p['misses'])}, "
-            f"q {max(QUANTILES):g} {_pct(top['median_regret'])} / {_pct(top['misses'])} "
-            f"({worst[0]} misses most: {_pct(worst[1]['misses'])}). ")
+    text = (f"the default planner {fmt_percent(d['median_regret'])} regret / {fmt_percent(d['misses'])} "
+            f"misses, the first planner {fmt_percent(p['median_regret'])} / {fmt_percent(p['misses'])}, "
+            f"q {max(QUANTILES):g} {fmt_percent(top['median_regret'])} / {fmt_percent(top['misses'])} "
+            f"({worst[0]} misses most: {fmt_percent(worst[1]['misses'])}). ")
     if met:
         text += (f"Under it the misses stay ≤ 10 % from q {min(met):g} up (regret "
-                 f"{_pct(strict[planner_name(min(met))]['overall']['median_regret'])} there).")
+                 f"{fmt_percent(strict[planner_name(min(met))]['overall']['median_regret'])} there).")
     else:
         text += ("Under it no q on the grid keeps the misses ≤ 10 %; the misses figure above "
                  "leans on the band errors being read from fits as good as the prediction's.")

@@ -45,8 +45,8 @@ def fmt_number(value: float, digits: int = 2) -> str:
 
 
 def fmt_percent(fraction: float | None, digits: int = 1) -> str:
-    """A fraction as a percentage (``0.101`` → ``10.1 %``; ``n/a`` for None or NaN)."""
-    if fraction is None or fraction != fraction:
+    """A fraction as a percentage (``0.101`` → ``10.1 %``; ``n/a`` for None, NaN or ±inf)."""
+    if fraction is None or not math.isfinite(fraction):
         return "n/a"
     return f"{fmt_number(fraction * 100, digits)} %"
 

@@ -8,17 +8,13 @@ rounding happens only here.
 from __future__ import annotations
 
 from lab.derivations.decode_steps import Step
-from lab.units import MS_PER_S, NS_PER_S, fmt_gb, fmt_int, fmt_ms, fmt_number, fmt_rate
+from lab.units import MS_PER_S, NS_PER_S, fmt_gb, fmt_int, fmt_ms, fmt_number, fmt_percent, fmt_rate
 
 
 def _ms(seconds: float) -> str:
     """Milliseconds with as many decimals as the value needs (``0.06``, ``2``, ``10.5``)."""
     text = f"{seconds * MS_PER_S:,.4f}".rstrip("0").rstrip(".")
     return text if text not in ("", "-0") else "0"
-
-
-def _pct(fraction: float) -> str:
-    return f"{fmt_number(fraction * 100, 1)} %"
 
 
 def prefill_steps(record: dict) -> list[Step]:
@@ -69,7 +65,7 @@ def prefix_steps(record: dict) -> list[Step]:
              f"{fmt_gb(record['bytes_without_cache'])} without",
              f"{fmt_gb(record['bytes_saved'])} saved"),
         Step("Saved", f"1 − {record['blocks_with_cache']:,} / {record['blocks_without_cache']:,}",
-             _pct(record["saved_fraction"])),
+             fmt_percent(record["saved_fraction"])),
         Step("Owned per request", f"{priv:,} + {s:,} / {N:,}",
              f"{fmt_number(record['owned_blocks_per_request'])} blocks"),
     ]
@@ -103,7 +99,7 @@ def goodput_steps(record: dict) -> list[Step]:
              f"{fmt_number(record['goodput_rps'])} requests/s"),
         Step("Throughput", f"{record['output_tokens']:,} / "
              f"{fmt_number(record['makespan_s'], 3)} s", fmt_rate(record["throughput_tokens_per_s"])),
-        Step("Attainment", f"{good:,} / {n:,}", _pct(record["attainment"])),
+        Step("Attainment", f"{good:,} / {n:,}", fmt_percent(record["attainment"])),
     ]
     return steps
 
@@ -133,7 +129,7 @@ def context_steps(record: dict) -> list[Step]:
              fmt_ms(record["attention_time_s"])),
         Step("T(n)", f"{fmt_ms(record['linear_time_s'])} + {fmt_ms(record['attention_time_s'])}",
              fmt_ms(record["time_s"])),
-        Step("Attention share", "c × pairs / T", _pct(record["attention_share"])),
+        Step("Attention share", "c × pairs / T", fmt_percent(record["attention_share"])),
         Step("T(2n)", f"a × {2 * n:,} + c × {_pairs(record['pairs_doubled'])}",
              fmt_ms(record["time_doubled_s"])),
         Step("Doubling ratio", f"{fmt_ms(record['time_doubled_s'])} / {fmt_ms(record['time_s'])}",

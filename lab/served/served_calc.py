@@ -19,7 +19,7 @@ from lab.errors import LabInputError, shown
 from lab.served import gap
 from lab.served.served_floors import add_floors
 from lab.served.served_loader import COPY_KEY, shipped_rows
-from lab.units import fmt_number
+from lab.units import fmt_number, fmt_percent
 
 TARGETS = {"tpot": {"median": 0.12, "p90": 0.40}, "ttft": {"median": 0.30, "p90": 0.80}}
 """Issue 41's targets for |predicted − measured| / measured over all modelled rows (out of
@@ -378,10 +378,6 @@ def calc_served(data: xr.Dataset | None = None, row_id: str | None = None,
     return result
 
 
-def _pct(x: float) -> str:
-    return "n/a" if not np.isfinite(x) else f"{fmt_number(x * 100, 1)} %"
-
-
 def summary_lines(result: dict) -> list[str]:
     """The summary as plain lines: coverage, errors against the targets, the worst groups."""
     c = result["counts"]
@@ -397,30 +393,32 @@ def summary_lines(result: dict) -> list[str]:
         verdict = ", ".join(f"{k} {'met' if e['met'][k] else 'missed'}" for k in ("median", "p90"))
         lines.append(
             f"{metric.upper()} |error| over {e['floor_plus_terms']['rows']:,} rows: floor alone "
-            f"median {_pct(e['floor']['median'])}, p90 {_pct(e['floor']['p90'])}; floor + terms "
-            f"median {_pct(e['floor_plus_terms']['median'])}, p90 "
-            f"{_pct(e['floor_plus_terms']['p90'])} (targets {_pct(t['median'])} and "
-            f"{_pct(t['p90'])}: {verdict}).")
+            f"median {fmt_percent(e['floor']['median'])}, p90 {fmt_percent(e['floor']['p90'])}; "
+            "floor + terms "
+            f"median {fmt_percent(e['floor_plus_terms']['median'])}, p90 "
+            f"{fmt_percent(e['floor_plus_terms']['p90'])} (targets {fmt_percent(t['median'])} and "
+            f"{fmt_percent(t['p90'])}: {verdict}).")
     for metric in METRICS:
         e = result["errors"][metric]
         runs, strict = e["floor_plus_terms_runs"], e["isl_held_out"]
         lines.append(f"{metric.upper()} per distinct run ({runs['rows']:,} runs, copies once): "
-                     f"median {_pct(runs['median'])}, p90 {_pct(runs['p90'])}; with the row's "
+                     f"median {fmt_percent(runs['median'])}, p90 {fmt_percent(runs['p90'])}; with the row's "
                      f"input length held out of the fit (stricter): median "
-                     f"{_pct(strict['median'])}, p90 {_pct(strict['p90'])}.")
+                     f"{fmt_percent(strict['median'])}, p90 {fmt_percent(strict['p90'])}.")
     lines.append("By mode (rows; TPOT median/p90; TTFT median/p90, floor + terms):")
     for name, sub in result["errors"]["subsets"].items():
         if not sub["rows"]:
             continue
         tp, tt = sub["tpot"]["floor_plus_terms"], sub["ttft"]["floor_plus_terms"]
-        lines.append(f"- {name}: {sub['rows']:,} rows; TPOT {_pct(tp['median'])}/"
-                     f"{_pct(tp['p90'])}; TTFT {_pct(tt['median'])}/{_pct(tt['p90'])}")
+        lines.append(f"- {name}: {sub['rows']:,} rows; TPOT {fmt_percent(tp['median'])}/"
+                     f"{fmt_percent(tp['p90'])}; TTFT {fmt_percent(tt['median'])}/{fmt_percent(tt['p90'])}")
     lines.append("Per engine × GPU × mode (rows; TPOT median/p90; TTFT median/p90, floor + "
                  "terms):")
     for g in result["groups"]:
         tp, tt = g["tpot"]["floor_plus_terms"], g["ttft"]["floor_plus_terms"]
-        lines.append(f"- {g['group']}: {g['rows']}; TPOT {_pct(tp['median'])}/{_pct(tp['p90'])}; "
-                     f"TTFT {_pct(tt['median'])}/{_pct(tt['p90'])}")
+        lines.append(f"- {g['group']}: {g['rows']}; TPOT {fmt_percent(tp['median'])}/"
+                     f"{fmt_percent(tp['p90'])}; "
+                     f"TTFT {fmt_percent(tt['median'])}/{fmt_percent(tt['p90'])}")
     if result["below_floor"]:
         lines.append(f"{len(result['below_floor']):,} row(s) measured below their TPOT floor "
                      "(--json gives a sentence for each); the lowest:")

@@ -20,12 +20,29 @@ FRONTIER = """() => {
   return 0;
 }"""
 
+MEASURED = """() => {
+  for (const doc of Bokeh.documents)
+    for (const m of doc._all_models.values())
+      if (m.type === 'ColumnDataSource' && m.data.id && m.data.mode) return m.data.id.length;
+  return 0;
+}"""
+"""Rows of the measured overlay (the public runs of this model × GPU × engine × workload)."""
+TARGET_LINE = """() => {
+  for (const doc of Bokeh.documents)
+    for (const m of doc._all_models.values())
+      if (m.type === 'Span' && m.dimension === 'height') return m.location;
+  return null;
+}"""
+"""Where the per-user target's vertical line is drawn (tokens/s per user)."""
+
 
 def test_plan_page_frontier_target_and_upload(lab_url, lab_page, console_errors, tmp_path):
     open_page(lab_page, f"{lab_url}/inference_lab?view=plan")
     best = lab_page.locator(BEST)
     expect(best).to_contain_text("Best configuration")
     lab_page.wait_for_function(FRONTIER)
+    assert lab_page.evaluate(MEASURED) > 0  # the public runs overlaid as crosses
+    assert lab_page.evaluate(TARGET_LINE) == 50  # the default 50 tokens/s per user
     first = best.inner_text()
     study = lab_page.locator(".lab-plan-study")  # the regret study, the pick's row marked
     expect(study).to_contain_text("How often a pick holds")
@@ -34,6 +51,7 @@ def test_plan_page_frontier_target_and_upload(lab_url, lab_page, console_errors,
     open_page(lab_page, f"{lab_url}/inference_lab?view=plan&tokens_per_s_user=20")
     expect(best).to_contain_text("Best configuration")
     assert best.inner_text() != first
+    lab_page.wait_for_function(f"() => ({TARGET_LINE})() === 20")  # the moved target's line
     bad = tmp_path / "evil.csv"
     bad.write_bytes(b"id,backend\nx,y\n")
     lab_page.set_input_files("input[type=file][accept='.csv']", files=str(bad))
