@@ -130,3 +130,15 @@ def test_the_pages_upload_shows_names_as_text_and_a_bad_file_keeps_the_plan():
     page.model_upload._use_shipped(None)
     assert page.experiment.model_config is None
     assert "the catalog model chosen above" in page.model_upload._status.object
+
+
+def test_the_pages_upload_holds_at_most_one_mib_and_says_so():
+    from apps.ui.parts.upload_limits import MAX_CONFIG_UPLOAD_BYTES
+    from apps.ui.views.plan_page import PlanPage
+
+    page = PlanPage()
+    assert page.model_upload._file.max_file_size == MAX_CONFIG_UPLOAD_BYTES == 2**20
+    page.model_upload._load(b" " * (MAX_CONFIG_UPLOAD_BYTES + 1), "big.json")
+    assert "big.json is 1.0 MiB; a config.json of up to 1 MiB is accepted." in (
+        page.model_upload._status.object)
+    assert page.experiment.model_config is None
