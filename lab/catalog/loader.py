@@ -208,20 +208,32 @@ def is_file(path: Path) -> bool:
         return False
 
 
+def check_spec_size(size: int, where: str) -> None:
+    """One sentence for a file (``where``) of more than :data:`MAX_SPEC_BYTES` bytes."""
+    if size > MAX_SPEC_BYTES:
+        raise CatalogError(f"{where} is larger than {MAX_SPEC_BYTES:,} bytes.")
+
+
+def decode_text(data: bytes, where: str) -> str:
+    """``data`` (the bytes of file ``where``) as UTF-8 text, or one sentence naming the first
+    byte that is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CatalogError(f"{where} is not UTF-8 text (byte {exc.start + 1:,} is not).") from None
+
+
 def _read_text(path: Path) -> str:
     """The UTF-8 text of a regular file of at most :data:`MAX_SPEC_BYTES` bytes."""
     try:
         if path.exists() and not is_file(path):
             raise CatalogError(f"{path} is not a regular file.")
-        if path.stat().st_size > MAX_SPEC_BYTES:
-            raise CatalogError(f"{path} is larger than {MAX_SPEC_BYTES:,} bytes.")
-        return path.read_bytes().decode("utf-8")
+        check_spec_size(path.stat().st_size, str(path))
+        return decode_text(path.read_bytes(), str(path))
     except CatalogError:  # said above; a CatalogError is a ValueError, caught last below
         raise
     except FileNotFoundError:
         raise CatalogError(f"{path} does not exist.") from None
-    except UnicodeDecodeError as exc:
-        raise CatalogError(f"{path} is not UTF-8 text (byte {exc.start + 1:,} is not).") from None
     except OSError as exc:
         raise CatalogError(f"{path} cannot be read ({exc.strerror}).") from None
     except ValueError:  # a NUL in the name

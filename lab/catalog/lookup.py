@@ -22,7 +22,6 @@ from lab.catalog.entries import SUPPORTED_ARCHITECTURES, ModelSpec
 from lab.catalog.moe_config import READ_ARCHITECTURES, load_moe_config, moe_model_from_config
 from lab.catalog.moe_spec import MoESpec, routes_experts
 from lab.errors import CatalogError, shown
-from lab.limits import MAX_SPEC_BYTES
 
 
 def _architecture(entry) -> object:
@@ -113,14 +112,8 @@ def model_from_config_bytes(data: bytes, file_name: str) -> ModelSpec:
     """A model from the bytes of a Hugging Face ``config.json`` the reader uploaded (``file_name``
     names it in messages; nothing is read from disk): read as :func:`load_model_config` reads
     a file, its id from :func:`uploaded_model_id`, its name the config's ``_name_or_path``."""
-    if len(data) > MAX_SPEC_BYTES:
-        raise CatalogError(f"{file_name} is larger than {MAX_SPEC_BYTES:,} bytes.")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CatalogError(f"{file_name} is not UTF-8 text (byte {exc.start + 1:,} is "
-                           "not).") from None
-    entry = loader.parse_config_json(text, file_name)
+    loader.check_spec_size(len(data), file_name)
+    entry = loader.parse_config_json(loader.decode_text(data, file_name), file_name)
     model_id = uploaded_model_id(entry, file_name)
     named = entry.get("_name_or_path") if isinstance(entry, dict) else None
     name = named.strip() if isinstance(named, str) and named.strip() else model_id
