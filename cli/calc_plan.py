@@ -66,10 +66,12 @@ def _validate(args) -> int:
 
 
 def _candidates(args) -> int:
+    from lab.catalog import get_model, model_catalog
     from lab.plan.plan_candidates import read_candidates
 
     data = read_candidates(args.candidates)
-    result = rank_candidates(data, _targets(args), args.quantile)
+    own = None if args.model in model_catalog() else get_model(args.model)  # a config.json
+    result = rank_candidates(data, _targets(args), args.quantile, model=own)
     if args.json:
         print_json(result)
         return 0
@@ -147,7 +149,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="band quantile of the group's out-of-sample errors (conservatism)")
     parser.add_argument("--candidates", metavar="FILE", default=None,
                         help="rank exactly your own configurations: a CSV with experiment 11's "
-                        "columns (measurements optional)")
+                        "columns (measurements optional); with --model config.json, rows whose "
+                        "model_path is its _name_or_path are read as that model")
     parser.add_argument("--validate", action="store_true",
                         help="replay the decision on the public rows out of sample and report "
                         "regret and misses per engine × mode")

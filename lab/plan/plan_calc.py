@@ -367,10 +367,13 @@ def plan_point(engine: str, model: str, gpu: str, mode: str, tp: int, dp: int, e
 
 
 def rank_candidates(data: xr.Dataset, targets: Targets, quantile: float = DEFAULT_QUANTILE,
-                    calibration_table: xr.Dataset | None = None) -> dict:
+                    calibration_table: xr.Dataset | None = None,
+                    model: ModelSpec | None = None) -> dict:
     """A user's own configurations (experiment 11's table columns, measurements optional)
     ranked: those meeting the targets at the band's upper edge first, by predicted tokens/s
-    per GPU; every refused row with its sentence."""
+    per GPU; every refused row with its sentence. ``model``: a model read from a
+    ``config.json`` (the page's upload, the CLI's ``--model config.json``); rows whose
+    ``model_path`` is its name (the config's ``_name_or_path``) or id are predicted as it."""
     calibration = calibration_for(calibration_table)
     names = [n for n in data.data_vars if data[n].dims == ("row",)] + [
         n for n in data.coords if data[n].dims == ("row",) and n != "row"]
@@ -383,15 +386,18 @@ def rank_candidates(data: xr.Dataset, targets: Targets, quantile: float = DEFAUL
     for i, r in enumerate(rows):
         by_pair.setdefault((r["model_path"], r["system"]), []).append(i)
     for (path, system), index in by_pair.items():
-        model_id, gpu_id = catalog_model_id(path), catalog_gpu_id(system)
+        own = model is not None and path in (model.id, model.name)
+        model_id = model_key(model) if own else catalog_model_id(path)
+        gpu_id = catalog_gpu_id(system)
         if not model_id or not gpu_id:
-            what = f"model {path}" if not model_id else f"GPU {system}"
+            nor = f" nor the config.json's ({model.name})" if model is not None else ""
+            what = (f"model {path} is not in the lab's catalog{nor}" if not model_id
+                    else f"GPU {system} is not in the lab's catalog")
             for i in index:
-                out.append({"id": rows[i]["id"], "reason": f"The {what} is not in the lab's "
-                            "catalog.", "meets": False})
+                out.append({"id": rows[i]["id"], "reason": f"The {what}.", "meets": False})
             continue
         sub = [{**rows[i], "system": gpu_id} for i in index]
-        plan = predict(sub, calibration, quantile)
+        plan = predict(sub, calibration, quantile, model=model if own else None)
         plan.attrs.update({"model": model_id, "gpu": gpu_id})
         ok = meets(plan, targets)
         for k, i in enumerate(index):

@@ -142,3 +142,58 @@ def test_the_pages_upload_holds_at_most_one_mib_and_says_so():
     assert "big.json is 1.0 MiB; a config.json of up to 1 MiB is accepted." in (
         page.model_upload._status.object)
     assert page.experiment.model_config is None
+
+
+CANDIDATES = ("id,backend,model_path,system,mode,isl,osl,batch_size,tp_size,precision\n"
+              "a,vllm,acme/Llama-Tiny-2B,h200,agg,1024,1024,64,1,fp8\n"
+              "b,vllm,uploaded-Llama-Tiny-2B,h200,agg,1024,1024,512,2,fp8\n"
+              "c,vllm,llama-3.1-70b,h200,agg,1024,1024,64,8,fp8\n"
+              "d,vllm,other/unknown,h200,agg,1024,1024,64,8,fp8\n")
+"""Two rows of the small model (by its ``_name_or_path`` and by its uploaded id), one of the
+catalog and one of neither."""
+
+
+def _cli(*argv) -> tuple[int, str, str]:
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_candidates_of_your_own_model_are_ranked_as_its_plan_predicts_them(tmp_path):
+    from lab.plan.plan_calc import rank_candidates
+    from lab.plan.plan_calibration import DEFAULT_QUANTILE, shipped_calibration
+    from lab.plan.plan_candidates import parse_candidates
+    from lab.plan.plan_decide import Targets
+    from lab.plan.plan_space import Layout, config_row, predict
+
+    spec = model_from_config_bytes(json.dumps(LLAMA).encode(), "config.json")
+    table = parse_candidates(CANDIDATES.encode(), "mine.csv")
+    ranked = {r["id"]: r for r in rank_candidates(table, Targets(tokens_per_s_user=50.0),
+                                                  model=spec)["candidates"]}
+    assert not ranked["a"].get("reason") and not ranked["b"].get("reason")
+    assert not ranked["c"].get("reason")  # a catalog row is read as before
+    assert ranked["d"]["reason"] == ("The model other/unknown is not in the lab's catalog nor "
+                                     "the config.json's (acme/Llama-Tiny-2B).")
+    row = config_row("vllm", spec.id, "h200", "agg", Layout(1), "fp8", 64, 1024, 1024)
+    planned = predict([row], shipped_calibration(), DEFAULT_QUANTILE, model=spec)
+    assert float(planned["tpot_ms"].values[0]) == ranked["a"]["tpot_ms"]  # as a plan cell
+    assert float(planned["ttft_ms"].values[0]) == ranked["a"]["ttft_ms"]
+    without = {r["id"]: r for r in rank_candidates(table, Targets(tokens_per_s_user=50.0))[
+        "candidates"]}
+    assert without["a"]["reason"] == "The model acme/Llama-Tiny-2B is not in the lab's catalog."
+    path = tmp_path / "mine.csv"
+    path.write_text(CANDIDATES)
+    config = tmp_path / "tiny" / "config.json"
+    config.parent.mkdir()
+    config.write_text(json.dumps(LLAMA))
+    code, out, err = _cli("calc", "plan", "--candidates", str(path), "--model", str(config),
+                          "--json")
+    assert code == 0, err
+    cli = {r["id"]: r for r in json.loads(out)["candidates"]}
+    assert cli["a"]["tpot_ms"] == ranked["a"]["tpot_ms"]

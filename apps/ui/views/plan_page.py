@@ -176,7 +176,8 @@ class CandidatesUpload(TableUpload):
         exp = self.experiment
         none = lambda v: None if not v else float(v)  # noqa: E731
         self.ranking = rank_candidates(table, Targets(none(exp.ttft_ms), none(exp.tpot_ms),
-                                                      none(exp.tokens_per_s_user)), exp.quantile)
+                                                      none(exp.tokens_per_s_user)), exp.quantile,
+                                       model=exp.model_config)
 
     def use(self, table) -> None:
         self._table = table
@@ -186,7 +187,8 @@ class CandidatesUpload(TableUpload):
     def help_markdown(self) -> str:
         return (f"**Your candidates**: a CSV with the columns `{','.join(REQUIRED)}` of "
                 "experiment 11 (the measured times may be left out), optional `batch_size`, "
-                "`precision`, `tp_size`, …; each row is ranked by the planner (docs/model.md §12)")
+                "`precision`, `tp_size`, …; each row is ranked by the planner (docs/model.md §12); "
+                "rows whose `model_path` is an uploaded config's `_name_or_path` are read as it")
 
 
 class PlanPage(Viewer):
