@@ -287,8 +287,22 @@ def read_config_json(path: str | Path) -> tuple[object, str, str]:
     entry = parse_config_json(_read_text(path), str(path))
     stem = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
     model_id = stem or "custom-model"
+    return entry, model_id, config_name(entry, model_id)
+
+
+MAX_MODEL_NAME_CHARS = 80
+"""Longest name a model read from a ``config.json`` keeps, characters."""
+
+
+def config_name(entry: object, fallback: str) -> str:
+    """The name of a model read from a ``config.json``: its ``_name_or_path`` on one line,
+    every run of whitespace one space, cut to :data:`MAX_MODEL_NAME_CHARS` with ``…``;
+    ``fallback`` when it has none."""
     name = _text(entry, "_name_or_path") if isinstance(entry, dict) else ""
-    return entry, model_id, name or model_id
+    name = " ".join(name.split())
+    if len(name) > MAX_MODEL_NAME_CHARS:
+        name = name[:MAX_MODEL_NAME_CHARS - 1] + "…"
+    return name or fallback
 
 
 def parse_config_json(text: str, where: str) -> object:

@@ -111,13 +111,13 @@ def uploaded_model_id(entry: object, file_name: str) -> str:
 def model_from_config_bytes(data: bytes, file_name: str) -> ModelSpec:
     """A model from the bytes of a Hugging Face ``config.json`` the reader uploaded (``file_name``
     names it in messages; nothing is read from disk): read as :func:`load_model_config` reads
-    a file, its id from :func:`uploaded_model_id`, its name the config's ``_name_or_path``."""
+    a file, its id from :func:`uploaded_model_id`, its name as a file's
+    (:func:`lab.catalog.loader.config_name`)."""
     loader.check_spec_size(len(data), file_name)
     entry = loader.parse_config_json(loader.decode_text(data, file_name), file_name)
     model_id = uploaded_model_id(entry, file_name)
-    named = entry.get("_name_or_path") if isinstance(entry, dict) else None
-    name = named.strip() if isinstance(named, str) and named.strip() else model_id
-    return model_from_entry(entry, file_name, model_id=model_id, name=name)
+    return model_from_entry(entry, file_name, model_id=model_id,
+                            name=loader.config_name(entry, model_id))
 
 
 def get_model(model: str | ModelSpec) -> ModelSpec:

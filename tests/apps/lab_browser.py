@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -135,6 +136,19 @@ def open_page(page, url: str) -> None:
     """Load ``url`` and wait until its documents have rendered (:func:`wait_idle`), so the
     widgets are connected before a test types or clicks."""
     page.goto(url, timeout=NAVIGATION_TIMEOUT_MS)
+    wait_idle(page)
+
+
+def choose(page, name: str, option: str) -> None:
+    """Pick ``option`` (a catalog id, shown by its name or as itself) in the dropdown of
+    input ``name``."""
+    from lab.catalog import gpu_catalog, model_catalog
+
+    shown = {**{k: v.name for k, v in model_catalog().items()},
+             **{k: v.name for k, v in gpu_catalog().items()}}.get(option, option)
+    page.locator(f".lab-input-{name} [role=combobox]").first.click()
+    page.locator("li").filter(has_text=re.compile(
+        rf"^({re.escape(shown)}|{re.escape(option)})$")).first.click()
     wait_idle(page)
 
 

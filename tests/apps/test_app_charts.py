@@ -224,7 +224,7 @@ def test_prediction_reveal_explains_with_live_numbers():
     view.choice = exp.prediction.choices[exp.prediction.answer]
     view.param.trigger("reveal")
     text = view._answer_text(view.revealed, view.choice, exp.result)
-    assert text.startswith("**Right") and "7.04 ms" in text
+    assert text.startswith("<p><strong>Right") and "7.04 ms" in text
     assert verdict(UNDECIDED, ("a", "b"), 1) == "The answer: b."
     assert verdict("a", ("a", "b"), 1).startswith("Not quite")
 

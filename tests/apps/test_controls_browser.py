@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import re
 
-from lab_browser import open_page, set_number, wait_idle
+from lab_browser import choose, open_page, set_number, wait_idle
 from playwright.sync_api import expect
 
 from apps.ui.parts.input_extras import is_wide_count, powers_of_two, slider_range
 from apps.ui.shell.url_sync import url_inputs
 from apps.ui.views.live_inputs import shown_inputs
 from apps.ui.views.pages import experiment_class
-from lab.catalog import gpu_catalog, model_catalog
 from lab.experiments.base import Experiment
 
 SLIDER_PAGES = ("decode", "measured")
@@ -145,17 +144,6 @@ def test_grid_rows_open_their_own_configuration(lab_url, lab_page, console_error
         rf"{next(p for p in fixed if p.startswith('tp='))}&batch={values['batch']}"
         rf"&context={values['context']}\b"))
     assert console_errors == []
-
-
-def choose(page, name: str, option: str) -> None:
-    """Pick ``option`` (a catalog id, shown by its name or as itself) in the dropdown of
-    input ``name``."""
-    shown = {**{k: v.name for k, v in model_catalog().items()},
-             **{k: v.name for k, v in gpu_catalog().items()}}.get(option, option)
-    page.locator(f".lab-input-{name} [role=combobox]").first.click()
-    page.locator("li").filter(has_text=re.compile(
-        rf"^({re.escape(shown)}|{re.escape(option)})$")).first.click()
-    wait_idle(page)
 
 
 def test_the_not_available_reason_follows_the_inputs(lab_url, lab_page, console_errors):

@@ -78,7 +78,7 @@ def test_the_prediction_locks_on_the_first_choice():
     view.choice = choices[answer]  # a later choice sent anyway is set back
     assert view.choice == wrong
     view.param.trigger("reveal")
-    assert view._answer_text(True, view.choice, exp.result).startswith("**Not quite")
+    assert view._answer_text(True, view.choice, exp.result).startswith("<p><strong>Not quite")
 
 
 # -- item 4: a slider says what it shows; experiment 9 shows only its kind's inputs ---------

@@ -201,7 +201,7 @@ def test_prediction_reveals_after_a_choice_and_judges_the_first_one():
     view.param.trigger("reveal")
     assert view.revealed and view._choices.disabled
     view.choice = exp.prediction.choices[exp.prediction.answer]
-    assert view._answer_text(True, view.choice, exp.result).startswith("**Not quite")
+    assert view._answer_text(True, view.choice, exp.result).startswith("<p><strong>Not quite")
 
 
 def test_wide_counts_have_a_powers_of_two_slider_and_exact_typing():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from lab_browser import open_page
+from lab_browser import choose, open_page
 from playwright.sync_api import expect
 
 BEST = ".lab-plan-best"
@@ -84,7 +84,15 @@ def test_an_uploaded_config_is_planned_until_a_catalog_model_is_chosen(
     bad.write_text("{oops")
     lab_page.set_input_files("input[type=file][accept='.json']", files=str(bad))
     expect(status.locator("[role=alert]")).to_contain_text("broken.json is not valid JSON")
+    tiny = best.text_content()
+    choose(lab_page, "model", "llama-3.1-8b")  # a catalog model chosen replaces the upload
+    expect(status).to_contain_text("the catalog model chosen above")
+    expect(best).not_to_have_text(tiny)
+    eight_b = best.text_content()
+    lab_page.set_input_files("input[type=file][accept='.json']", files=str(config))  # again
+    expect(status).to_contain_text("<img src=x onerror=alert(1)>/Tiny")
+    expect(best).to_have_text(tiny)
     lab_page.get_by_role("button", name="Use the catalog's model").click()
     expect(status).to_contain_text("the catalog model chosen above")
-    expect(best).to_have_text(catalog)
+    expect(best).to_have_text(eight_b)
     assert console_errors == []

@@ -197,3 +197,51 @@ def test_candidates_of_your_own_model_are_ranked_as_its_plan_predicts_them(tmp_p
     assert code == 0, err
     cli = {r["id"]: r for r in json.loads(out)["candidates"]}
     assert cli["a"]["tpot_ms"] == ranked["a"]["tpot_ms"]
+
+
+HUGE = {**LLAMA, "_name_or_path": "Huge", "hidden_size": 65536, "num_hidden_layers": 400,
+        "num_attention_heads": 512, "intermediate_size": 262144}
+"""A model too large for any layout of 8 H200 (about 6 T parameters)."""
+
+
+def test_an_upload_that_cannot_be_planned_keeps_the_plan_in_force_and_says_why():
+    from apps.ui.views.plan_page import PlanPage
+
+    page = PlanPage()
+    page.model_upload._load(json.dumps(LLAMA).encode(), "tiny.json")
+    tiny = page.experiment.result
+    page.model_upload._load(json.dumps(HUGE).encode(), "huge.json")
+    status = page.model_upload._status.object
+    assert 'role="alert"' in status and "The weights of Huge at fp8 do not fit" in status
+    assert page.experiment.model_config.name == "acme/Llama-Tiny-2B"  # the upload in force
+    assert page.experiment.error is None
+    assert page.experiment.result["best"] == tiny["best"]
+
+
+@pytest.mark.parametrize(("named", "name"), [
+    ("acme/Tiny  see\n\nhttps://evil.example.com\n===\n- click", "acme/Tiny see "
+     "https://evil.example.com === - click"),
+    ("x" * 500, "x" * 79 + "…"),
+    (7, "7"),
+])
+def test_a_models_name_is_one_line_and_short_from_a_file_and_an_upload_alike(tmp_path, named,
+                                                                            name):
+    config = {**LLAMA, "_name_or_path": named}
+    path = tmp_path / "m" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(config))
+    assert get_model(str(path)).name == name
+    assert model_from_config_bytes(path.read_bytes(), "config.json").name == name
+
+
+def test_the_same_file_again_after_a_catalog_model_is_an_upload_again():
+    from apps.ui.views.plan_page import PlanPage
+
+    page = PlanPage()
+    upload = page.model_upload
+    upload._file.value = json.dumps(LLAMA).encode()  # as the browser's finished upload sets it
+    assert page.experiment.model_config is not None
+    page.experiment.model = "llama-3.1-8b"
+    assert page.experiment.model_config is None and upload._file.value is None
+    upload._file.value = json.dumps(LLAMA).encode()  # the same bytes: a change again
+    assert page.experiment.model_config.name == "acme/Llama-Tiny-2B"

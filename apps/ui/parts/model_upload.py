@@ -18,6 +18,7 @@ from apps.ui.parts.trace_upload import CappedFileInput, shown_name
 from apps.ui.parts.upload_limits import MAX_CONFIG_UPLOAD_BYTES
 from lab.catalog.entries import ModelSpec
 from lab.catalog.lookup import model_from_config_bytes
+from lab.errors import LabInputError
 from lab.plan.plan_experiment import PlanDeployment
 from lab.units import MIB
 
@@ -59,7 +60,15 @@ class ModelConfigUpload(TableUpload):
         return model_from_config_bytes(data, name)
 
     def use(self, table: ModelSpec | None) -> None:
-        self.experiment.model_config = table
+        """Plan the uploaded model; one that cannot be planned at all puts the model in force
+        back and says why."""
+        exp = self.experiment
+        previous = exp.model_config
+        exp.model_config = table
+        if table is not None and exp.result is None and exp.error:
+            reason = exp.error
+            exp.model_config = previous
+            raise LabInputError(reason)
 
     def help_markdown(self) -> str:
         return ("**Your own model**: a Hugging Face `config.json` (dense, mixture-of-experts or "
@@ -75,6 +84,8 @@ class ModelConfigUpload(TableUpload):
                 "instead of the catalog model chosen above.</p>")
 
     def _model_chosen(self, _event) -> None:
-        """A catalog model chosen in the dropdown has replaced the upload: say so."""
+        """A catalog model chosen in the dropdown has replaced the upload: say so, and let the
+        same file be chosen again."""
         if self.experiment.model_config is None:
+            self.forget_file()
             self._status.object = self._describe(None)

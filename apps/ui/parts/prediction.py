@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from html import escape
+
 import panel as pn
 import panel_material_ui as pmui
 import param
 from panel.viewable import Viewer
 
 from apps.ui.shell.held_size import BUTTON_WIDTH
-from apps.ui.shell.plain_text import markdown_literal, shown_error
+from apps.ui.shell.plain_text import shown_error
 from lab.experiments.base import Experiment
 
 UNDECIDED = "Not sure yet"
@@ -47,7 +49,10 @@ class PredictionView(Viewer):
                                               color="primary", disabled=True,
                                               width=BUTTON_WIDTH)
         self.param.watch(self._lock, ["choice", "revealed"])
-        self._answer = pn.pane.Markdown(
+        # HTML, every text escaped: an explanation or error may quote a reader's file (a
+        # model's name from its config.json, a trace cell), which Markdown would read as links,
+        # headings or lists
+        self._answer = pn.pane.HTML(
             pn.bind(self._answer_text, self.param.revealed, self.param.choice,
                     self.experiment.param.result),
             sizing_mode="stretch_width", css_classes=["lab-answer"])
@@ -74,10 +79,10 @@ class PredictionView(Viewer):
         prediction = self.experiment.prediction
         head = verdict(self.committed, prediction.choices, prediction.answer)
         if self.experiment.error:
-            reason = markdown_literal(shown_error(self.experiment) or "")
-            return f"**{head}** (The explanation needs valid inputs: {reason})"
-        # literal: an explanation may quote a reader's file (a model's name from its config.json)
-        return f"**{head}** {markdown_literal(self.experiment.explanation())}"
+            reason = escape(shown_error(self.experiment) or "")
+            return (f"<p><strong>{escape(head)}</strong> (The explanation needs valid inputs: "
+                    f"{reason})</p>")
+        return f"<p><strong>{escape(head)}</strong> {escape(self.experiment.explanation())}</p>"
 
     def parts(self) -> list:
         """The question, the choices, the button and the answer, for a page's own column."""

@@ -74,7 +74,8 @@ class TableUpload(Viewer):
         raise NotImplementedError
 
     def use(self, table) -> None:
-        """Put ``table`` in force (None: the shipped data)."""
+        """Put ``table`` in force (None: the shipped data); raise :class:`LabInputError` in one
+        sentence, with the data in force kept, when the experiment cannot use it."""
         self.experiment.measurements = table
 
     def help_markdown(self) -> str:
@@ -105,15 +106,19 @@ class TableUpload(Viewer):
             self._say(f"{name} is {len(data) / MIB:.1f} MiB; {self._file.limit_sentence()}.")
             return
         try:
-            table = self.parse(data, name)
-        except LabInputError as exc:
+            self.use(self.parse(data, name))
+        except LabInputError as exc:  # a bad file, or data its experiment cannot use
             self._say(str(exc))
             return
-        self.use(table)
         self._status.object = self._describe(name)
+
+    def forget_file(self) -> None:
+        """Empty the file input, so choosing the same file again is an upload again."""
+        self._file.clear()
 
     def _use_shipped(self, _event) -> None:
         self.use(None)
+        self.forget_file()
         self._status.object = self._describe(None)
 
     def __panel__(self):
