@@ -99,8 +99,10 @@ def card_value(page, label: str) -> float:
     """The number on the card labelled ``label`` (its unit dropped)."""
     card = page.locator(".lab-card").filter(
         has=page.locator(".label", has_text=re.compile(rf"^{re.escape(label)}$"))).first
+    number = re.compile(r"^\s*[-0-9.,e+]+")
+    expect(card.locator(".value")).to_have_text(number)  # not a moment's placeholder
     text = card.locator(".value").inner_text()
-    return float(re.match(r"[-0-9.,e+]+", text).group(0).replace(",", ""))
+    return float(number.match(text).group(0).replace(",", ""))
 
 
 def cell_number(text: str) -> float:
