@@ -748,9 +748,13 @@ class LimitedFileInput(pmui.FileInput):
         """What is said when the file chosen is empty (0 bytes)."""
         return "The file chosen is empty (0 bytes), so nothing was loaded."
 
+    def limit_bytes(self) -> int:
+        """Most bytes this input holds: its ``max_file_size``, else the class's ``max_bytes``."""
+        return self.max_file_size or self.max_bytes
+
     def size_text(self) -> str:
         """The limit as a size ('20 MiB')."""
-        return f"{(self.max_file_size or self.max_bytes) // MIB} MiB"
+        return f"{self.limit_bytes() // MIB} MiB"
 
     def __init__(self, **params):
         params.setdefault("max_file_size", type(self).max_bytes)
@@ -791,7 +795,7 @@ class LimitedFileInput(pmui.FileInput):
     def _chunk(self, msg: dict) -> None:
         if self._refused:
             return
-        limit = self.max_file_size or self.max_bytes
+        limit = self.limit_bytes()
         try:
             declared = int(msg["total_chunks"]) * self.chunk_size
             self._received += len(msg["data"])

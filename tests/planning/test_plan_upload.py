@@ -17,6 +17,7 @@ from lab.errors import CatalogError
 from lab.limits import MAX_SPEC_BYTES
 from lab.plan.plan_calc import calc_plan
 from lab.plan.plan_experiment import PlanDeployment
+from tests.planning.test_plan import _cli
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 LLAMA = {"architectures": ["LlamaForCausalLM"], "_name_or_path": "acme/Llama-Tiny-2B",
@@ -151,18 +152,6 @@ CANDIDATES = ("id,backend,model_path,system,mode,isl,osl,batch_size,tp_size,prec
               "d,vllm,other/unknown,h200,agg,1024,1024,64,8,fp8\n")
 """Two rows of the small model (by its ``_name_or_path`` and by its uploaded id), one of the
 catalog and one of neither."""
-
-
-def _cli(*argv) -> tuple[int, str, str]:
-    import io
-    from contextlib import redirect_stderr, redirect_stdout
-
-    from cli.main import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_candidates_of_your_own_model_are_ranked_as_its_plan_predicts_them(tmp_path):

@@ -102,7 +102,7 @@ class TableUpload(Viewer):
 
     def _load(self, data: bytes, name: str) -> None:
         """Parse ``data`` (file ``name``) and put it in force, or say in one sentence why not."""
-        if len(data) > (self._file.max_file_size or self._file.max_bytes):
+        if len(data) > self._file.limit_bytes():
             self._say(f"{name} is {len(data) / MIB:.1f} MiB; {self._file.limit_sentence()}.")
             return
         try:
