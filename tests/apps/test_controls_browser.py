@@ -101,7 +101,7 @@ def card_value(page, label: str) -> float:
         has=page.locator(".label", has_text=re.compile(rf"^{re.escape(label)}$"))).first
     number = re.compile(r"^\s*[-0-9.,e+]+")
     expect(card.locator(".value")).to_have_text(number)  # not a moment's placeholder
-    text = card.locator(".value").inner_text()
+    text = card.locator(".value").text_content() or ""  # what the wait above read
     return float(number.match(text).group(0).replace(",", ""))
 
 
