@@ -12,6 +12,7 @@ what needs no browser is in ``test_controls_unit.py``.
 from __future__ import annotations
 
 import re
+import time
 
 from lab_browser import choose, open_page, set_number, wait_idle
 from playwright.sync_api import expect
@@ -95,14 +96,22 @@ TITLE = ("() => { let t = ''; for (const d of Bokeh.documents) for (const m of "
 """The title of experiment 9's chart (the newest title model: a replaced one may linger)."""
 
 
-def card_value(page, label: str) -> float:
-    """The number on the card labelled ``label`` (its unit dropped)."""
+def card_value(page, label: str, timeout_s: float = 30.0) -> float:
+    """The number on the card labelled ``label`` (its unit dropped), read once it shows one:
+    the card can be between two renders (no number yet) at any read, so each read is parsed
+    on its own until one holds a number."""
     card = page.locator(".lab-card").filter(
         has=page.locator(".label", has_text=re.compile(rf"^{re.escape(label)}$"))).first
-    number = re.compile(r"^\s*[-0-9.,e+]+")
-    expect(card.locator(".value")).to_have_text(number)  # not a moment's placeholder
-    text = card.locator(".value").text_content() or ""  # what the wait above read
-    return float(number.match(text).group(0).replace(",", ""))
+    number = re.compile(r"^\s*-?[0-9][0-9,]*(?:\.[0-9]+)?(?:e[-+]?[0-9]+)?")
+    deadline = time.monotonic() + timeout_s
+    text = ""
+    while time.monotonic() < deadline:
+        text = card.locator(".value").text_content() or ""
+        found = number.match(text)
+        if found:
+            return float(found.group(0).replace(",", ""))
+        page.wait_for_timeout(100)
+    raise AssertionError(f"the card {label!r} showed no number in {timeout_s:.0f} s: {text!r}")
 
 
 def cell_number(text: str) -> float:
