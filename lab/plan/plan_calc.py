@@ -39,7 +39,7 @@ from lab.plan.plan_space import (
 from lab.plan.plan_study import nearest_measured_workload
 from lab.served import gap
 from lab.served.served_calc import TERM_NAMES, group_key
-from lab.served.served_floors import catalog_gpu_id, catalog_model_id
+from lab.served.served_floors import catalog_gpu_id, catalog_model_id, unknown_model_sentence
 from lab.units import fmt_number
 
 DEFAULT_TARGETS = Targets(ttft_ms=2000.0, tokens_per_s_user=50.0)
@@ -391,7 +391,7 @@ def rank_candidates(data: xr.Dataset, targets: Targets, quantile: float = DEFAUL
         gpu_id = catalog_gpu_id(system)
         if not model_id or not gpu_id:
             nor = f" nor the config.json's ({model.name})" if model is not None else ""
-            what = (f"model {path} is not in the lab's catalog{nor}" if not model_id
+            what = (unknown_model_sentence(path, nor) if not model_id
                     else f"GPU {system} is not in the lab's catalog")
             for i in index:
                 out.append({"id": rows[i]["id"], "reason": f"The {what}.", "meets": False})

@@ -29,6 +29,8 @@ A row the lab cannot model exactly keeps NaN floors and a ``reason``; nothing is
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import xarray as xr
 
@@ -135,6 +137,46 @@ def catalog_model_id(path: str) -> str:
     return path if isinstance(path, str) and path in model_catalog() else ""
 
 
+CHECKPOINT_SUFFIXES = frozenset({"instruct", "chat", "base", "hf", "it", "fp8", "fp4",
+                                  "nvfp4", "mxfp4", "awq", "gptq", "int4", "int8", "bf16"})
+"""Words of a checkpoint's name that mark a tuning or a quantisation of a base model, not its
+shape (dropped when :func:`catalog_model_like` compares names)."""
+
+
+def _shape_words(name: str) -> str:
+    """``name`` without its owner, its tuning and quantisation words, dates (four digits) and
+    a leading ``meta``: ``meta-llama/Meta-Llama-3.1-70B-Instruct`` → ``llama-3.1-70b``."""
+    words = re.split(r"[-_\s]+", name.rsplit("/", 1)[-1].lower())
+    kept = [w for w in words if w and w not in CHECKPOINT_SUFFIXES and not re.fullmatch(
+        r"\d{4}", w)]
+    return "-".join(kept[1:] if kept[:1] == ["meta"] else kept)
+
+
+def catalog_model_like(path: str) -> str:
+    """The catalog id whose id or name reads as ``path`` once tuning and quantisation words
+    are dropped (``meta-llama/Llama-3.1-70B-Instruct`` → ``llama-3.1-70b``), else ``""``: a
+    suggestion for a refusal's sentence, never a silent reading (an instruct or quantised
+    checkpoint may differ from the catalog's in ways the name does not say)."""
+    if not isinstance(path, str) or not path.strip():
+        return ""
+    wanted = _shape_words(path)
+    for model_id, spec in model_catalog().items():
+        if wanted in (_shape_words(model_id), _shape_words(spec.name)):
+            return model_id
+    return ""
+
+
+def unknown_model_sentence(path: str, nor: str = "") -> str:
+    """The words after "The" for a ``model_path`` not in the catalog (``nor``: what else it
+    is not, e.g. `` nor the config.json's (acme/Tiny)``), and the catalog id it may mean:
+    ``model X is not in the lab's catalog; if it is the catalog's Llama 3.1 70B, write
+    llama-3.1-70b``."""
+    like = catalog_model_like(path)
+    hint = (f"; if it is the catalog's {model_catalog()[like].name}, write {like}"
+            if like else "")
+    return f"model {path} is not in the lab's catalog{nor}{hint}"
+
+
 _model_id = catalog_model_id
 """The former private name of :func:`catalog_model_id` (kept for existing callers)."""
 
@@ -182,7 +224,7 @@ def reason_for(row: dict, model_id: str, gpu_id: str, precision: str,
     if path in REFUSED_MODELS:
         return REFUSED_MODELS[path]
     if not model_id:
-        return f"model {path} is not in the lab's catalog"
+        return unknown_model_sentence(path)
     if not gpu_id:
         return f"GPU {row['system']} is not in the lab's catalog"
     if precision in FP4_FORMATS and not get_gpu(gpu_id).has_fp4:

@@ -313,6 +313,38 @@ def test_a_path_in_a_users_file_is_never_opened(tmp_path, monkeypatch):
     assert all(str(r) for r in table["reason"].values)
 
 
+@pytest.mark.parametrize("path, like", [
+    ("meta-llama/Llama-3.1-70B-Instruct", "llama-3.1-70b"),
+    ("meta-llama/Meta-Llama-3.1-70B-Instruct", "llama-3.1-70b"),  # "Meta-" dropped
+    ("Qwen/Qwen2.5-72B-Instruct", "qwen2.5-72b"),
+    ("mistralai/Mixtral-8x7B-Instruct-v0.1", "mixtral-8x7b"),  # by the catalog's name
+    ("google/gemma-3-27b-it", "gemma-3-27b"),
+    ("Qwen/Qwen3-8B-FP8", "qwen3-8b"),
+    ("deepseek-ai/DeepSeek-V3-0324", "deepseek-v3"),  # a date dropped
+    ("acme/Llama-Tiny-2B", ""),
+    ("<b>llama-3.1-8b</b>", ""),
+    ("", ""),
+])
+def test_a_checkpoint_outside_the_catalog_is_matched_by_its_shape_words(path, like):
+    from lab.served.served_floors import catalog_model_id, catalog_model_like
+
+    assert catalog_model_like(path) == like
+    assert catalog_model_id(path) == ""  # a suggestion only, never a silent reading
+
+
+def test_a_row_of_an_instruct_checkpoint_names_the_catalog_id_to_write():
+    text = ("id,backend,model_path,system,mode,isl,osl,batch_size,tp_size,silicon_ttft_ms,"
+            "silicon_tpot_ms\n"
+            "a,vllm,meta-llama/Llama-3.1-70B-Instruct,h100-sxm,agg,1024,1024,8,8,50,8\n"
+            "b,vllm,acme/Unknown-7B,h100-sxm,agg,1024,1024,8,8,50,8\n")
+    table = served_table(parse_served(text.encode(), "mine.csv"))
+    assert not table["modelled"].values.any()
+    assert list(table["reason"].values) == [
+        "model meta-llama/Llama-3.1-70B-Instruct is not in the lab's catalog; if it is the "
+        "catalog's Llama 3.1 70B, write llama-3.1-70b",
+        "model acme/Unknown-7B is not in the lab's catalog"]
+
+
 @pytest.mark.parametrize("change, sentence", [
     (("mode", "both"), "column mode: 'both' is not agg or disagg"),
     (("isl", "-3"), "column isl: '-3' is not a whole number"),

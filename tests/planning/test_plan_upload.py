@@ -176,6 +176,15 @@ def test_candidates_of_your_own_model_are_ranked_as_its_plan_predicts_them(tmp_p
     without = {r["id"]: r for r in rank_candidates(table, Targets(tokens_per_s_user=50.0))[
         "candidates"]}
     assert without["a"]["reason"] == "The model acme/Llama-Tiny-2B is not in the lab's catalog."
+    instruct = parse_candidates(CANDIDATES.replace("other/unknown",
+                                                   "meta-llama/Llama-3.1-70B-Instruct").encode(),
+                                "mine.csv")
+    named = {r["id"]: r for r in rank_candidates(instruct, Targets(tokens_per_s_user=50.0),
+                                                 model=spec)["candidates"]}
+    assert named["d"]["reason"] == (
+        "The model meta-llama/Llama-3.1-70B-Instruct is not in the lab's catalog nor the "
+        "config.json's (acme/Llama-Tiny-2B); if it is the catalog's Llama 3.1 70B, write "
+        "llama-3.1-70b.")
     path = tmp_path / "mine.csv"
     path.write_text(CANDIDATES)
     config = tmp_path / "tiny" / "config.json"
