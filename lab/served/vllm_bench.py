@@ -51,7 +51,7 @@ from lab.catalog.loader import gpu_catalog
 from lab.catalog.lookup import model_catalog
 from lab.errors import LabInputError, shown
 from lab.limits import MAX_CONTEXT, MAX_MS
-from lab.served.served_floors import GPU_OF_SYSTEM, MODEL_OF_PATH
+from lab.served.served_floors import GPU_OF_SYSTEM, MODEL_OF_PATH, catalog_model_like
 from lab.served.served_limits import MAX_CONCURRENCY, MAX_PARALLEL, MAX_SERVED_ROWS
 
 SOURCE = ("vllm-project/vllm, vllm/benchmarks/serve.py, commit "
@@ -332,6 +332,13 @@ def run_row(result: dict, row_id: str, where: str, setup: RunSetup) -> dict:
     known = known if known in (*MODEL_OF_PATH, *model_catalog()) else None
     if model is None:
         if known is None:
+            like = catalog_model_like(model_id) if isinstance(model_id, str) else ""
+            if like:
+                raise LabInputError(
+                    f"{where}: model_id {shown(model_id)} is not a checkpoint the lab "
+                    f"catalogs; if it is the catalog's {model_catalog()[like].name}, give "
+                    f"--model {like} (on the page: beside the upload) or save --metadata "
+                    f"model={like}.")
             raise LabInputError(f"{where}: model_id {shown(model_id)} is not a checkpoint the "
                                 "lab catalogs; give --model (on the page: beside the upload) or "
                                 "save --metadata model=… with one of "

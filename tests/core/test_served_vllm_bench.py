@@ -189,6 +189,10 @@ def _refused(data, setup=SETUP) -> str:
     ({"model": "llama-3.1-70b"}, "its model_id 'meta-llama/Llama-3.1-8B-Instruct' is not the "
                                  "model 'llama-3.1-70b' given for it"),
     ({"model_id": None}, "model_id None is not a checkpoint the lab catalogs"),
+    ({"model_id": "meta-llama/Llama-3.1-70B-Instruct"},
+     "model_id 'meta-llama/Llama-3.1-70B-Instruct' is not a checkpoint the lab catalogs; if it "
+     "is the catalog's Llama 3.1 70B, give --model llama-3.1-70b (on the page: beside the "
+     "upload) or save --metadata model=llama-3.1-70b."),
 ])
 def test_a_bad_run_is_one_sentence(change, sentence):
     assert sentence in _refused(vllm_result(**change))
