@@ -278,12 +278,20 @@ def test_a_users_file_is_refitted_on_its_own_rows(tmp_path):
     assert main(["calc", "served", "--measurements", str(path), "--json"]) == 0
 
 
+MINIMAL_HEADER = ("id,backend,model_path,system,mode,isl,osl,batch_size,tp_size,"
+                  "silicon_ttft_ms,silicon_tpot_ms")
+"""The columns of a small user's file of measurements (the required ones, batch and tp)."""
+
+
+def user_table(name: str, *rows: str):
+    """Experiment 11's table of a user's file ``name`` holding :data:`MINIMAL_HEADER` and
+    ``rows`` (CSV lines)."""
+    return served_table(parse_served("\n".join((MINIMAL_HEADER, *rows, "")).encode(), name))
+
+
 def test_a_minimal_user_file_with_catalog_ids():
-    text = ("id,backend,model_path,system,mode,isl,osl,batch_size,tp_size,silicon_ttft_ms,"
-            "silicon_tpot_ms\n"
-            "a,vllm,llama-3.1-8b,h100-sxm,agg,1024,1024,8,1,50,8\n"
-            "b,vllm,llama-3.1-8b,h100-sxm,agg,2048,1024,8,1,90,9\n")
-    table = served_table(parse_served(text.encode(), "tiny.csv"))
+    table = user_table("tiny.csv", "a,vllm,llama-3.1-8b,h100-sxm,agg,1024,1024,8,1,50,8",
+                       "b,vllm,llama-3.1-8b,h100-sxm,agg,2048,1024,8,1,90,9")
     assert table["modelled"].values.all()
     assert np.isfinite(table["tpot_predicted_ms"].values).all()  # each fitted on the other
 
@@ -302,12 +310,9 @@ def test_a_path_in_a_users_file_is_never_opened(tmp_path, monkeypatch):
     opened = []
     monkeypatch.setattr(loader, "_read_text", lambda path: opened.append(path) or "")
     monkeypatch.setattr(loader, "read_config_json", lambda path: opened.append(path))
-    text = ("id,backend,model_path,system,mode,isl,osl,batch_size,tp_size,silicon_ttft_ms,"
-            "silicon_tpot_ms\n"
-            f"a,vllm,{config},h100-sxm,agg,1024,1024,8,1,50,8\n"
-            f"b,vllm,llama-3.1-8b,{gpu},agg,2048,1024,8,1,90,9\n"
-            "c,vllm,../../etc/passwd,/etc/hostname,agg,2048,1024,8,1,90,9\n")
-    table = served_table(parse_served(text.encode(), "paths.csv"))
+    table = user_table("paths.csv", f"a,vllm,{config},h100-sxm,agg,1024,1024,8,1,50,8",
+                       f"b,vllm,llama-3.1-8b,{gpu},agg,2048,1024,8,1,90,9",
+                       "c,vllm,../../etc/passwd,/etc/hostname,agg,2048,1024,8,1,90,9")
     assert opened == []
     assert not table["modelled"].values.any()
     assert all(str(r) for r in table["reason"].values)
@@ -333,11 +338,9 @@ def test_a_checkpoint_outside_the_catalog_is_matched_by_its_shape_words(path, li
 
 
 def test_a_row_of_an_instruct_checkpoint_names_the_catalog_id_to_write():
-    text = ("id,backend,model_path,system,mode,isl,osl,batch_size,tp_size,silicon_ttft_ms,"
-            "silicon_tpot_ms\n"
-            "a,vllm,meta-llama/Llama-3.1-70B-Instruct,h100-sxm,agg,1024,1024,8,8,50,8\n"
-            "b,vllm,acme/Unknown-7B,h100-sxm,agg,1024,1024,8,8,50,8\n")
-    table = served_table(parse_served(text.encode(), "mine.csv"))
+    table = user_table("mine.csv",
+                       "a,vllm,meta-llama/Llama-3.1-70B-Instruct,h100-sxm,agg,1024,1024,8,8,50,8",
+                       "b,vllm,acme/Unknown-7B,h100-sxm,agg,1024,1024,8,8,50,8")
     assert not table["modelled"].values.any()
     assert list(table["reason"].values) == [
         "model meta-llama/Llama-3.1-70B-Instruct is not in the lab's catalog; if it is the "
