@@ -196,3 +196,30 @@ def test_a_dropdown_set_by_a_link_follows_the_next_choice(lab_url, lab_page, con
             expect(cards.locator(".lab-card").first).to_be_visible()
             expect(lab_page.locator(".lab-error", has_text=reason)).to_have_count(0)
     assert console_errors == []
+
+
+def test_a_number_box_entered_by_the_keyboard_is_replaced_by_what_is_typed(lab_url, lab_page,
+                                                                            console_errors):
+    """A number box entered with Tab (here: from the number box before it) has its text selected,
+    as a plain text box does, so what is typed replaces it: the box showed "2,000", entering
+    it reformatted it to "2000" with the cursor at its end, and "1" typed then applied 20001.
+    A click still places the cursor where it lands (nothing selected)."""
+    open_page(lab_page, page_url(lab_url, "plan"))
+    boxes = lab_page.locator(".MuiInputBase-root[inputmode=decimal] input")
+    target = lab_page.locator(".lab-input-ttft_ms input").first.element_handle()
+    at = next(i for i in range(boxes.count())
+              if boxes.nth(i).evaluate("(b, t) => b === t", target))
+    boxes.nth(at - 1).click()
+    box = boxes.nth(at)
+    for _ in range(8):  # past any control between the two boxes
+        lab_page.keyboard.press("Tab")
+        if box.evaluate("b => b.getRootNode().activeElement === b"):
+            break
+    expect(box).to_be_focused()
+    lab_page.keyboard.type("1500")
+    expect(box).to_have_value("1500")
+    lab_page.keyboard.press("Enter")
+    expect(lab_page).to_have_url(re.compile(r"[?&]ttft_ms=1500(&|$)"))
+    box.click()  # a click: the cursor where it lands, nothing selected
+    assert box.evaluate("b => b.selectionEnd - b.selectionStart") == 0
+    assert console_errors == []

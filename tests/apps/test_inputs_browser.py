@@ -177,3 +177,17 @@ def test_trace_upload_names_the_file_and_explains_an_empty_one(lab_url, lab_page
         {"name": "empty.csv", "mimeType": "text/csv", "buffer": b""}])
     expect(lab_page.locator(".lab-upload-problem").first).to_contain_text(
         "The file chosen is empty (0 bytes)")
+
+
+def test_text_left_by_tab_for_the_next_box_is_explained(lab_url, lab_page):
+    """Leaving a box with Tab commits its text, also when the next control sits in the same
+    shadow root (the document never sees that focus move): "abc" typed into the plan's isl
+    box and left for the next control says why it was not applied."""
+    open_page(lab_page, url(lab_url, "plan"))
+    box = lab_page.locator(".lab-input-isl input").first
+    box.click()
+    box.press("Control+A")
+    box.press_sequentially("abc")
+    expect(box).to_have_value("abc")
+    box.press("Tab")
+    expect(lab_page.locator(MESSAGE)).to_contain_text("'abc' was not applied")

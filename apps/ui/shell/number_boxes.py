@@ -6,11 +6,16 @@
   until the reader leaves it and comes back), and a slider's box commits nothing more. After
   Enter the box is left and entered again in the browser (``blur``, ``focus``), so it is
   editing again, as it looks.
+- **Entered from the keyboard, their text is selected.** Tab into a box and type: what is
+  typed replaces the value, as in a plain text box (Material UI re-draws the box unformatted
+  on focus, dropping the selection, so "1" typed into "2,000" applied 20001).
 - **A text the box cannot read is reported.** A box drops text that is not a number of its
   kind ("abc", "3.5" in a whole-number box) and shows the value in force again, without a
   word: the browser reports each text committed (Enter, or leaving a box after typing) to
   :class:`TypedText`, which says why in one sentence (:func:`typed_problem`), as for a value
-  out of bounds, and clears the message when a later text is one the input takes.
+  out of bounds, and clears the message when a later text is one the input takes. Leaving a
+  box for a control in the same shadow root (Tab to the box's own buttons) counts too: such a
+  focus move never reaches the document, so the listeners sit on each shadow root as well.
 
 Nothing here renders a typed text as markup: the sentence goes to ``InputMessage``, which
 escapes it.
@@ -100,7 +105,8 @@ class TypedText(pn.custom.JSComponent):
           // again it would show the text typed, even one it dropped: it is given the value.
           const shown = numberBox ? box.value.replace(/,/g, "") : null;
           box.blur();
-          box.focus();
+          window.__labReentering = true;
+          try { box.focus(); } finally { window.__labReentering = false; }
           setTimeout(() => {  // once the box has drawn itself entered again
             if (shown === null || box.value === shown || !box.isConnected) {
               return;
@@ -114,14 +120,77 @@ class TypedText(pn.custom.JSComponent):
         }, 0);
       });
     }
+    function listenInEveryRoot(type, handler) {
+      // ``handler`` for every ``type`` focus event (capture), also those that stay inside one
+      // shadow root: focus moving between two boxes of the same root is hidden from the
+      // document (the event's target and related target are the same host there), so each
+      // root an event comes out of gets the listener too. Returns the function that removes
+      // every listener added.
+      // Roots are found from the events that do reach the document: focus entering a root,
+      // a pointer or a key pressed in it.
+      const roots = new Set();
+      const handled = new WeakSet();
+      const discover = (event) => {
+        for (const node of event.composedPath()) {
+          if (node instanceof ShadowRoot && !roots.has(node)) {
+            roots.add(node);
+            node.addEventListener(type, listener, true);
+          }
+        }
+      };
+      const listener = (event) => {
+        discover(event);
+        if (handled.has(event)) { return; }
+        handled.add(event);
+        handler(event);
+      };
+      const finders = ["focusin", "pointerdown", "keydown"];
+      document.addEventListener(type, listener, true);
+      for (const finder of finders) { document.addEventListener(finder, discover, true); }
+      return () => {
+        document.removeEventListener(type, listener, true);
+        for (const finder of finders) { document.removeEventListener(finder, discover, true); }
+        for (const root of roots) { root.removeEventListener(type, listener, true); }
+      };
+    }
+    function selectWhenTabbedInto() {
+      // Once per window: a number box entered from the keyboard (Tab) has its text selected,
+      // as a plain text box does, so what is typed replaces it. Material UI re-draws the box
+      // unformatted on focus ("2,000" -> "2000"), which drops a selection made before it, so
+      // the text is selected once the box has drawn itself. A click (a pointer down just
+      // before) keeps its cursor, and the re-entry after Enter above selects nothing.
+      if (window.__labSelectOnTab) { return; }
+      window.__labSelectOnTab = true;
+      let pointed = { root: null, at: -1e9 };  // the box a pointer last went down on, when
+      document.addEventListener("pointerdown", (event) => {
+        const el = event.composedPath()[0];
+        pointed = { root: el && el.closest ? el.closest(".MuiInputBase-root") : null,
+                    at: performance.now() };
+      }, true);
+      listenInEveryRoot("focusin", (event) => {
+        const box = event.composedPath()[0];
+        if (!box || box.tagName !== "INPUT" || window.__labReentering) { return; }
+        const root = box.closest(".MuiInputBase-root[inputmode=decimal]");
+        if (!root || (pointed.root === root && performance.now() - pointed.at < 1000)) {
+          return;
+        }
+        const select = () => {
+          if (box.isConnected && box.getRootNode().activeElement === box) { box.select(); }
+        };
+        setTimeout(() => requestAnimationFrame(select), 0);
+      });
+    }
     export function render({ model }) {
       keepEditingAfterEnter();
+      selectWhenTabbedInto();
       const edited = new WeakSet();
       let count = 0;
       const boxName = (event) => {
-        const path = event.composedPath();
-        if (!path[0] || path[0].tagName !== "INPUT") { return null; }
-        for (const el of path) {
+        const box = event.composedPath()[0];
+        if (!box || box.tagName !== "INPUT") { return null; }
+        // Up from the box through every shadow root's host: an event kept inside one shadow
+        // root (focus moving to a control beside the box) has a path that ends at that root.
+        for (let el = box; el; el = el.parentNode || el.host) {
           for (const cls of (el.classList || [])) {
             if (cls.startsWith("lab-input-") && (cls.slice(10) in model.boxes)) {
               return cls.slice(10);
@@ -144,11 +213,11 @@ class TypedText(pn.custom.JSComponent):
       // Capture: the typed text is read before the box replaces it.
       document.addEventListener("input", onInput, true);
       document.addEventListener("keydown", onKey, true);
-      document.addEventListener("focusout", commit, true);
+      const stopCommitting = listenInEveryRoot("focusout", commit);
       model.on("remove", () => {
         document.removeEventListener("input", onInput, true);
         document.removeEventListener("keydown", onKey, true);
-        document.removeEventListener("focusout", commit, true);
+        stopCommitting();
       });
       const span = document.createElement("span");
       span.style.display = "none";
