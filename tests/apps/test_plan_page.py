@@ -80,3 +80,22 @@ def test_the_page_shows_the_regret_study_with_the_picks_row_marked(view):
     hostile = {"best": {**best, "engine": "<img src=x onerror=alert(1)>"},
                "inputs": view.experiment.result["inputs"]}
     assert "<img" not in study_html(hostile, study)
+
+
+def test_the_chart_leaves_the_wheel_to_the_page_and_follows_the_theme(view, monkeypatch):
+    """The frontier chart zoomed on the mouse wheel (HoloViews makes wheel-zoom active) while
+    the page's other charts scroll the page; its labels started under their markers; its grey
+    crosses and target line, and its background, follow the dark theme like the others."""
+    from bokeh.models import WheelZoomTool
+
+    from apps.ui.plots import charts
+
+    fig = hv.render(view._chart(None))
+    assert not isinstance(fig.toolbar.active_scroll, WheelZoomTool)
+    assert any(isinstance(t, WheelZoomTool) for t in fig.toolbar.tools)  # still offered
+    labels = [r.glyph for r in fig.renderers if type(getattr(r, "glyph", None)).__name__ == "Text"]
+    assert labels and all(g.x_offset == 7 and g.text_baseline == "middle" for g in labels)
+    themed = []
+    monkeypatch.setattr(charts, "themed", lambda state: themed.append(state))
+    hv.render(view._chart(None))
+    assert themed  # the theme's hook ran on the figure

@@ -26,7 +26,7 @@ from apps.ui.parts.input_widgets import InputMessage, input_panel
 from apps.ui.parts.model_upload import ModelConfigUpload
 from apps.ui.parts.prediction import PredictionView
 from apps.ui.parts.table_upload import TableUpload
-from apps.ui.plots.charts import CANVAS
+from apps.ui.plots.charts import CANVAS, themed_hook
 from apps.ui.shell.busy import BusyNote
 from apps.ui.shell.theme import CARD_CSS, OKABE_ITO
 from apps.ui.shell.url_sync import UrlInputs
@@ -59,6 +59,18 @@ CHART_NOTE = ("Each line is one mode's Pareto frontier: no other configuration g
               "the star the pick; crosses the public measured runs of this model, GPU, engine "
               "and workload.")
 MODE_COLOURS = {"agg": OKABE_ITO[0], "disagg": OKABE_ITO[1]}
+NEUTRAL = "#888888"
+"""The measured rows' crosses and the target line: a grey seen on the light and dark theme."""
+
+
+LABEL_GAP_PX = 7
+"""Screen pixels between a frontier point's marker and its label's start."""
+
+
+def beside_marker(plot, _element) -> None:
+    """HoloViews hook: a label starts :data:`LABEL_GAP_PX` right of its point (HoloViews'
+    ``xoffset`` is in data units, which a log or wide axis stretches), not under the marker."""
+    plot.handles["glyph"].x_offset = LABEL_GAP_PX
 
 
 def frontier_chart(result: dict) -> hv.Overlay:
@@ -81,14 +93,14 @@ def frontier_chart(result: dict) -> hv.Overlay:
                                  label=name).opts(color=colour, size=7, tools=["hover"]))
         layers.append(hv.Labels(data, ["user", "gpu"], "label").opts(
             text_font_size="8pt", text_color=colour, yoffset=0, text_align="left",
-            xoffset=0))
+            text_baseline="middle", hooks=[beside_marker]))
     measured = result.get("measured") or []
     if measured:
         data = {"user": [m["tokens_per_s_user"] for m in measured],
                 "gpu": [m["tokens_per_s_gpu"] for m in measured],
                 "id": [m["id"] for m in measured], "mode": [m["mode"] for m in measured]}
         layers.append(hv.Scatter(data, "user", ["gpu", "id", "mode"], label="measured").opts(
-            marker="x", size=8, color="black", tools=["hover"]))
+            marker="x", size=8, color=NEUTRAL, tools=["hover"]))
     best = result.get("best")
     if best:
         layers.append(hv.Scatter([(best["tokens_per_s_user"], best["tokens_per_s_gpu"])],
@@ -97,14 +109,15 @@ def frontier_chart(result: dict) -> hv.Overlay:
     target = Targets(result["inputs"]["ttft_ms"], result["inputs"]["tpot_ms"],
                      result["inputs"]["tokens_per_s_user"]).tpot_limit()
     if np.isfinite(target):
-        layers.append(hv.VLine(1e3 / target).opts(color="black", line_dash="dashed",
+        layers.append(hv.VLine(1e3 / target).opts(color=NEUTRAL, line_dash="dashed",
                                                   line_width=1))
     if not layers:
         layers.append(hv.Curve([]))
     return hv.Overlay(layers).opts(
         responsive=True, height=460, logy=True, xlabel="Output tokens/s per user",
         ylabel="Output tokens/s per GPU", legend_position="top_right",
-        title="Tokens per GPU against tokens per user", backend_opts=CANVAS)
+        title="Tokens per GPU against tokens per user", backend_opts=CANVAS,
+        active_tools=["pan"], hooks=[themed_hook])  # the wheel scrolls the page, as elsewhere
 
 
 def best_html(result: dict | None) -> str:
