@@ -7,6 +7,7 @@ model is chosen again. Every wait is on an explicit condition, never a sleep."""
 from __future__ import annotations
 
 import json
+import re
 
 from lab_browser import choose, open_page
 from playwright.sync_api import expect
@@ -95,4 +96,34 @@ def test_an_uploaded_config_is_planned_until_a_catalog_model_is_chosen(
     lab_page.get_by_role("button", name="Use the catalog's model").click()
     expect(status).to_contain_text("the catalog model chosen above")
     expect(best).to_have_text(eight_b)
+    assert console_errors == []
+
+
+LONG_ID = "2026_04_06_llama_3_1_70b_h200_sxm_vllm_fp8_agg_1024x8192_c32_tp8_ep1_363"
+"""An id as the public rows name them: 72 characters without a space."""
+
+
+def test_ranked_candidates_with_long_ids_fit_a_phone(lab_url, lab_page, console_errors,
+                                                     tmp_path):
+    """A candidates table whose ids have no spaces grew the page's column to 918 px on a
+    390 px phone (the verdicts off screen): the ids wrap, and the table fits the column."""
+    lab_page.set_viewport_size({"width": 390, "height": 844})
+    open_page(lab_page, f"{lab_url}/inference_lab?view=plan")
+    mine = tmp_path / "mine.csv"
+    mine.write_text("id,backend,model_path,system,mode,isl,osl,batch_size,tp_size\n"
+                    f"{LONG_ID},vllm,llama-3.1-70b,h200,agg,1024,1024,32,8\n"
+                    f"{LONG_ID}_b,vllm,llama-3.1-70b,h200,agg,1024,1024,256,8\n")
+    lab_page.set_input_files("input[type=file][accept='.csv']", files=str(mine))
+    table = lab_page.locator(".lab-plan-candidates table")
+    expect(table).to_contain_text(LONG_ID)
+    verdict = table.locator("tr").nth(1).locator("td").last
+    expect(verdict).to_have_text(re.compile("^(meets|misses)$"))
+    # No scroller of the page (the app's main column is one) scrolls sideways to show it.
+    widest = lab_page.evaluate(
+        "() => { const deep = (root) => [...root.querySelectorAll('*')].flatMap(e => "
+        "[e, ...(e.shadowRoot ? deep(e.shadowRoot) : [])]); return Math.max(0, ...deep(document)"
+        ".filter(e => e.scrollWidth > e.clientWidth + 1 && ['auto', 'scroll'].includes("
+        "getComputedStyle(e).overflowX) && !e.closest('.lab-plan-candidates'))"
+        ".map(e => e.scrollWidth)); }")
+    assert widest <= 390, f"a scroller {widest} px wide on a 390 px page"
     assert console_errors == []

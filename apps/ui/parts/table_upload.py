@@ -65,7 +65,8 @@ class TableUpload(Viewer):
         self._file.on_refused = self._say
         self._reset = pmui.Button(label=self.reset_label, sizing_mode="stretch_width")
         self._status = pn.pane.HTML(self._describe(None), sizing_mode="stretch_width",
-                                    css_classes=[self.status_class])
+                                    css_classes=[self.status_class],
+                                    stylesheets=[WRAP_CSS])  # a long file or model name wraps
         self._file.param.watch(self._uploaded, "value")
         self._reset.on_click(self._use_shipped)
 

@@ -63,6 +63,10 @@ NEUTRAL = "#888888"
 """The measured rows' crosses and the target line: a grey seen on the light and dark theme."""
 
 
+CANDIDATES_CSS = (".lab-plan-candidates { max-width: 100%; overflow-x: auto; } "
+                  ".lab-plan-candidates td { overflow-wrap: anywhere; }")
+"""The ranked candidates fit their column: a long id without spaces wraps anywhere (and a
+table still too wide scrolls in its own box, not the page)."""
 LABEL_GAP_PX = 7
 """Screen pixels between a frontier point's marker and its label's start."""
 
@@ -227,7 +231,8 @@ class PlanPage(Viewer):
         self.best = pn.pane.HTML(pn.bind(self._best, exp.param.result),
                                  sizing_mode="stretch_width")
         self.candidates = pn.pane.HTML(pn.bind(candidates_html, self.upload.param.ranking),
-                                       sizing_mode="stretch_width")
+                                       sizing_mode="stretch_width",
+                                       stylesheets=[CANDIDATES_CSS])
         self.study = pn.pane.HTML(pn.bind(self._study, exp.param.result),
                                   sizing_mode="stretch_width")
         self.busy = BusyNote()
