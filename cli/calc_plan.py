@@ -9,6 +9,7 @@ import argparse
 from cli.flags import add_json_flag, print_json
 from lab.derivations.decode_steps import render_text
 from lab.errors import LabInputError
+from lab.limits import MAX_MS
 from lab.plan.plan_calc import calc_plan, plan_steps, rank_candidates
 from lab.plan.plan_calibration import DEFAULT_QUANTILE
 from lab.plan.plan_decide import Targets
@@ -75,7 +76,8 @@ def _candidates(args) -> int:
     if args.json:
         print_json(result)
         return 0
-    print(f"Candidates from {args.candidates}: {len(result['candidates'])} rows, "
+    rows = len(result["candidates"])
+    print(f"Candidates from {args.candidates}: {rows} row{'' if rows == 1 else 's'}, "
           f"{result['meeting']} meet the targets at the band's upper edge.")
     for r in result["candidates"]:
         if r.get("reason"):
@@ -86,6 +88,16 @@ def _candidates(args) -> int:
               f"{fmt_number(r['tpot_ms'], 2)} ms (upper {fmt_number(r['tpot_upper_ms'], 2)}), "
               f"{'meets' if r['meets'] else 'misses'}")
     return 0
+
+
+def frontier_line(point: dict, mode: str, best: dict | None) -> str:
+    """One point of ``mode``'s frontier in the text output: its tokens/s per user and per
+    GPU, its configuration, and whether it is the pick (the same mode, label and figure)."""
+    pick = (best is not None and mode == best["mode"] and point["label"] == best["label"]
+            and point["tokens_per_s_gpu"] == best["tokens_per_s_gpu"])
+    return (f"  {fmt_number(point['tokens_per_s_user'], 1)} → "
+            f"{fmt_number(point['tokens_per_s_gpu'], 0)} ({point['label']})"
+            + ("  ← the pick" if pick else ""))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -107,15 +119,15 @@ def _run(args: argparse.Namespace) -> int:
              f"{c['configurations']:,} configurations; {c['valid']:,} valid, {c['fit']:,} fit in "
              f"memory, {c['meet_targets']:,} meet the targets at the band's upper edge "
              f"({c['meet_targets_at_prediction']:,} at the prediction)."]
-    for r in result["refusals"][:5]:
+    for r in result["refusals"]:
         lines.append(f"- refused ({r['configurations']:,}): {r['reason']}")
     if result["uncalibrated_note"]:
         lines.append(result["uncalibrated_note"])
-    for mode, points in result["frontier"].items():
-        lines.append(f"Frontier, {mode} (tok/s/user → tok/s/GPU): " + "; ".join(
-            f"{fmt_number(p['tokens_per_s_user'], 0)} → {fmt_number(p['tokens_per_s_gpu'], 0)} "
-            f"({p['label']})" for p in points[-6:]))
     b = result["best"]
+    for mode, points in result["frontier"].items():
+        lines.append(f"Frontier, {mode}: {len(points)} points, tok/s/user → tok/s/GPU"
+                     + (":" if points else "."))
+        lines += [frontier_line(p, mode, b) for p in points]
     if b is not None:
         lines += [f"Best: {b['mode']} {b['label']} on {b['gpus']} GPUs. {b['sure']['sentence']}",
                   f"Measured rows: {b['served_link']}"]
@@ -134,19 +146,26 @@ def _run(args: argparse.Namespace) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The plan's inputs, targets and modes."""
     parser.add_argument("--model", default="llama-3.1-70b", help="catalog model id or a "
-                        "config.json")
-    parser.add_argument("--gpu", default="h200", help="catalog GPU id")
-    parser.add_argument("--budget", type=int, default=8, help="most GPUs to use")
+                        "config.json (default: %(default)s)")
+    parser.add_argument("--gpu", default="h200", help="catalog GPU id (default: %(default)s)")
+    parser.add_argument("--budget", type=int, default=8,
+                        help="most GPUs to use (default: %(default)s)")
     parser.add_argument("--engine", default="vllm", choices=ENGINES,
-                        help="engine whose measured rows calibrate the plan (ideal: the floor)")
-    parser.add_argument("--isl", type=int, default=1024, help="prompt tokens per request")
-    parser.add_argument("--osl", type=int, default=1024, help="output tokens per request")
-    parser.add_argument("--ttft-ms", type=float, default=2000.0, help="TTFT target, ms (0: none)")
-    parser.add_argument("--tpot-ms", type=float, default=0.0, help="TPOT target, ms (0: none)")
+                        help="engine whose measured rows calibrate the plan (ideal: the floor; "
+                        "default: %(default)s)")
+    parser.add_argument("--isl", type=int, default=1024,
+                        help="prompt tokens per request (default: %(default)s)")
+    parser.add_argument("--osl", type=int, default=1024,
+                        help="output tokens per request (default: %(default)s)")
+    parser.add_argument("--ttft-ms", type=float, default=2000.0,
+                        help="TTFT target, ms (0: none; default: %(default)g)")
+    parser.add_argument("--tpot-ms", type=float, default=0.0,
+                        help="TPOT target, ms (0: none; default: %(default)g)")
     parser.add_argument("--tokens-per-s-user", type=float, default=50.0,
-                        help="tokens/s per user target (0: none)")
+                        help="tokens/s per user target (0: none; default: %(default)g)")
     parser.add_argument("--quantile", type=float, default=DEFAULT_QUANTILE,
-                        help="band quantile of the group's out-of-sample errors (conservatism)")
+                        help="band quantile of the group's out-of-sample errors (conservatism; "
+                        "default: %(default)g)")
     parser.add_argument("--candidates", metavar="FILE", default=None,
                         help="rank exactly your own configurations: a CSV with experiment 11's "
                         "columns (measurements optional); with --model config.json, rows whose "
@@ -163,9 +182,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _checked_run(args):
     for name in ("ttft_ms", "tpot_ms", "tokens_per_s_user"):
-        if getattr(args, name) < 0:
-            raise LabInputError(f"--{name.replace('_', '-')} must be 0 (none) or above, not "
-                                f"{getattr(args, name):g}.")
+        value = getattr(args, name)
+        if not (0 <= value <= MAX_MS):  # nan and inf too
+            raise LabInputError(f"--{name.replace('_', '-')} must be 0 (none) or a number above "
+                                f"it up to {MAX_MS:,.0f}, not {value:g}.")
+    if args.strict and not args.validate:
+        raise LabInputError("--strict reads the regret study's bands more strictly; give it "
+                            "with --validate.")
     return _run(args)
 
 

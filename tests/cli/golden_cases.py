@@ -16,7 +16,7 @@ TRACE_FILE = "tests/cli/data/small_trace.csv"
 BAD_TRACE_FILE = "tests/cli/data/bad_trace.csv"
 
 SUBCOMMANDS = ("decode", "memory", "tp", "precision", "prefill", "prefix", "goodput", "context",
-               "measured", "speculative", "served")
+               "measured", "speculative", "served", "plan")
 
 Case = tuple[str, tuple[str, ...], "str | None"]
 

@@ -221,6 +221,30 @@ def test_the_command_line_plans_and_its_alias_is_the_same(tmp_path):
     code, text, _ = _cli("plan")
     assert code == 0 and text.startswith("Inputs: --model llama-3.1-70b --gpu h200 --budget 8")
     assert "Tokens/s per GPU = " in text
+    for mode, points in record["frontier"].items():  # every point, the pick marked once
+        assert f"Frontier, {mode}: {len(points)} points" in text
+        for p in points:
+            assert f"({p['label']})" in text
+    assert text.count("← the pick") == 1
+    best = record["best"]
+    assert f"({best['label']})  ← the pick" in text
+    assert text.count("- refused (") == len(record["refusals"])
+
+
+@pytest.mark.parametrize(("argv", "sentence"), [
+    (("--ttft-ms", "nan"), "--ttft-ms must be 0 (none) or a number above it up to "
+                           "1,000,000,000, not nan."),
+    (("--tpot-ms", "-1"), "--tpot-ms must be 0 (none) or a number above it up to "
+                          "1,000,000,000, not -1."),
+    (("--tokens-per-s-user", "inf"), "--tokens-per-s-user must be 0 (none) or a number above "
+                                     "it up to 1,000,000,000, not inf."),
+    (("--strict",), "--strict reads the regret study's bands more strictly; give it with "
+                    "--validate."),
+])
+def test_a_bad_target_or_flag_is_one_sentence_naming_the_flag(argv, sentence):
+    code, out, err = _cli("plan", *argv)
+    assert code == 2 and out == ""
+    assert err == f"inference-lab: error: {sentence}\n"
 
 
 @pytest.mark.parametrize(("content", "sentence"), [
