@@ -8,6 +8,8 @@ of its own (:mod:`apps.ui.views.served_page`).
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import param
 import xarray as xr
@@ -35,6 +37,18 @@ CHART_VARIABLES = ("tpot_measured_ms", "tpot_predicted_ms", "tpot_floor_ms",
                    "ttft_term_queue_chunk_ms",
                    "tpot_error", "ttft_error")
 """Variables of :meth:`FromFloorToServed.chart_data` (every modelled, filtered row)."""
+
+
+def left_out_note(reasons: list[dict]) -> str:
+    """The rows shown that are not modelled, for the "Rows modelled" card: how many, and the
+    most common reason (``""`` when every row shown is modelled)."""
+    if not reasons:
+        return ""
+    n = sum(r["rows"] for r in reasons)
+    others = (f" (and {len(reasons) - 1} other reason{'' if len(reasons) == 2 else 's'}; the "
+              "row's own in Row id)" if len(reasons) > 1 else "")
+    return f"; {n:,} not modelled, {'most often' if others else 'because'}: " + (
+        f"{reasons[0]['reason']}{others}")
 
 
 class FromFloorToServed(TableExperiment):
@@ -126,7 +140,11 @@ class FromFloorToServed(TableExperiment):
                       "terms": gap.error_summary(np.asarray(table[f"{m}_error"].values)[modelled])}
                   for m in ("tpot", "ttft")}
         ratio = np.asarray(table["tpot_ratio"].values)[modelled]
+        left_out = keep & ~np.asarray(table["modelled"].values, dtype=bool)
+        reasons = Counter(np.asarray(table["reason"].values).astype(str)[left_out].tolist())
         return {**self.record_head(table),
+                "not_modelled_shown": [{"reason": reason, "rows": n}
+                                       for reason, n in reasons.most_common() if reason],
                 "selected": row_record(table, index),
                 "rows_shown": int(keep.sum()), "modelled_shown": int(modelled.sum()),
                 "rows": int(table.sizes["row"]),
@@ -157,7 +175,8 @@ class FromFloorToServed(TableExperiment):
                  f"median; p90 {pct(e['ttft']['terms']['p90'])}; floor alone "
                  f"{pct(e['ttft']['floor']['median'])}"),
             Card("Rows modelled", f"{r['modelled']:,} of {r['rows']:,}",
-                 f"{r['rows_shown']:,} shown with these filters"),
+                 f"{r['rows_shown']:,} shown with these filters" + left_out_note(
+                     r["not_modelled_shown"])),
         ]
 
     def steps(self):

@@ -484,3 +484,25 @@ def test_kimi_k25_ships_int4_experts_in_groups_of_32():
     rest = m.total_params - experts - whole
     # the experts' biases are none: DeepSeek-style experts have no bias
     assert held == pytest.approx((experts * 4.5 / 8 + rest * 2) / 8 + whole * 2, rel=1e-9)
+
+
+def test_the_rows_modelled_card_says_why_the_others_are_not():
+    """The page said "Rows modelled 2 of 4" and nowhere why, unless a row's id was typed in;
+    the card names how many rows shown are left out and their reason."""
+    from lab.served.served_experiment import FromFloorToServed, left_out_note
+
+    rows = [f"i{k},vllm,meta-llama/Llama-3.1-70B-Instruct,h100-sxm,agg,{1024 * (k + 1)},1024,"
+            "8,8,50,8" for k in range(2)] + [
+        f"p{k},vllm,llama-3.1-8b,h100-sxm,agg,{1024 * (k + 1)},1024,8,1,50,8" for k in range(2)]
+    exp = FromFloorToServed(measurements=parse_served(
+        "\n".join((MINIMAL_HEADER, *rows, "")).encode(), "mine.csv"))
+    card = next(c for c in exp.cards() if c.label == "Rows modelled")
+    assert card.value == "2 of 4"
+    assert card.caption == (
+        "4 shown with these filters; 2 not modelled, because: model "
+        "meta-llama/Llama-3.1-70B-Instruct is not in the lab's catalog; if it is the catalog's "
+        "Llama 3.1 70B, write llama-3.1-70b")
+    assert left_out_note([]) == ""
+    assert left_out_note([{"reason": "a", "rows": 3}, {"reason": "b", "rows": 1},
+                          {"reason": "c", "rows": 1}]) == (
+        "; 5 not modelled, most often: a (and 2 other reasons; the row's own in Row id)")
