@@ -116,8 +116,26 @@ def model_from_config_bytes(data: bytes, file_name: str) -> ModelSpec:
     loader.check_spec_size(len(data), file_name)
     entry = loader.parse_config_json(loader.decode_text(data, file_name), file_name)
     model_id = uploaded_model_id(entry, file_name)
+    fallback = unnamed_model_name(entry) if model_id == UPLOADED_PREFIX + "model" else model_id
     return model_from_entry(entry, file_name, model_id=model_id,
-                            name=loader.config_name(entry, model_id))
+                            name=loader.config_name(entry, fallback))
+
+
+def unnamed_model_name(entry: object) -> str:
+    """A name for an uploaded ``config.json`` with no ``_name_or_path`` and no telling file
+    name: its architecture, layers and hidden size ("DeepseekV3ForCausalLM, 61 layers,
+    hidden size 7,168"), so the page says which model it plans; one line, capped as any name
+    (:func:`lab.catalog.loader.config_name`)."""
+    entry = entry if isinstance(entry, dict) else {}
+    kinds = entry.get("architectures")
+    kind = kinds[0] if isinstance(kinds, list) and kinds and isinstance(kinds[0], str) else ""
+    parts = [" ".join(kind.split()) or "A model with no name"]
+    for key, words in (("num_hidden_layers", "layers"), ("hidden_size", "hidden size")):
+        value = entry.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 10**9:
+            parts.append(f"{value:,} {words}" if key == "num_hidden_layers"
+                         else f"{words} {value:,}")
+    return loader.config_name({"_name_or_path": ", ".join(parts)}, "uploaded-model")
 
 
 def get_model(model: str | ModelSpec) -> ModelSpec:

@@ -243,3 +243,18 @@ def test_the_same_file_again_after_a_catalog_model_is_an_upload_again():
     assert page.experiment.model_config is None and upload._file.value is None
     upload._file.value = json.dumps(LLAMA).encode()  # the same bytes: a change again
     assert page.experiment.model_config.name == "acme/Llama-Tiny-2B"
+
+
+def test_an_upload_with_no_name_is_named_by_its_shape():
+    """A config.json with no ``_name_or_path`` (none of the shipped ones has one) showed as
+    "uploaded-model": its name now says which model it is; its id stays plain."""
+    from lab.catalog.lookup import unnamed_model_name
+
+    data = (Path(__file__).parents[1] / "data/hf_configs/deepseek-v3/config.json").read_bytes()
+    spec = model_from_config_bytes(data, "config.json")
+    assert spec.id == "uploaded-model"
+    assert spec.name == "DeepseekV3ForCausalLM, 61 layers, hidden size 7,168"
+    assert unnamed_model_name({}) == "A model with no name"
+    assert unnamed_model_name([]) == "A model with no name"
+    long = unnamed_model_name({"architectures": ["X" * 200], "num_hidden_layers": True})
+    assert len(long) == 80 and long.endswith("…")  # capped as any name; a bool is no count
