@@ -123,7 +123,9 @@ def test_the_pages_upload_shows_names_as_text_and_a_bad_file_keeps_the_plan():
     before = page.experiment.result
     page.model_upload._load(b"{oops", "broken.json")
     assert "broken.json is not valid JSON" in page.model_upload._status.object
-    assert page.experiment.result is before  # the plan in force is kept
+    assert page.experiment.result is before  # the plan in force is kept, and the status says so
+    assert ("Model: <em>&lt;img src=x onerror=alert(1)&gt;</em> (from &lt;i&gt;tiny.json)"
+            in page.model_upload._status.object)
     choice = page.experiment.prediction.choices[0]
     page.prediction.committed, page.prediction.revealed = choice, True
     answer = page.prediction._answer_text(True, choice, None)

@@ -88,4 +88,5 @@ class ModelConfigUpload(TableUpload):
         same file be chosen again."""
         if self.experiment.model_config is None:
             self.forget_file()
+            self._in_force = None
             self._status.object = self._describe(None)

@@ -67,6 +67,7 @@ class TableUpload(Viewer):
         self._status = pn.pane.HTML(self._describe(None), sizing_mode="stretch_width",
                                     css_classes=[self.status_class],
                                     stylesheets=[WRAP_CSS])  # a long file or model name wraps
+        self._in_force: str | None = None  # the reader's file in force (None: shipped)
         self._file.param.watch(self._uploaded, "value")
         self._reset.on_click(self._use_shipped)
 
@@ -93,7 +94,9 @@ class TableUpload(Viewer):
         return f"<p>Data: <em>{shown}</em></p>"
 
     def _say(self, sentence: str) -> None:
-        self._status.object = f'<p class="lab-upload-problem" role="alert">{escape(sentence)}</p>'
+        """The problem in one sentence, and beneath it what is still in force."""
+        self._status.object = (f'<p class="lab-upload-problem" role="alert">{escape(sentence)}'
+                               f"</p>{self._describe(self._in_force)}")
 
     def _uploaded(self, event) -> None:
         data: bytes | None = event.new
@@ -111,6 +114,7 @@ class TableUpload(Viewer):
         except LabInputError as exc:  # a bad file, or data its experiment cannot use
             self._say(str(exc))
             return
+        self._in_force = name
         self._status.object = self._describe(name)
 
     def forget_file(self) -> None:
@@ -120,6 +124,7 @@ class TableUpload(Viewer):
     def _use_shipped(self, _event) -> None:
         self.use(None)
         self.forget_file()
+        self._in_force = None
         self._status.object = self._describe(None)
 
     def __panel__(self):
