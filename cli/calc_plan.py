@@ -14,7 +14,7 @@ from lab.plan.plan_calc import calc_plan, plan_steps, rank_candidates
 from lab.plan.plan_calibration import DEFAULT_QUANTILE
 from lab.plan.plan_decide import Targets
 from lab.plan.plan_space import ENGINES
-from lab.units import fmt_number, fmt_percent
+from lab.units import fmt_count, fmt_number, fmt_percent
 
 DESCRIPTION = ("Experiment 12, plan a deployment: the configuration with the most output "
                "tokens/s per GPU whose conservative predicted latency meets the targets.")
@@ -77,7 +77,7 @@ def _candidates(args) -> int:
         print_json(result)
         return 0
     rows = len(result["candidates"])
-    print(f"Candidates from {args.candidates}: {rows} row{'' if rows == 1 else 's'}, "
+    print(f"Candidates from {args.candidates}: {fmt_count(rows, 'row')}, "
           f"{result['meeting']} meet the targets at the band's upper edge.")
     for r in result["candidates"]:
         if r.get("reason"):

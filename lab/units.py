@@ -51,6 +51,11 @@ def fmt_percent(fraction: float | None, digits: int = 1) -> str:
     return f"{fmt_number(fraction * 100, digits)} %"
 
 
+def fmt_count(n: int, noun: str) -> str:
+    """A count and its noun, plural unless one (``1 row``, ``0 rows``, ``1,024 rows``)."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def fmt_int(value: float) -> str:
     """Format a count rounded to the nearest integer with thousands separators (``8,192``)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):

@@ -19,7 +19,7 @@ from lab.errors import LabInputError, shown
 from lab.served import gap
 from lab.served.served_floors import add_floors
 from lab.served.served_loader import COPY_KEY, shipped_rows
-from lab.units import fmt_number, fmt_percent
+from lab.units import fmt_count, fmt_number, fmt_percent
 
 TARGETS = {"tpot": {"median": 0.12, "p90": 0.40}, "ttft": {"median": 0.30, "p90": 0.80}}
 """Issue 41's targets for |predicted − measured| / measured over all modelled rows (out of
@@ -382,15 +382,20 @@ def summary_lines(result: dict) -> list[str]:
     """The summary as plain lines: coverage, errors against the targets, the worst groups."""
     c = result["counts"]
     lines = [f"Measured serving latency against the lab's floors. Source: {result['source']}.",
-             f"{c['rows']:,} rows; {c['modelled']:,} modelled exactly "
+             f"{fmt_count(c['rows'], 'row')}; {c['modelled']:,} modelled exactly "
              f"({fmt_number(c['modelled'] / c['rows'] * 100, 1)} %), {c['predicted']:,} with an "
              "out-of-sample prediction (another workload of the same engine × GPU × mode to fit "
-             "on). Not modelled:"]
+             "on)." + (" Not modelled:" if c["not_modelled"] else "")]
     lines += [f"- {n:,}: {reason}" for reason, n in c["not_modelled"].items()]
+    if not c["modelled"]:
+        return [*lines, "No row is modelled, so there is no error to report; the reasons are "
+                "above."]
     for metric in METRICS:
         e = result["errors"][metric]
         t = e["targets"]
-        verdict = ", ".join(f"{k} {'met' if e['met'][k] else 'missed'}" for k in ("median", "p90"))
+        verdict = (", ".join(f"{k} {'met' if e['met'][k] else 'missed'}"
+                             for k in ("median", "p90"))
+                   if e["floor_plus_terms"]["rows"] else "no row to judge them on")
         lines.append(
             f"{metric.upper()} |error| over {e['floor_plus_terms']['rows']:,} rows: floor alone "
             f"median {fmt_percent(e['floor']['median'])}, p90 {fmt_percent(e['floor']['p90'])}; "
@@ -410,7 +415,7 @@ def summary_lines(result: dict) -> list[str]:
         if not sub["rows"]:
             continue
         tp, tt = sub["tpot"]["floor_plus_terms"], sub["ttft"]["floor_plus_terms"]
-        lines.append(f"- {name}: {sub['rows']:,} rows; TPOT {fmt_percent(tp['median'])}/"
+        lines.append(f"- {name}: {fmt_count(sub['rows'], 'row')}; TPOT {fmt_percent(tp['median'])}/"
                      f"{fmt_percent(tp['p90'])}; TTFT {fmt_percent(tt['median'])}/{fmt_percent(tt['p90'])}")
     lines.append("Per engine × GPU × mode (rows; TPOT median/p90; TTFT median/p90, floor + "
                  "terms):")

@@ -22,7 +22,7 @@ from lab.served.served_explain import row_steps
 from lab.served.served_limits import ROW_ID_TEXT
 from lab.served.served_loader import MAX_CONCURRENCY, SHIPPED_SOURCE
 from lab.table_experiment import TableExperiment, uploaded_table
-from lab.units import fmt_number
+from lab.units import fmt_count, fmt_number
 
 ALL = "all"
 """The filter value that keeps every row."""
@@ -45,7 +45,7 @@ def left_out_note(reasons: list[dict]) -> str:
     if not reasons:
         return ""
     n = sum(r["rows"] for r in reasons)
-    others = (f" (and {len(reasons) - 1} other reason{'' if len(reasons) == 2 else 's'}; the "
+    others = (f" (and {fmt_count(len(reasons) - 1, 'other reason')}; the "
               "row's own in Row id)" if len(reasons) > 1 else "")
     return f"; {n:,} not modelled, {'most often' if others else 'because'}: " + (
         f"{reasons[0]['reason']}{others}")

@@ -388,6 +388,32 @@ def test_the_cli_prints_the_summary_and_the_json(capsys):
     assert "There is no row with id 'nope'." in capsys.readouterr().err
 
 
+def test_a_file_with_no_modelled_row_says_so_instead_of_empty_figures(tmp_path, capsys):
+    """No modelled row: the reasons and one sentence, not "0 rows … median n/a … missed"."""
+    path = tmp_path / "none.csv"
+    path.write_text("\n".join((MINIMAL_HEADER,
+                               "a,vllm,meta-llama/Llama-3.1-70B-Instruct,h100-sxm,agg,1024,1024,8,"
+                               "8,50,8", "b,vllm,foo/bar,h100-sxm,agg,2048,1024,8,1,90,9", "")))
+    assert main(["calc", "served", "--measurements", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "2 rows; 0 modelled exactly" in out
+    assert "- 1: model foo/bar is not in the lab's catalog" in out
+    assert "No row is modelled, so there is no error to report; the reasons are above." in out
+    assert "|error|" not in out and "missed" not in out and "By mode" not in out
+
+
+def test_one_modelled_row_without_a_fit_is_not_judged_against_the_targets(tmp_path, capsys):
+    path = tmp_path / "one.csv"
+    path.write_text("\n".join((MINIMAL_HEADER,
+                               "a,vllm,llama-3.1-8b,h100-sxm,agg,1024,1024,8,1,50,8", "")))
+    assert main(["calc", "served", "--measurements", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "1 row; 1 modelled exactly (100.0 %)" in out
+    assert "Not modelled:" not in out and "missed" not in out
+    assert "(targets 12.0 % and 40.0 %: no row to judge them on)" in out
+    assert "- agg: 1 row; " in out
+
+
 def test_open_dataset_served():
     ds = open_dataset("served")
     assert ds.sizes["row"] == 5221
