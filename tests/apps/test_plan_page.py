@@ -99,3 +99,41 @@ def test_the_chart_leaves_the_wheel_to_the_page_and_follows_the_theme(view, monk
     monkeypatch.setattr(charts, "themed", lambda state: themed.append(state))
     hv.render(view._chart(None))
     assert themed  # the theme's hook ran on the figure
+
+
+def _point(tp, precision, concurrency, mode="agg", ep=1, dp=1, workers=(1, 1)):
+    return {"tp": tp, "moe_ep": ep, "attention_dp": dp, "precision": precision,
+            "concurrency": concurrency, "mode": mode, "prefill_workers": workers[0],
+            "decode_workers": workers[1]}
+
+
+def test_chart_labels_name_a_layout_once_per_run_of_concurrencies():
+    """On a phone the frontier's labels piled up: every point repeated "tp8×ep1×dp1, fp8". A
+    label now names the layout (its parallelisms of 1 left out), precision and workers only
+    where they change from the point to its left."""
+    from apps.ui.views.plan_page import chart_labels
+
+    assert chart_labels([_point(2, "fp8", 512), _point(4, "fp8", 128), _point(4, "fp8", 64),
+                         _point(4, "bf16", 64), _point(1, "fp8", 1024, ep=8, dp=8)]) == [
+        "tp2, fp8, c 512", "tp4, c 128", "c 64", "bf16, c 64", "tp1×ep8×dp8, fp8, c 1,024"]
+    assert chart_labels([_point(4, "fp8", 256, "disagg", workers=(1, 2)),
+                         _point(4, "fp8", 128, "disagg", workers=(1, 2)),
+                         _point(4, "fp8", 64, "disagg", workers=(1, 1))]) == [
+        "tp4, fp8, c 256, 1P+2D", "c 128", "c 64, 1P+1D"]
+
+
+def test_the_legend_sits_below_the_plot_and_the_last_label_inside_it(view):
+    """The legend covered the frontier's points on a phone (it sat inside the plot, top
+    right); the rightmost point's label was cut at the plot's edge."""
+    from bokeh.models import Legend
+
+    view.experiment.param.update(tokens_per_s_user=50.0, isl=1024, osl=1024)
+    chart = view._chart(None)
+    fig = hv.render(chart)
+    assert not any(isinstance(m, Legend) for m in fig.center)
+    legend = next(m for m in fig.below if isinstance(m, Legend))
+    assert legend.ncols >= 1 and len(legend.items) >= 3
+    rightmost = max(max(layer.data["user"]) for layer in chart if isinstance(layer, hv.Labels))
+    assert fig.x_range.end > rightmost * 1.1
+    labels = next(layer for layer in chart if isinstance(layer, hv.Labels))
+    assert any(str(s).startswith("c ") for s in labels.data["shown"])

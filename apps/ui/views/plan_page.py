@@ -18,6 +18,7 @@ import holoviews as hv
 import numpy as np
 import panel as pn
 import param
+from bokeh.models import Legend
 from panel.viewable import Viewer
 
 from apps.ui.parts.calculation import CalculationView
@@ -27,6 +28,7 @@ from apps.ui.parts.model_upload import ModelConfigUpload
 from apps.ui.parts.prediction import PredictionView
 from apps.ui.parts.table_upload import TableUpload
 from apps.ui.plots.charts import CANVAS, themed_hook
+from apps.ui.plots.series_chart import legend_columns
 from apps.ui.shell.busy import BusyNote
 from apps.ui.shell.theme import CARD_CSS, OKABE_ITO
 from apps.ui.shell.url_sync import UrlInputs
@@ -53,9 +55,10 @@ INTRO = ("Which deployment should you run? Every layout, precision and concurren
 
 CHART_NOTE = ("Each line is one mode's Pareto frontier: no other configuration gives more tokens "
               "per GPU at as many tokens per user (dashed: no measured row calibrates that mode, "
-              "so it is the floor, a bound no engine reaches). Labels: layout, precision, "
-              "concurrency "
-              "(disaggregated: prefill + decode workers). The dashed line is the per-user target; "
+              "so it is the floor, a bound no engine reaches). Labels: layout (parallelisms of "
+              "1 left out), precision, concurrency (disaggregated: prefill + decode workers), "
+              "the layout, precision and workers only where they change from the point to the "
+              "left; hover a point for its whole label. The dashed line is the per-user target; "
               "the star the pick; crosses the public measured runs of this model, GPU, engine "
               "and workload.")
 MODE_COLOURS = {"agg": OKABE_ITO[0], "disagg": OKABE_ITO[1]}
@@ -67,6 +70,9 @@ CANDIDATES_CSS = (".lab-plan-candidates { max-width: 100%; overflow-x: auto; } "
                   ".lab-plan-candidates td { overflow-wrap: anywhere; }")
 """The ranked candidates fit their column: a long id without spaces wraps anywhere (and a
 table still too wide scrolls in its own box, not the page)."""
+LABEL_ROOM = 0.14
+"""Room right of the rightmost point, a fraction of the x range: its label's start is drawn
+inside the plot, not cut at its edge."""
 LABEL_GAP_PX = 7
 """Screen pixels between a frontier point's marker and its label's start."""
 
@@ -77,6 +83,37 @@ def beside_marker(plot, _element) -> None:
     plot.handles["glyph"].x_offset = LABEL_GAP_PX
 
 
+def chart_labels(points: list[dict]) -> list[str]:
+    """A frontier's labels on the chart, short so that neighbours do not pile up: the layout
+    without its parallelisms of 1 (``tp8``, ``tp1×ep8×dp8``), then the precision and the
+    workers only where they differ from the left neighbour's, and the concurrency always
+    (``tp4, fp8, c 128`` then ``c 64``). The hover keeps each point's whole label."""
+    out, before = [], {}
+    for p in points:
+        layout = f"tp{p['tp']}" + "".join(f"×{name}{p[key]}" for name, key in
+                                          (("ep", "moe_ep"), ("dp", "attention_dp"))
+                                          if p[key] != 1)
+        workers = (f"{p['prefill_workers']}P+{p['decode_workers']}D"
+                   if p["mode"] == "disagg" else "")
+        now = {"layout": layout, "precision": p["precision"], "workers": workers}
+        parts = [now[k] for k in ("layout", "precision") if now[k] != before.get(k)]
+        parts.append(f"c {p['concurrency']:,}")
+        if workers and workers != before.get("workers"):
+            parts.append(workers)
+        out.append(", ".join(parts))
+        before = now
+    return out
+
+
+def legend_below(plot, _element) -> None:
+    """HoloViews hook: the legend's entries in as many columns as a phone's chart holds
+    (:func:`legend_columns`), below the plot where it covers no point."""
+    for legend in plot.state.below:
+        if isinstance(legend, Legend) and legend.items:
+            legend.ncols = legend_columns(legend.items)
+            legend.orientation = "horizontal"
+
+
 def frontier_chart(result: dict) -> hv.Overlay:
     """The frontiers, the target line, the pick and the measured rows."""
     layers = []
@@ -85,7 +122,7 @@ def frontier_chart(result: dict) -> hv.Overlay:
             continue
         data = {"user": [p["tokens_per_s_user"] for p in points],
                 "gpu": [p["tokens_per_s_gpu"] for p in points],
-                "label": [p["label"] for p in points],
+                "label": [p["label"] for p in points], "shown": chart_labels(points),
                 "tpot": [p["tpot_ms"] for p in points], "ttft": [p["ttft_ms"] for p in points],
                 "gpus": [p["gpus"] for p in points]}
         colour = MODE_COLOURS.get(mode, "#999999")
@@ -95,7 +132,7 @@ def frontier_chart(result: dict) -> hv.Overlay:
             color=colour, line_dash="dashed" if floor else "solid"))
         layers.append(hv.Scatter(data, "user", ["gpu", "label", "tpot", "ttft", "gpus"],
                                  label=name).opts(color=colour, size=7, tools=["hover"]))
-        layers.append(hv.Labels(data, ["user", "gpu"], "label").opts(
+        layers.append(hv.Labels(data, ["user", "gpu"], "shown").opts(
             text_font_size="8pt", text_color=colour, yoffset=0, text_align="left",
             text_baseline="middle", hooks=[beside_marker]))
     measured = result.get("measured") or []
@@ -119,9 +156,10 @@ def frontier_chart(result: dict) -> hv.Overlay:
         layers.append(hv.Curve([]))
     return hv.Overlay(layers).opts(
         responsive=True, height=460, logy=True, xlabel="Output tokens/s per user",
-        ylabel="Output tokens/s per GPU", legend_position="top_right",
+        ylabel="Output tokens/s per GPU", legend_position="bottom",
         title="Tokens per GPU against tokens per user", backend_opts=CANVAS,
-        active_tools=["pan"], hooks=[themed_hook])  # the wheel scrolls the page, as elsewhere
+        active_tools=["pan"], hooks=[legend_below, themed_hook],
+        padding=((0.03, LABEL_ROOM), 0.05))  # the wheel scrolls the page, as elsewhere
 
 
 def best_html(result: dict | None) -> str:
