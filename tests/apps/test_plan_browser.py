@@ -53,9 +53,9 @@ def test_plan_page_frontier_target_and_upload(lab_url, lab_page, console_errors,
     expect(best).to_contain_text("Best configuration")
     assert best.inner_text() != first
     lab_page.wait_for_function(f"() => ({TARGET_LINE})() === 20")  # the moved target's line
-    bad = tmp_path / "evil.csv"
+    bad = tmp_path / "evil.txt"  # not .csv: the widget dropped it in the browser without a word
     bad.write_bytes(b"id,backend\nx,y\n")
-    lab_page.set_input_files("input[type=file][accept='.csv']", files=str(bad))
+    lab_page.set_input_files(".lab-plan-file input[type=file]", files=str(bad))
     expect(lab_page.locator(".lab-plan-status [role=alert]")).to_contain_text(
         "lacks the column(s)")
     assert console_errors == []
@@ -76,21 +76,21 @@ def test_an_uploaded_config_is_planned_until_a_catalog_model_is_chosen(
     catalog = best.text_content()
     config = tmp_path / "config.json"
     config.write_text(json.dumps(TINY))
-    lab_page.set_input_files("input[type=file][accept='.json']", files=str(config))
+    lab_page.set_input_files(".lab-model-file input[type=file]", files=str(config))
     status = lab_page.locator(".lab-model-status")
     expect(status).to_contain_text("<img src=x onerror=alert(1)>/Tiny")  # shown as text
     expect(best).not_to_have_text(catalog)  # the small model is planned: another pick
     assert lab_page.locator(".lab-model-status img").count() == 0
     bad = tmp_path / "broken.json"
     bad.write_text("{oops")
-    lab_page.set_input_files("input[type=file][accept='.json']", files=str(bad))
+    lab_page.set_input_files(".lab-model-file input[type=file]", files=str(bad))
     expect(status.locator("[role=alert]")).to_contain_text("broken.json is not valid JSON")
     tiny = best.text_content()
     choose(lab_page, "model", "llama-3.1-8b")  # a catalog model chosen replaces the upload
     expect(status).to_contain_text("the catalog model chosen above")
     expect(best).not_to_have_text(tiny)
     eight_b = best.text_content()
-    lab_page.set_input_files("input[type=file][accept='.json']", files=str(config))  # again
+    lab_page.set_input_files(".lab-model-file input[type=file]", files=str(config))  # again
     expect(status).to_contain_text("<img src=x onerror=alert(1)>/Tiny")
     expect(best).to_have_text(tiny)
     lab_page.get_by_role("button", name="Use the catalog's model").click()
@@ -113,7 +113,7 @@ def test_ranked_candidates_with_long_ids_fit_a_phone(lab_url, lab_page, console_
     mine.write_text("id,backend,model_path,system,mode,isl,osl,batch_size,tp_size\n"
                     f"{LONG_ID},vllm,llama-3.1-70b,h200,agg,1024,1024,32,8\n"
                     f"{LONG_ID}_b,vllm,llama-3.1-70b,h200,agg,1024,1024,256,8\n")
-    lab_page.set_input_files("input[type=file][accept='.csv']", files=str(mine))
+    lab_page.set_input_files(".lab-plan-file input[type=file]", files=str(mine))
     table = lab_page.locator(".lab-plan-candidates table")
     expect(table).to_contain_text(LONG_ID)
     verdict = table.locator("tr").nth(1).locator("td").last

@@ -19,7 +19,7 @@ def test_a_vllm_json_upload_with_its_gpu_and_tp_chosen_beside_it(document):
     page = ServedPage()
     page.__panel__().get_root(document)
     exp, upload = page.experiment, page.upload
-    assert upload._file.accept == ".csv,.json,.jsonl"
+    assert not upload._file.accept  # a file of any type reaches the parser, which explains
     # no GPU or tp chosen yet: one sentence, escaped; the shipped rows stay in force
     _upload(page, "<img src=x onerror=alert(1)>.json",
             json.dumps(vllm_result(backend="<script>x</script>")).encode())

@@ -46,7 +46,6 @@ class ModelConfigUpload(TableUpload):
     experiment = param.ClassSelector(class_=PlanDeployment,
                                      doc="The plan whose model the upload replaces.")
     file_input = ConfigFileInput
-    accept = ".json"
     file_label = "Upload a model's config.json (Hugging Face)"
     reset_label = "Use the catalog's model"
     shipped_text = "the catalog model chosen above"

@@ -31,6 +31,12 @@ def limit_sentence() -> str:
     return f"measurements up to {MAX_MEASUREMENT_BYTES // MIB} MiB are accepted"
 
 
+def file_class(status_class: str) -> str:
+    """The CSS class of an upload's file input, named after its status line's
+    (``lab-plan-status`` → ``lab-plan-file``)."""
+    return status_class.removesuffix("-status") + "-file"
+
+
 class MeasurementsFileInput(CappedFileInput):
     """The capped file input, holding at most :data:`lab.limits.MAX_MEASUREMENT_BYTES` and
     saying so in the measurements' own words."""
@@ -54,14 +60,16 @@ class TableUpload(Viewer):
     reset_label: ClassVar[str] = "Use the shipped data"
     shipped_text: ClassVar[str] = "the shipped data"
     status_class: ClassVar[str] = "lab-upload-status"
-    accept: ClassVar[str] = ".csv"
     file_input: ClassVar[type[CappedFileInput]] = MeasurementsFileInput
     """The capped widget, holding at most its ``max_bytes`` and saying so in its own words."""
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._file = self.file_input(accept=self.accept, multiple=False,
-                                     label=self.file_label, sizing_mode="stretch_width")
+        # No ``accept``: the widget would drop a file of another type in the browser without
+        # a word; every file reaches the parser instead, which says what is wrong with it.
+        self._file = self.file_input(multiple=False, label=self.file_label,
+                                     css_classes=[file_class(self.status_class)],
+                                     sizing_mode="stretch_width")
         self._file.on_refused = self._say
         self._reset = pmui.Button(label=self.reset_label, sizing_mode="stretch_width")
         self._status = pn.pane.HTML(self._describe(None), sizing_mode="stretch_width",

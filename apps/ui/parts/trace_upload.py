@@ -64,7 +64,8 @@ class TraceUpload(Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self._default = self.experiment.trace
-        self._file = CappedFileInput(accept=".csv", multiple=False, label="Upload a trace CSV",
+        self._file = CappedFileInput(multiple=False, label="Upload a trace CSV",  # no accept:
+                                     css_classes=["lab-trace-file"],  # see TableUpload
                                      sizing_mode="stretch_width")
         self._file.on_refused = self._say
         self._reset = pmui.Button(label="Use the shipped trace", sizing_mode="stretch_width")

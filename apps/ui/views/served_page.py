@@ -208,7 +208,6 @@ class ServedUpload(TableUpload):
     reset_label = "Use the shipped public rows"
     shipped_text = "the shipped public rows"
     status_class = "lab-served-status"
-    accept = ".csv,.json,.jsonl"
 
     def __init__(self, **params):
         super().__init__(**params)
