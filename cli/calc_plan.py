@@ -129,7 +129,8 @@ def _run(args: argparse.Namespace) -> int:
                      + (":" if points else "."))
         lines += [frontier_line(p, mode, b) for p in points]
     if b is not None:
-        lines += [f"Best: {b['mode']} {b['label']} on {b['gpus']} GPUs. {b['sure']['sentence']}",
+        lines += [f"Best: {b['mode']} {b['label']} on {fmt_count(b['gpus'], 'GPU')}. {b['sure']['sentence']}"
+                  + (f" {b['band_note']}" if b["band_note"] else ""),
                   f"Measured rows: {b['served_link']}"]
         near = b.get("nearest_workload")
         if near and near["workload"] is not None:

@@ -40,7 +40,7 @@ from lab.plan.plan_study import nearest_measured_workload
 from lab.served import gap
 from lab.served.served_calc import TERM_NAMES, group_key
 from lab.served.served_floors import catalog_gpu_id, catalog_model_id, unknown_model_sentence
-from lab.units import fmt_number
+from lab.units import fmt_count, fmt_number
 
 DEFAULT_TARGETS = Targets(ttft_ms=2000.0, tokens_per_s_user=50.0)
 """The default targets: first token within 2 s, at least 50 tokens/s per user."""
@@ -223,6 +223,21 @@ def calc_plan(model: str | ModelSpec = "llama-3.1-70b", gpu: str = "h200", budge
         catalog_model_id(key) or key, catalog_gpu_id(gpu) or gpu, engine, isl, osl))
 
 
+def band_note(r: dict) -> str:
+    """One sentence when configuration ``r``'s TPOT band lies wholly above or below its
+    prediction (the errors it is read from, its own on other workloads or its group's, lean
+    one way); ``""`` when the prediction is inside its band."""
+    if r["tpot_lower_ms"] > r["tpot_ms"]:
+        way, ran = "above", "slower"
+    elif r["tpot_upper_ms"] < r["tpot_ms"]:
+        way, ran = "below", "faster"
+    else:
+        return ""
+    return (f"The TPOT band lies wholly {way} the prediction: the measured runs it is read "
+            f"from ran {ran} than experiment 11 predicts them, so the planner judges this "
+            "configuration by the band, not by the prediction.")
+
+
 def plan_record(plan: xr.Dataset, targets: Targets, calibration, inputs: dict,
                 measured: list[dict] | None = None) -> dict:
     """The JSON-ready record of a predicted plan."""
@@ -259,6 +274,7 @@ def plan_record(plan: xr.Dataset, targets: Targets, calibration, inputs: dict,
     if chosen is not None:
         best = config_record(arrays, chosen)
         best["sure"] = how_sure(plan, chosen, targets, calibration, float(chance[chosen]))
+        best["band_note"] = band_note(best)
         best["steps"] = [s.__dict__ for s in config_steps(best)]
         best["served_row"] = measured_row_id(best, calibration)
         best["served_link"] = served_link(best, plan.attrs.get("model", ""),
@@ -341,7 +357,7 @@ def config_steps(r: dict) -> list[Step]:
         Step("Tokens/s per user", f"1000 / {ms(r['tpot_ms'])}",
              fmt_number(r["tokens_per_s_user"], 1)),
         Step("Tokens/s per GPU", f"{r['concurrency']:,} · {r['osl']:,} / ({ms(r['ttft_ms'])} + "
-             f"{r['osl'] - 1:,} · {ms(r['tpot_ms'])}) / {r['gpus']} GPUs",
+             f"{r['osl'] - 1:,} · {ms(r['tpot_ms'])}) / {fmt_count(r['gpus'], 'GPU')}",
              fmt_number(r["tokens_per_s_gpu"], 1)),
     ]
     return steps

@@ -19,7 +19,7 @@ from lab.plan.plan_calc import calc_plan, plan_steps
 from lab.plan.plan_calibration import DEFAULT_QUANTILE
 from lab.plan.plan_space import ENGINES, MAX_BUDGET
 from lab.served.served_loader import SHIPPED_SOURCE
-from lab.units import fmt_number
+from lab.units import fmt_count, fmt_number
 
 NO_TARGET = 0.0
 """A target of 0 means none."""
@@ -106,7 +106,7 @@ class PlanDeployment(Experiment):
             best = Card("Best configuration", "none", r["none_sentence"])
         else:
             best = Card("Best configuration", f"{fmt_number(b['tokens_per_s_gpu'], 0)} tok/s/GPU",
-                        f"{b['mode']}, {b['label']}; {b['gpus']} GPUs")
+                        f"{b['mode']}, {b['label']}; {fmt_count(b['gpus'], 'GPU')}")
         sure = ("" if b is None else b["sure"]["sentence"])
         return [
             best,
@@ -137,7 +137,7 @@ class PlanDeployment(Experiment):
                   "to the target and more likely to miss it.")
         uploaded = r["inputs"].get("model_name")
         whose = f"For {uploaded} (your config.json), the" if uploaded else "The"
-        return (f"{whose} pick is {b['mode']} {b['label']} on {b['gpus']} GPUs: "
+        return (f"{whose} pick is {b['mode']} {b['label']} on {fmt_count(b['gpus'], 'GPU')}: "
                 f"{fmt_number(b['tokens_per_s_gpu'], 0)} output tokens/s per GPU at "
                 f"{fmt_number(b['tokens_per_s_user'], 1)} tokens/s per user (predicted; "
                 f"{fmt_number(1e3 / b['tpot_upper_ms'], 1)} at the band's upper edge). "

@@ -41,7 +41,7 @@ from lab.plan.plan_decide import Targets
 from lab.plan.plan_experiment import PlanDeployment
 from lab.plan.plan_study import study_summary
 from lab.served.served_loader import REQUIRED
-from lab.units import fmt_number
+from lab.units import fmt_count, fmt_number
 
 INPUTS = ("model", "gpu", "budget", "engine", "isl", "osl", "ttft_ms", "tpot_ms",
           "tokens_per_s_user", "quantile")
@@ -175,15 +175,16 @@ def best_html(result: dict | None) -> str:
     return (
         '<div class="lab-plan-best">'
         f"<p><strong>Best configuration</strong>: {escape(best['mode'])}, "
-        f"{escape(best['label'])} on {best['gpus']} GPUs — "
+        f"{escape(best['label'])} on {fmt_count(best['gpus'], 'GPU')} — "
         f"{escape(fmt_number(best['tokens_per_s_gpu'], 0))} output tokens/s per GPU at "
         f"{escape(fmt_number(best['tokens_per_s_user'], 1))} tokens/s per user.</p>"
         f"<p>Band: TPOT {escape(fmt_number(best['tpot_lower_ms'], 2))}–"
         f"{escape(fmt_number(best['tpot_upper_ms'], 2))} ms (predicted "
         f"{escape(fmt_number(best['tpot_ms'], 2))}), TTFT "
         f"{escape(fmt_number(best['ttft_lower_ms'], 0))}–"
-        f"{escape(fmt_number(best['ttft_upper_ms'], 0))} ms. {escape(best['sure']['sentence'])}"
-        f"</p>{calibrated}"
+        f"{escape(fmt_number(best['ttft_upper_ms'], 0))} ms. "
+        + (f"{escape(best['band_note'])} " if best.get("band_note") else "")
+        + f"{escape(best['sure']['sentence'])}</p>{calibrated}"
         f'<p><a href="{escape(best["served_link"])}">'
         + ("This configuration's measured row, among the measured rows of this model, GPU, "
            "engine, mode and workload in experiment 11" if best.get("served_row") else
