@@ -158,8 +158,8 @@ def frontier_chart(result: dict) -> hv.Overlay:
         responsive=True, height=460, logy=True, xlabel="Output tokens/s per user",
         ylabel="Output tokens/s per GPU", legend_position="bottom",
         title="Tokens per GPU against tokens per user", backend_opts=CANVAS,
-        active_tools=["pan"], hooks=[legend_below, themed_hook],
-        padding=((0.03, LABEL_ROOM), 0.05))  # the wheel scrolls the page, as elsewhere
+        active_tools=["pan"],  # the wheel scrolls the page, as elsewhere
+        hooks=[legend_below, themed_hook], padding=((0.03, LABEL_ROOM), 0.05))
 
 
 def best_html(result: dict | None) -> str:
