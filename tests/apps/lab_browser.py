@@ -310,3 +310,19 @@ def unreachable(page) -> list[str]:
     got = page.evaluate(REACH)
     assert got["blocks"] > 0, got
     return got["problems"]
+
+
+def loads_cleanly(page, view: str, fits: bool = True) -> None:
+    """The page shown (at the viewport set) has the lab's bar, no traceback, no width beyond
+    the window (issue 29 item 14 at desktop size; the phone size is ``test_phone_browser.py``'s;
+    an overflowing page's screenshot is kept under test-artifacts/) unless not ``fits``, and a
+    tap at the centre of each of its controls reaches that control with no two blocks
+    overlapping (issue 37 item 2). A screenshot ``page-<view>`` is kept."""
+    from playwright.sync_api import expect
+
+    expect(page.locator(".MuiToolbar-root").first).to_contain_text("Inference Lab")
+    expect(page.get_by_text("Traceback")).to_have_count(0)
+    screenshot(page, f"page-{view or 'landing'}")
+    if fits:
+        assert overflow(page, f"overflow-{view or 'home'}-desktop") is None
+    assert unreachable(page) == [], view
