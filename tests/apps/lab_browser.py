@@ -326,3 +326,21 @@ def loads_cleanly(page, view: str, fits: bool = True) -> None:
     if fits:
         assert overflow(page, f"overflow-{view or 'home'}-desktop") is None
     assert unreachable(page) == [], view
+
+
+def page_url(base: str, view: str, **query) -> str:
+    """The lab's address of page ``view`` (``""``: the landing page) with ``query`` values."""
+    parts = [f"view={view}"] if view else []
+    parts += [f"{k}={v}" for k, v in query.items()]
+    return f"{base}/inference_lab?{'&'.join(parts)}" if parts else f"{base}/"
+
+
+def type_in(box, text: str) -> None:
+    """Select the box's text, type ``text`` key by key (checked shown) and press Enter; the
+    cursor stays in the box, as a reader's does."""
+    from playwright.sync_api import expect
+
+    box.press("Control+A")
+    box.press_sequentially(text)
+    expect(box).to_have_value(text)
+    box.press("Enter")

@@ -12,6 +12,7 @@ import re
 
 import pytest
 from lab_browser import loads_cleanly, open_page, screenshot, set_number, wait_idle
+from lab_browser import page_url as url
 from playwright.sync_api import expect
 
 from apps.ui.views.pages import all_pages
@@ -20,7 +21,7 @@ from lab.experiments import all_experiments
 EXPERIMENT_SLUGS = {c.slug for c in all_experiments()}
 PAGES = [p.slug for p in all_pages() if p.slug not in EXPERIMENT_SLUGS]
 """The pages that are not an experiment's: each experiment page's load is checked by
-``test_inputs_browser.py`` in the same page load that moves its inputs."""
+``test_experiment_pages_browser.py`` in the same page load that moves its inputs."""
 CARD_VALUES = ".lab-card .value"
 
 CDS_WITH_FILL = """() => {
@@ -39,12 +40,6 @@ HEATMAP_VALUES = """() => {
         return Array.from(m.data.zvalues || m.data.step_time_s).slice(0, 40);
   return null;
 }"""
-
-
-def url(base: str, view: str, **query) -> str:
-    parts = [f"view={view}"] if view else []
-    parts += [f"{k}={v}" for k, v in query.items()]
-    return f"{base}/inference_lab?{'&'.join(parts)}" if parts else f"{base}/"
 
 
 def card_values(page) -> list[str]:

@@ -1,6 +1,7 @@
 """Inputs as a reader uses them, in headless Chromium against the session's served lab.
 
-Typing after Enter, the messages about refused values, the prediction locked at the first
+Typing after Enter in a slider's box (each experiment's number box:
+``test_experiment_pages_browser.py``), the messages about refused values, the prediction locked at the first
 choice, the sliders' labels, experiment 9's kind-specific inputs, sidebar links that carry
 the state in their address, and the trace upload's sentences. Every wait is on an explicit
 condition (:mod:`lab_browser`), never a fixed sleep.
@@ -10,102 +11,11 @@ from __future__ import annotations
 
 import re
 
-import param
-import pytest
-from lab_browser import loads_cleanly, open_page, set_number, wait_idle
+from lab_browser import open_page, type_in, wait_idle
+from lab_browser import page_url as url
 from playwright.sync_api import expect
 
-from apps.ui.parts.input_widgets import widget_spec
-from apps.ui.plots.charts import numeric_variables, sweep_axis
-from apps.ui.views.live_inputs import shown_inputs
-from apps.ui.views.pages import DERIVATION, experiment_class
-from lab.experiments import all_experiments
-from lab.experiments.batch_bottleneck import BatchBottleneck
-
 MESSAGE = ".lab-input-problem"
-
-
-def url(base: str, view: str, **query) -> str:
-    parts = [f"view={view}", *(f"{k}={v}" for k, v in query.items())]
-    return f"{base}/inference_lab?{'&'.join(parts)}"
-
-
-def main_field(slug: str) -> tuple[str, int, int]:
-    """The page's first whole-number box (its main number field) and two values to type: one
-    not in force, then the default."""
-    cls = BatchBottleneck if slug == DERIVATION.slug else experiment_class(slug)
-    exp = cls()
-    names = [n for n in shown_inputs(exp, list(cls.input_names()))
-             if isinstance(cls.param[n], param.Integer)
-             and widget_spec(cls.param[n]).get("type").__name__ == "IntInput"]
-    name = names[0]
-    default = getattr(exp, name)
-    lo, hi = cls.param[name].bounds
-    first = default * 2 if default * 2 <= hi else max(default // 2, lo)
-    return name, first, default
-
-
-def type_in(box, text: str) -> None:
-    """Select the box's text, type ``text`` key by key (checked shown) and press Enter; the
-    cursor stays in the box, as a reader's does."""
-    box.press("Control+A")
-    box.press_sequentially(text)
-    expect(box).to_have_value(text)
-    box.press("Enter")
-
-
-PAGES = [c.slug for c in all_experiments()] + [DERIVATION.slug]
-
-
-def main_input(cls) -> str:
-    """The integer input that drives the experiment's chart (else its first integer input)."""
-    exp = cls()
-    ints = [n for n in cls.input_names() if isinstance(cls.param[n], param.Integer)]
-    ds = exp.chart_data()
-    axis = sweep_axis(ds[numeric_variables(ds)[0]])
-    return axis if axis in ints else ints[0]
-
-
-def moves_the_result(page, cls) -> None:
-    """Set ``cls``'s main input (:func:`main_input`) to another value: its URL value and the
-    page's cards change."""
-    name = main_input(cls)
-    cards = page.locator(".lab-cards").first
-    expect(page.locator(".lab-card .value").first).to_be_visible()
-    before = cards.inner_text()
-    default = getattr(cls(), name)
-    lo, hi = cls.param[name].bounds or (None, None)
-    new = default * 2 if hi is None or default * 2 <= hi else max(default // 2, lo or 1)
-    set_number(page, name, new)
-    expect(page).to_have_url(re.compile(rf"{name}={new}\b"))
-    expect(cards).not_to_have_text(before)
-
-
-@pytest.mark.parametrize("slug", PAGES)
-def test_an_experiment_page_loads_cleanly_moves_and_takes_two_values_in_a_box(
-        lab_url, lab_page, console_errors, slug):
-    """Each experiment's page loads cleanly at 1440×900 (:func:`lab_browser.loads_cleanly`),
-    its main input moves the result, then its first number box takes two values in a row
-    (issue 29 item 1: after Enter the box went on showing the value in force and ignored
-    every keystroke until the reader left it). One page load for all three: a page load costs
-    Chromium about 2 s of a core."""
-    name, first, second = main_field(slug)
-    lab_page.set_viewport_size({"width": 1440, "height": 900})
-    open_page(lab_page, url(lab_url, slug))
-    cls = experiment_class(slug)
-    if cls is not None and slug != DERIVATION.slug:
-        expect(lab_page.locator(".bk-Canvas, canvas").first).to_be_visible()
-        loads_cleanly(lab_page, slug)
-        moves_the_result(lab_page, cls)
-        if main_input(cls) == name:  # the box holds ``first`` now: type the default first
-            first, second = second, first
-    box = lab_page.locator(f".lab-input-{name} input").first
-    box.click()
-    type_in(box, str(first))
-    expect(lab_page).to_have_url(re.compile(rf"[?&]{name}={first}(&|$)"))
-    type_in(box, str(second))  # no click, no Tab: straight on, as a reader types
-    expect(lab_page).to_have_url(re.compile(rf"[?&]{name}={second}(&|$)"))
-    assert console_errors == []
 
 
 def test_a_sliders_box_takes_two_values_in_a_row(lab_url, lab_page):
