@@ -5,7 +5,8 @@ Usage (with ``inference-lab serve --port 5006`` running)::
     python docs/take_screenshots.py http://127.0.0.1:5006 docs/screenshots
 
 Writes ``<page>-desktop.png`` and ``<page>-phone.png`` per page (the landing page is
-``home``), and the same for :data:`EXAMPLES`. Uses Debian's Chromium and reaches nothing but the given server.
+``home``), the same for :data:`EXAMPLES`, and the charts of :data:`CHARTS` alone. Uses
+Debian's Chromium and reaches nothing but the given server.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ EXAMPLES = {"decode-moe": "?view=decode&model=mixtral-8x7b",
 """Screenshot name → query of pages shown with another model than their default (experiment 1's
 expert-read chart for a mixture-of-experts model, experiment 2's MLA latent card and a model of
 sliding-window and full layers)."""
+
+CHARTS = {"plan-frontier": ("?view=plan", ".lab-plan-chart")}
+"""Screenshot name → (query, CSS selector) of a chart shown alone: experiment 12's frontier,
+which a page-sized screenshot leaves below the fold."""
 
 IDLE = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
         "Bokeh.documents.every(d => d.is_idle) && !document.querySelector('.pn-loading')")
@@ -50,6 +55,13 @@ def main(base: str, out: Path) -> None:
                 page.wait_for_function(IDLE, timeout=120_000)
                 page.wait_for_timeout(800)
                 page.screenshot(path=str(out / f"{name}-{kind}.png"))
+            for name, (query, selector) in CHARTS.items():
+                page.goto(f"{base}/{query}", timeout=120_000)
+                page.wait_for_function(IDLE, timeout=120_000)
+                chart = page.locator(selector).first
+                chart.scroll_into_view_if_needed()
+                page.wait_for_timeout(800)
+                chart.screenshot(path=str(out / f"{name}-{kind}.png"))
             page.close()
         browser.close()
 

@@ -266,7 +266,8 @@ class PlanPage(Viewer):
         self.calculation = CalculationView(experiment=exp)
         self._last = None
         self.chart = pn.pane.HoloViews(pn.bind(self._chart, exp.param.result),
-                                       sizing_mode="stretch_width", min_height=480)
+                                       sizing_mode="stretch_width", min_height=480,
+                                       css_classes=["lab-plan-chart"])
         self.best = pn.pane.HTML(pn.bind(self._best, exp.param.result),
                                  sizing_mode="stretch_width")
         self.candidates = pn.pane.HTML(pn.bind(candidates_html, self.upload.param.ranking),
