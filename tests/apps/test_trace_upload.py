@@ -49,6 +49,22 @@ def test_second_bad_file_replaces_the_first_error_next_to_the_upload():
     assert "lab-upload-problem" in widget._status.object
 
 
+def test_a_binary_file_is_refused_by_its_own_name_and_the_trace_in_force_kept():
+    """A PNG reached the trace loader once uploads stopped filtering by type in the browser:
+    it was refused as "Trace file evil_script_.png.csv is not a readable CSV ('utf-8' codec
+    …)", the name it is stored under, and the page lost its numbers."""
+    experiment = GoodputContract()
+    widget = TraceUpload(experiment=experiment)
+    upload(widget, "mine.csv", GOOD)
+    upload(widget, "evil<script>.png", b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+    status = widget._status.object
+    assert "Trace file evil&lt;script&gt;.png is not a text CSV file (it holds NUL bytes)." \
+        in status and "<script>" not in status
+    assert experiment.error is None and experiment.result["requests"] == 2  # mine.csv kept
+    upload(widget, "latin.csv", GOOD.replace(b"request_id", b"r\xe9quest_id"))
+    assert "Trace file latin.csv is not UTF-8 text." in widget._status.object
+
+
 def test_empty_file_is_an_error():
     experiment = GoodputContract()
     widget = TraceUpload(experiment=experiment)
