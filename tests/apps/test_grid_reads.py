@@ -95,7 +95,9 @@ async def hold_page(base: str, opened: threading.Event, stop: threading.Event) -
     finally:
         client.close()
     token = re.search(r'"token":\s*"([^"]+)"', html).group(1)
-    request = HTTPRequest(base.replace("http", "ws", 1) + "/grid/ws", headers={"Origin": base})
+    # 60 s, as the page's own fetch: tornado's default 20 s was passed under two suites at once
+    request = HTTPRequest(base.replace("http", "ws", 1) + "/grid/ws", headers={"Origin": base},
+                          connect_timeout=60, request_timeout=60)
     connection = await websocket_connect(request, subprotocols=["bokeh", token])
 
     async def message() -> dict:
