@@ -4,7 +4,7 @@ session's served lab."""
 
 from __future__ import annotations
 
-from lab_browser import open_page, overflow, unreachable
+from lab_browser import NAVIGATION_TIMEOUT_MS, open_page, overflow, unreachable
 from playwright.sync_api import expect
 
 from apps.ui.views.pages import GRID, all_pages, experiment_pages
@@ -65,6 +65,9 @@ def test_the_menu_opens_on_a_phone(lab_url, lab_page):
 def test_theme_and_inputs_follow_the_reader_across_pages(lab_url, browser):
     """The browser's dark preference is honoured, and a sidebar link keeps it and the model."""
     context = browser.new_context(color_scheme="dark", viewport={"width": 1400, "height": 900})
+    # A click that starts a page load waits for it: the navigation's 60 s, not 30 s (passed
+    # under two suites at once).
+    context.set_default_timeout(NAVIGATION_TIMEOUT_MS)
     page = context.new_page()
     page.route("**/*", lambda r: r.continue_() if r.request.url.split("/")[2].startswith(
         ("127.0.0.1", "localhost")) else r.abort())
