@@ -2,9 +2,10 @@
 
 A file of measurements — shipped with the lab, uploaded, or named on the command line — is
 untrusted: :class:`TableFile` reads its bytes (at most :data:`lab.limits.MAX_MEASUREMENT_BYTES`,
-no NUL byte, UTF-8) and its CSV rows (a header naming the columns a kind of file needs, then at
-most ``max_rows`` rows of as many cells), and the cell readers (:func:`whole_cell`,
-:func:`time_cell`) check one cell each. Every problem is one
+no NUL byte, UTF-8: :func:`checked_text`, which experiment 7's trace upload calls too) and its
+CSV rows (a header naming the columns a kind of file needs, then at most ``max_rows`` rows of
+as many cells), and the cell readers (:func:`whole_cell`, :func:`time_cell`) check one cell
+each. Every problem is one
 :class:`~lab.errors.LabInputError` sentence naming the file, the row and the column, e.g.
 ``Serving file a.csv, row 3, column isl: "x" is not a number.``. :func:`table_dataset` turns
 the checked columns into a Dataset with a ``long_name`` (and ``units``) on every variable.
@@ -42,6 +43,22 @@ def own_source(label: str) -> str:
     return f"your measurements ({label})"
 
 
+def checked_text(data: bytes, name: str, what: str, text_kind: str = "a text file",
+                 max_bytes: int = MAX_MEASUREMENT_BYTES) -> str:
+    """An untrusted file's bytes as text: at most ``max_bytes``, no NUL byte, UTF-8 (a BOM
+    dropped). Each refusal is one sentence starting ``"{what} file {name}"``; ``text_kind`` is
+    what a file holding NUL bytes is not ("a text CSV file")."""
+    if len(data) > max_bytes:
+        raise LabInputError(f"{what} file {name} is larger than the {max_bytes:,} bytes the "
+                            "lab reads.")
+    if b"\x00" in data:
+        raise LabInputError(f"{what} file {name} is not {text_kind} (it holds NUL bytes).")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise LabInputError(f"{what} file {name} is not UTF-8 text.") from None
+
+
 @dataclass(frozen=True)
 class TableFile:
     """One kind of measurements file: how sentences name it and how much of it is read.
@@ -63,16 +80,7 @@ class TableFile:
 
     def text(self, data: bytes, name: str) -> str:
         """The file's bytes as text: at most ``max_bytes``, no NUL byte, UTF-8 (a BOM dropped)."""
-        if len(data) > self.max_bytes:
-            raise LabInputError(f"{self.what} file {name} is larger than the "
-                                f"{self.max_bytes:,} bytes the lab reads.")
-        if b"\x00" in data:
-            raise LabInputError(f"{self.what} file {name} is not {self.text_kind} (it holds NUL "
-                                "bytes).")
-        try:
-            return data.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise LabInputError(f"{self.what} file {name} is not UTF-8 text.") from None
+        return checked_text(data, name, self.what, self.text_kind, self.max_bytes)
 
     def rows(self, text: str, name: str,
              required: Callable[[list[str]], Iterable[str]]) -> Iterator[tuple[int, str, dict]]:

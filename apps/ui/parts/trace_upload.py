@@ -31,7 +31,7 @@ from apps.ui.shell.held_size import hold_sizes
 from apps.ui.shell.plain_text import shown_error, without_folders
 from lab.errors import LabInputError
 from lab.experiments.base import Experiment
-from lab.table_files import TableFile
+from lab.table_files import checked_text
 from lab.units import MIB
 
 
@@ -54,12 +54,6 @@ def stored_name(name: str | None) -> str:
     """A safe file name for an upload: letters, digits, ``.-_`` only; never hidden or empty."""
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(name or "").name).lstrip(".")[:80]
     return stem if stem.lower().endswith(".csv") else f"{stem or 'trace'}.csv"
-
-
-TRACE_TEXT = TableFile("Trace", max_rows=0, text_kind="a text CSV file",
-                       max_bytes=MAX_UPLOAD_BYTES)
-"""The text checks of an uploaded trace (no NUL byte, UTF-8) before it is kept: a binary file
-was named by the ``.csv`` name it is stored under and refused with a codec's message."""
 
 
 class TraceUpload(Viewer):
@@ -111,8 +105,9 @@ class TraceUpload(Viewer):
         if len(data) > MAX_UPLOAD_BYTES:
             self._say(f"{name} is {len(data) / MIB:.1f} MiB; {limit_sentence()}.")
             return
-        try:  # not text: said under the reader's own file name, and the trace in force kept
-            TRACE_TEXT.text(data, name)
+        try:  # not text: said under the reader's own file name (not the .csv name it would be
+            # stored under), before it is kept, so the trace in force stays
+            checked_text(data, name, "Trace", "a text CSV file", MAX_UPLOAD_BYTES)
         except LabInputError as exc:
             self._say(str(exc))
             return
