@@ -60,6 +60,18 @@ def test_url_file_paths_never_reach_the_experiment(document, tmp_path):
     assert view.experiment.error is None  # nothing about the files: never opened
 
 
+def test_a_link_naming_experiment_7s_trace_file_is_told_and_the_key_dropped(document):
+    """A trace is a file: a link's ``trace=`` is never opened, and the page said nothing while
+    the address went on showing ``trace=/etc/passwd`` over the shipped trace's numbers."""
+    view = page(document, "goodput", "?view=goodput&trace=/etc/passwd&batch_cap=32")
+    shipped = type(view.experiment)().trace
+    assert view.experiment.trace == shipped and view.experiment.batch_cap == 32
+    assert ("The link&#x27;s trace= names a file, which a page never opens from a link "
+            "(upload one on the page), so it was ignored.") in message(view)
+    assert "trace" not in dict(p.split("=", 1) for p in pn.state.location.search[1:].split("&"))
+    assert "passwd" not in message(view)
+
+
 def test_url_changed_later_to_a_path_is_refused(document, tmp_path):
     view = page(document, "memory", "?view=memory")
     pn.state.location.search = f"?view=memory&model={tmp_path}"

@@ -111,13 +111,16 @@ class UrlInputs:
     those in ``lenient`` (their list follows another input; the URL's value is still judged
     against the list in force). Later, each input change is written into the URL (other query
     keys kept) and each URL change from the browser is judged the same way. Without a server
-    location (a notebook, a unit test without one) nothing is synced.
+    location (a notebook, a unit test without one) nothing is synced. A link naming one of
+    ``unlinkable`` (an input a link may not set: a file on the server) is told so in one
+    sentence and that key is dropped from the URL, which then shows only what is in force.
     """
 
     def __init__(self, target: param.Parameterized, names: Sequence[str], report: Report, *,
                  first: Sequence[str] = (), after_first: Callable[[], None] | None = None,
-                 lenient: Sequence[str] = ()):
+                 lenient: Sequence[str] = (), unlinkable: Sequence[str] = ()):
         self.target, self.names, self.report = target, list(names), report
+        self.unlinkable = [n for n in unlinkable if n not in self.names]
         self.first = [n for n in first if n in self.names]
         self.after_first = after_first
         strict_selectors(target, [n for n in self.names if n not in lenient])
@@ -150,6 +153,9 @@ class UrlInputs:
     def _apply(self, search: str) -> list[str]:
         """Apply the accepted values of ``search`` (``first`` ones first); the refusals."""
         pairs, problems = screened(search)
+        problems += [f"The link's {quoted(name)}= names a file, which a page never opens from "
+                     "a link (upload one on the page), so it was ignored."
+                     for name in dict(pairs) if name in self.unlinkable]
         counts = collections.Counter(key for key, _ in pairs)
         for name in self.names:
             if counts[name] > 1:  # which one was meant is unknown: neither is taken
@@ -173,8 +179,9 @@ class UrlInputs:
 
     def _to_url(self, *_events) -> None:
         """Write every input in force into the URL's query; other keys are kept (over-long
-        values dropped), each synced key once."""
+        values dropped, keys a link may not set too), each synced key once."""
         pairs, _ = screened(self.location.search)
+        pairs = [(k, v) for k, v in pairs if k not in self.unlinkable]
         values = {n: url_text(self.target.param[n], getattr(self.target, n))
                   for n in self.names if getattr(self.target, n) is not None}
         query = dict(pairs)

@@ -33,7 +33,9 @@ class ExperimentView(Viewer):
         names = url_inputs(exp)
         strict_selectors(exp, names)
         self.message = InputMessage()
-        self.url = UrlInputs(exp, names, self.message.say) if self.sync_url else None
+        files = [n for n in exp.input_names() if n not in names]  # e.g. experiment 7's trace
+        self.url = (UrlInputs(exp, names, self.message.say, unlinkable=files) if self.sync_url
+                    else None)
         self.inputs = input_panel(exp, shown_inputs(exp, names), report=self.message.say)
         follow_switches(exp, self.inputs)
         self.cards = CardsView(experiment=exp)
