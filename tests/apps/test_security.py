@@ -20,8 +20,10 @@ import xarray as xr
 from lab_browser import (
     AUTH_PASSWORD,
     IDLE,
+    NAVIGATION_TIMEOUT_MS,
     open_page,
 )
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
 from apps.ui.parts import downloads
@@ -317,3 +319,19 @@ def test_upload_over_the_limit_is_refused_before_it_is_sent(lab_url, lab_page, t
     expect(lab_page.locator(".lab-upload-problem")).to_contain_text(
         "traces up to 20 MiB are accepted", timeout=30_000)
     expect(values).to_have_text(shipped)  # the refused file changed nothing
+
+
+@pytest.mark.parametrize("address", ["http://example.com/", "http://192.0.2.1/"])
+def test_the_test_browser_reaches_nothing_beyond_loopback(lab_url, lab_page, address):
+    """Every request of the browser tests that would leave loopback fails in Chromium itself
+    (``lab_browser.OFF_LOOPBACK_PROXY``), by name or by address, a page's own fetch too; the
+    lab on loopback answers."""
+    failed: list[str] = []
+    lab_page.on("requestfailed", lambda request: failed.append(request.failure or ""))
+    lab_page.goto(f"{lab_url}/liveness", timeout=NAVIGATION_TIMEOUT_MS)
+    fetched = lab_page.evaluate("a => fetch(a, {mode: 'no-cors'}).then(() => 'reached', "
+                                "() => 'refused')", address)
+    assert fetched == "refused"
+    with pytest.raises(PlaywrightError, match="ERR_PROXY_CONNECTION_FAILED"):
+        lab_page.goto(address, timeout=NAVIGATION_TIMEOUT_MS)
+    assert failed and all("ERR_PROXY_CONNECTION_FAILED" in f for f in failed), failed
