@@ -4,6 +4,7 @@ session's served lab."""
 
 from __future__ import annotations
 
+import pytest
 from lab_browser import NAVIGATION_TIMEOUT_MS, open_page, overflow, unreachable
 from playwright.sync_api import expect
 
@@ -17,23 +18,23 @@ def url(base: str, slug: str, query: str = "") -> str:
     return f"{base}/?view={slug}{query}" if slug else f"{base}/?{query.lstrip('&')}"
 
 
-def test_every_page_at_phone_size(lab_url, lab_page, console_errors):
+@pytest.mark.parametrize("info", all_pages(), ids=lambda info: info.slug or "home")
+def test_every_page_at_phone_size(lab_url, lab_page, console_errors, info):
     """The menu starts closed, nothing is wider than the screen, a tap at the centre of each
     control reaches it and no two blocks overlap (issue 37 item 2), and on experiment pages the
-    inputs sit above the results and every chart is (nearly) the screen's width."""
+    inputs sit above the results and every chart is (nearly) the screen's width. One test per
+    page: a failure names its page, and the pages after it are still checked."""
     lab_page.set_viewport_size(PHONE)
     experiments = {p.slug for p in experiment_pages()}
-    for info in all_pages():
-        open_page(lab_page, url(lab_url, info.slug))
-        expect(lab_page.locator(".lab-nav")).to_have_count(0)  # the drawer starts closed
-        assert unreachable(lab_page) == [], info.slug
-        width = lab_page.evaluate("() => document.documentElement.scrollWidth")
-        assert width <= PHONE["width"] + 1, (info.slug, width)
-        # Nor is the main area the document scrolls (the grid explorer's test checks its own).
-        if info is not GRID:
-            assert overflow(lab_page, f"overflow-{info.slug or 'home'}-phone") is None, info.slug
-        if info.slug not in experiments:
-            continue
+    open_page(lab_page, url(lab_url, info.slug))
+    expect(lab_page.locator(".lab-nav")).to_have_count(0)  # the drawer starts closed
+    assert unreachable(lab_page) == [], info.slug
+    width = lab_page.evaluate("() => document.documentElement.scrollWidth")
+    assert width <= PHONE["width"] + 1, (info.slug, width)
+    # Nor is the main area the document scrolls (the grid explorer's test checks its own).
+    if info is not GRID:
+        assert overflow(lab_page, f"overflow-{info.slug or 'home'}-phone") is None, info.slug
+    if info.slug in experiments:
         inputs = lab_page.locator(".lab-inputs-column").first.bounding_box()
         cards = lab_page.locator(".lab-cards-pane").first.bounding_box()
         assert inputs["y"] + inputs["height"] <= cards["y"] + 1, info.slug
