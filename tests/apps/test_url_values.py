@@ -72,6 +72,24 @@ def test_a_link_naming_experiment_7s_trace_file_is_told_and_the_key_dropped(docu
     assert "passwd" not in message(view)
 
 
+@pytest.mark.parametrize(("slug", "key"), [("served", "measurements"), ("measured", "measurements"),
+                                         ("plan", "model_config")])
+def test_a_link_naming_an_upload_only_input_is_told_and_the_key_dropped(document, slug, key):
+    """Experiments 9, 11 and 12 take their data set (or a model's config.json) from an upload
+    only: a link naming one was kept silently in the address."""
+    from apps.ui.views.measured_page import MeasuredPage
+    from apps.ui.views.plan_page import PlanPage
+    from apps.ui.views.served_page import ServedPage
+
+    pages = {"served": ServedPage, "measured": MeasuredPage, "plan": PlanPage}
+    pn.state._locations[document] = Location(search=f"?view={slug}&{key}=/etc/passwd")
+    view = pages[slug]()
+    view.__panel__().get_root(document)
+    assert (f"The link&#x27;s {key}= names a file, which a page never opens from a link "
+            "(upload one on the page), so it was ignored.") in view.message.object
+    assert key not in dict(p.split("=", 1) for p in pn.state.location.search[1:].split("&"))
+
+
 def test_url_changed_later_to_a_path_is_refused(document, tmp_path):
     view = page(document, "memory", "?view=memory")
     pn.state.location.search = f"?view=memory&model={tmp_path}"

@@ -121,7 +121,8 @@ class MeasuredPage(Viewer):
         # ``shape`` stays lenient on set: a new kind moves it to that kind's shapes before the
         # list on offer follows; a link's shape is checked against its kind's list below.
         self.url = UrlInputs(exp, list(INPUTS), self.message.say, first=["kind"],
-                             after_first=self._offer_kind_shapes, lenient=["shape"])
+                             after_first=self._offer_kind_shapes, lenient=["shape"],
+                             unlinkable=["measurements"])
         self.inputs = input_panel(exp, [n for n in INPUTS if n != "tp"],
                                   report=self.message.say)
         # tp offers only the degrees measured for the kind and shape (1, 2, 4 shipped), not

@@ -257,7 +257,7 @@ class PlanPage(Viewer):
         super().__init__(**params)
         exp = self.experiment
         self.message = InputMessage()
-        self.url = UrlInputs(exp, list(INPUTS), self.message.say)
+        self.url = UrlInputs(exp, list(INPUTS), self.message.say, unlinkable=["model_config"])
         self.inputs = input_panel(exp, list(INPUTS), report=self.message.say)
         self.model_upload = ModelConfigUpload(experiment=exp)
         self.upload = CandidatesUpload(experiment=exp)

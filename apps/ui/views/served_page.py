@@ -270,7 +270,8 @@ class ServedPage(Viewer):
         exp = self.experiment
         self.message = InputMessage()
         self.url = UrlInputs(exp, list(INPUTS), self.message.say,
-                             lenient=["model", "gpu", "engine", "mode", "workload"])
+                             lenient=["model", "gpu", "engine", "mode", "workload"],
+                             unlinkable=["measurements"])
         self.inputs = input_panel(exp, list(INPUTS), report=self.message.say)
         self.upload = ServedUpload(experiment=exp)
         self.prediction = PredictionView(experiment=exp)
