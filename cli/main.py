@@ -48,13 +48,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_words(args: argparse.Namespace) -> str:
+    """The command the parsed ``args`` ran, as typed: ``inference-lab calc memory``."""
+    words = ["inference-lab"]
+    if getattr(args, "command", None):
+        words.append(args.command)
+        if args.command == "calc" and getattr(args, "experiment", None):
+            words.append(args.experiment)
+    return " ".join(words)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
     except SystemExit as exc:  # --help (0) or a usage error (2), already printed
         return int(exc.code or 0)
+    if unknown:  # named with the help of the command they were given to
+        print(f"inference-lab: error: Unrecognized arguments: {' '.join(unknown)} (see "
+              f"{command_words(args)} --help).", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_BAD_INPUT

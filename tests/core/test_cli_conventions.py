@@ -64,6 +64,21 @@ def test_text_output_names_the_model_gpu_and_inputs(argv, first, capsys):
     assert capsys.readouterr().out.splitlines()[0] == first
 
 
+@pytest.mark.parametrize(("argv", "help_of"), [
+    (["plan", "--precision", "fp8"], "inference-lab plan --help"),
+    (["sweep", "--bogus"], "inference-lab sweep --help"),
+    (["calc", "goodput", "--bogus", "1"], "inference-lab calc goodput --help"),
+    (["--bogus"], "inference-lab --help"),
+])
+def test_an_unknown_flag_points_to_the_help_of_its_own_command(argv, help_of, capsys):
+    """The sentence named the top-level help, which lists the commands, not their flags."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.endswith(f"(see {help_of}).\n"), err
+    given = " ".join(a for a in argv if a not in ("plan", "sweep", "calc", "goodput"))
+    assert f"Unrecognized arguments: {given} (see" in err
+
+
 def test_page_is_the_kv_page_flag_everywhere_and_block_still_works(capsys):
     assert main(["calc", "prefix", "--page", "32", "--json"]) == 0
     by_page = json.loads(capsys.readouterr().out)
