@@ -210,24 +210,25 @@ def _run(args: argparse.Namespace) -> int:
         raise LabInputError(f"Port {args.port} is not between 0 and 65535.")
     if args.num_procs < 0:
         raise LabInputError(f"--num-procs {args.num_procs} is negative (0 means one per CPU).")
+    env = dict(os.environ)  # the server's environment; this process's own is left as it was
     if args.storage_option:  # secrets too: the server's environment, never its command line
         from sweeps.object_store import OPTIONS_ENV, parse_storage_options, set_storage_options
 
         options = parse_storage_options(args.storage_option)
         set_storage_options(options)
-        os.environ[OPTIONS_ENV] = json.dumps(options)
+        env[OPTIONS_ENV] = json.dumps(options)
     if args.datasets is not None:
-        os.environ[DATASETS_ENV] = checked_datasets(args.datasets)  # read by the grid page
+        env[DATASETS_ENV] = checked_datasets(args.datasets)  # read by the grid page
     limit = pages_at_once(args)
     if limit is not None:
-        os.environ[LIMIT_ENV] = limit  # read by the server's setup script
+        env[LIMIT_ENV] = limit  # read by the server's setup script
     cmd = panel_command(args)
-    os.environ.update(server_environment(args))  # the server inherits it through execv
+    env.update(server_environment(args))  # the server inherits it through execve
     prefix = checked_prefix(args.prefix) if args.prefix else ""
     check_port(args.address, args.port)  # last: every other refusal is said without the port
     print(f"Serving Inference Lab at http://{args.address}:{args.port}{prefix}/ once its main pages are "
           "prepared, a few seconds from now (Ctrl+C stops).", file=sys.stderr, flush=True)
-    os.execv(cmd[0], cmd)  # the server replaces this process: signals reach it directly
+    os.execve(cmd[0], cmd, env)  # the server replaces this process: signals reach it directly
     return 0
 
 

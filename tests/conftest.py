@@ -2,9 +2,27 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from lab.catalog import get_gpu, get_model
+
+SERVER_ENVIRONMENT = ("INFERENCE_LAB_DATASETS", "INFERENCE_LAB_DATA",
+                      "INFERENCE_LAB_STORAGE_OPTIONS", "INFERENCE_LAB_PAGES_AT_ONCE",
+                      "INFERENCE_LAB_BASIC_AUTH", "PANEL_BASIC_AUTH", "PANEL_COOKIE_SECRET")
+"""Variables a served lab reads from the environment it inherits."""
+
+
+@pytest.fixture(autouse=True)
+def _server_environment_left_as_found():
+    """Every test leaves the variables a served lab reads as it found them: a test that left
+    INFERENCE_LAB_DATASETS=s3://lab/grids set made the next lab its worker served find no grid
+    (a failure that depended on which worker ran which file first)."""
+    before = {name: os.environ.get(name) for name in SERVER_ENVIRONMENT}
+    yield
+    after = {name: os.environ.get(name) for name in SERVER_ENVIRONMENT}
+    assert after == before, f"the test changed the server environment: {before} -> {after}"
 
 
 @pytest.fixture

@@ -332,10 +332,12 @@ def test_serve_datasets_points_the_list_at_a_folder(folder, monkeypatch, tmp_pat
 
     calls = []
     monkeypatch.delenv(catalog.DATASETS_ENV, raising=False)
-    monkeypatch.setattr(serve_cmd.os, "execv", lambda *a: calls.append(a))
+    monkeypatch.setattr(serve_cmd.os, "execve", lambda *a: calls.append(a))
     args = build_parser().parse_args(["serve", "--port", "0", "--datasets", str(folder)])
     args.func(args)
-    assert calls and serve_cmd.os.environ[catalog.DATASETS_ENV] == str(folder.resolve())
+    assert calls and calls[0][2][catalog.DATASETS_ENV] == str(folder.resolve())
+    assert catalog.DATASETS_ENV not in serve_cmd.os.environ  # the server's, not this process's
+    monkeypatch.setenv(catalog.DATASETS_ENV, str(folder.resolve()))  # as the server has it
     assert "my-sweep" in catalog.dataset_names()
     with pytest.raises(LabInputError, match="is not a folder"):
         serve_cmd.checked_datasets(str(tmp_path / "nope"))

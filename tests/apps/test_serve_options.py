@@ -90,7 +90,7 @@ def test_a_port_in_use_is_said_at_once_before_the_server_starts(monkeypatch, cap
 
     from cli import serve_cmd
 
-    monkeypatch.setattr(serve_cmd.os, "execv", lambda *a: pytest.fail("server started"))
+    monkeypatch.setattr(serve_cmd.os, "execve", lambda *a: pytest.fail("server started"))
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -104,7 +104,7 @@ def test_a_port_in_use_is_said_at_once_before_the_server_starts(monkeypatch, cap
 def test_an_address_that_does_not_resolve_is_one_sentence(monkeypatch, capsys):
     from cli import serve_cmd
 
-    monkeypatch.setattr(serve_cmd.os, "execv", lambda *a: pytest.fail("server started"))
+    monkeypatch.setattr(serve_cmd.os, "execve", lambda *a: pytest.fail("server started"))
     assert main(["serve", "--address", "no-such-host.invalid", "--port", "5999"]) == 2
     err = capsys.readouterr().err
     assert "does not resolve" in err and err.count("\n") == 1 and "Traceback" not in err
@@ -119,6 +119,6 @@ def test_a_free_port_starts_the_server(monkeypatch):
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
     calls = []
-    monkeypatch.setattr(serve_cmd.os, "execv", lambda *a: calls.append(a))
+    monkeypatch.setattr(serve_cmd.os, "execve", lambda *a: calls.append(a))
     assert main(["serve", "--address", "127.0.0.1", "--port", str(port)]) == 0
     assert calls and "--port" in calls[0][1] and str(port) in calls[0][1]

@@ -207,22 +207,26 @@ def test_serve_passes_storage_options_through_its_environment_not_its_command_li
 
     seen = {}
 
-    def execv(path, cmd):
-        seen["cmd"], seen["env"] = cmd, dict(os.environ)
+    def execve(path, cmd, env):
+        seen["cmd"], seen["env"] = cmd, env
         raise SystemExit(0)
 
     from apps.ui.server.page_gate import LIMIT_ENV
     from sweeps.catalog_of_datasets import DATASETS_ENV
     from sweeps.object_store import using_storage_options
 
-    monkeypatch.setattr(serve_cmd.os, "execv", execv)
+    monkeypatch.setattr(serve_cmd.os, "execve", execve)
     monkeypatch.setenv("LAB_TEST_SECRET", "testing")
-    for name in (OPTIONS_ENV, DATASETS_ENV, LIMIT_ENV):  # what serve sets: restored afterwards
+    for name in (OPTIONS_ENV, DATASETS_ENV, LIMIT_ENV):
         monkeypatch.delenv(name, raising=False)
+    before = dict(os.environ)
     with using_storage_options(None), pytest.raises(SystemExit):
         main(["serve", "--port", "0", "--datasets", "s3://lab/grids/", "--storage-option",
               f"endpoint_url={s3_endpoint}", "--storage-option", "secret=env:LAB_TEST_SECRET",
               "--storage-option", "key=env:LAB_TEST_SECRET"])
+    # The server's environment only: a later server of this test process inherited
+    # INFERENCE_LAB_DATA=s3://lab/grids from here and found no grid.
+    assert dict(os.environ) == before
     assert json.loads(seen["env"][OPTIONS_ENV])["secret"] == "testing"
     assert seen["env"][DATASETS_ENV] == "s3://lab/grids"
     assert not any("testing" in part for part in seen["cmd"])
