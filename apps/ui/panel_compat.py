@@ -54,6 +54,7 @@ import inspect
 import io
 import logging
 import os
+import re
 import threading
 import weakref
 from collections.abc import Callable
@@ -715,6 +716,10 @@ class IntSlider(CheckedInput, pmui.EditableIntSlider):
     _priority_changes: ClassVar[list[str]] = PRIORITY_CHANGES
 
 
+TOO_LARGE = re.compile(r'File "(?P<name>.*)" \((?P<size>[\d.]+) MB\) exceeds maximum file size')
+"""The browser's reason for a file over ``max_file_size`` (its "MB" are 2**20 bytes)."""
+
+
 class LimitedFileInput(pmui.FileInput):
     """A file input that never holds more than ``max_file_size`` bytes of an upload.
 
@@ -789,8 +794,13 @@ class LimitedFileInput(pmui.FileInput):
                 super()._handle_msg(msg)
         elif status == "error":
             reason = str(msg.get("error", ""))[:self.max_reason_chars]
-            self._refuse(f"The browser did not send the file ({reason}); "
-                         f"{self.limit_sentence()}.")
+            too_large = TOO_LARGE.match(reason)
+            if too_large:  # its "MB" are MiB: said in the lab's own words and units
+                self._refuse(f"The browser did not send {self.shown_name(too_large['name'])} "
+                             f"({too_large['size']} MiB); {self.limit_sentence()}.")
+            else:
+                self._refuse(f"The browser did not send the file ({reason}); "
+                             f"{self.limit_sentence()}.")
 
     def _chunk(self, msg: dict) -> None:
         if self._refused:

@@ -138,6 +138,17 @@ def test_browser_side_upload_error_is_a_sentence_not_a_traceback():
     assert "<b>" not in widget._status.object
 
 
+def test_a_file_the_browser_found_too_large_is_named_in_the_labs_units():
+    """The browser's own words read "(28.25 MB) exceeds maximum file size of 20 MB" beside the
+    lab's "20 MiB"; its MB are MiB."""
+    widget = TraceUpload(experiment=GoodputContract())
+    widget._file._handle_msg({"type": "status", "status": "error", "error":
+                              'File "<img src=x onerror=alert(1)>.csv" (28.25 MB) exceeds maximum '
+                              'file size of 20 MB'})
+    assert ("The browser did not send &lt;img src=x onerror=alert(1)&gt;.csv (28.25 MiB); "
+            "traces up to 20 MiB are accepted.") in widget._status.object
+
+
 def test_upload_within_the_limit_in_chunks_is_served():
     experiment = GoodputContract()
     widget = TraceUpload(experiment=experiment)
@@ -316,8 +327,9 @@ def test_upload_over_the_limit_is_refused_before_it_is_sent(lab_url, lab_page, t
     big.write_bytes(b"request_id,arrival_s,prompt_tokens,output_tokens\n" + b"1,0.0,100,5\n" * (2 * 2**20))
     assert big.stat().st_size > MAX_UPLOAD_BYTES
     lab_page.set_input_files("input[type=file]", files=[big])
-    expect(lab_page.locator(".lab-upload-problem")).to_contain_text(
-        "traces up to 20 MiB are accepted", timeout=30_000)
+    expect(lab_page.locator(".lab-upload-problem")).to_contain_text(re.compile(
+        r"The browser did not send big\.csv \(2\d\.\d+ MiB\); traces up to 20 MiB are accepted"),
+        timeout=30_000)
     expect(values).to_have_text(shipped)  # the refused file changed nothing
 
 
