@@ -73,6 +73,13 @@ def url_inputs(target: param.Parameterized) -> list[str]:
     return [n for n in target.input_names() if not isinstance(target.param[n], param.String)]
 
 
+def upload_only(experiment: param.Parameterized, names: Sequence[str]) -> list[str]:
+    """The experiment's inputs a page keeps out of its URL (``names`` are those it keeps): a
+    file only an upload sets (experiment 7's trace, 9's and 11's measurements, 12's model
+    config), given to :class:`UrlInputs` as ``unlinkable``."""
+    return [n for n in experiment.input_names() if n not in names]
+
+
 class OneHistoryEntry(pn.custom.JSComponent):
     """An invisible part of every page: the page's own changes of its address (an input edit
     written into the query) replace the browser's history entry instead of adding one, so

@@ -14,7 +14,7 @@ from apps.ui.plots.chart_view import ChartView
 from apps.ui.plots.measured_overlay import MeasuredOverlay
 from apps.ui.plots.page_descriptions import description
 from apps.ui.shell.held_size import hold_sizes
-from apps.ui.shell.url_sync import UrlInputs, url_inputs
+from apps.ui.shell.url_sync import UrlInputs, upload_only, url_inputs
 from apps.ui.shell.url_values import strict_selectors
 from apps.ui.views.live_inputs import follow_switches, shown_inputs
 from apps.ui.views.page_shell import experiment_page
@@ -33,9 +33,8 @@ class ExperimentView(Viewer):
         names = url_inputs(exp)
         strict_selectors(exp, names)
         self.message = InputMessage()
-        files = [n for n in exp.input_names() if n not in names]  # e.g. experiment 7's trace
-        self.url = (UrlInputs(exp, names, self.message.say, unlinkable=files) if self.sync_url
-                    else None)
+        self.url = (UrlInputs(exp, names, self.message.say, unlinkable=upload_only(exp, names))
+                    if self.sync_url else None)
         self.inputs = input_panel(exp, shown_inputs(exp, names), report=self.message.say)
         follow_switches(exp, self.inputs)
         self.cards = CardsView(experiment=exp)

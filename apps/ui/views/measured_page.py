@@ -29,7 +29,7 @@ from apps.ui.parts.prediction import PredictionView
 from apps.ui.plots.charts import CANVAS, heatmap, power_of_two_ticks, thinned_ticks
 from apps.ui.shell.busy import BusyNote
 from apps.ui.shell.theme import CARD_CSS
-from apps.ui.shell.url_sync import UrlInputs
+from apps.ui.shell.url_sync import UrlInputs, upload_only
 from apps.ui.views.page_shell import experiment_page
 from lab.measured.calc import POINT_AXES
 from lab.measured.experiment import FloorsAgainstMeasurements
@@ -122,7 +122,7 @@ class MeasuredPage(Viewer):
         # list on offer follows; a link's shape is checked against its kind's list below.
         self.url = UrlInputs(exp, list(INPUTS), self.message.say, first=["kind"],
                              after_first=self._offer_kind_shapes, lenient=["shape"],
-                             unlinkable=["measurements"])
+                             unlinkable=upload_only(exp, INPUTS))
         self.inputs = input_panel(exp, [n for n in INPUTS if n != "tp"],
                                   report=self.message.say)
         # tp offers only the degrees measured for the kind and shape (1, 2, 4 shipped), not

@@ -31,7 +31,7 @@ from apps.ui.plots.charts import CANVAS, themed_hook
 from apps.ui.plots.series_chart import legend_columns
 from apps.ui.shell.busy import BusyNote
 from apps.ui.shell.theme import CARD_CSS, OKABE_ITO
-from apps.ui.shell.url_sync import UrlInputs
+from apps.ui.shell.url_sync import UrlInputs, upload_only
 from apps.ui.views.page_shell import experiment_page
 from apps.ui.views.plan_study_view import study_html
 from lab.errors import LabInputError
@@ -257,7 +257,7 @@ class PlanPage(Viewer):
         super().__init__(**params)
         exp = self.experiment
         self.message = InputMessage()
-        self.url = UrlInputs(exp, list(INPUTS), self.message.say, unlinkable=["model_config"])
+        self.url = UrlInputs(exp, list(INPUTS), self.message.say, unlinkable=upload_only(exp, INPUTS))
         self.inputs = input_panel(exp, list(INPUTS), report=self.message.say)
         self.model_upload = ModelConfigUpload(experiment=exp)
         self.upload = CandidatesUpload(experiment=exp)

@@ -28,7 +28,7 @@ from apps.ui.parts.table_upload import TableUpload
 from apps.ui.plots.charts import CANVAS
 from apps.ui.shell.busy import BusyNote
 from apps.ui.shell.theme import CARD_CSS, HIGHLIGHT, OKABE_ITO, PROSE_CSS
-from apps.ui.shell.url_sync import UrlInputs
+from apps.ui.shell.url_sync import UrlInputs, upload_only
 from apps.ui.views.page_shell import experiment_page
 from lab.catalog.loader import gpu_catalog
 from lab.catalog.lookup import model_catalog
@@ -271,7 +271,7 @@ class ServedPage(Viewer):
         self.message = InputMessage()
         self.url = UrlInputs(exp, list(INPUTS), self.message.say,
                              lenient=["model", "gpu", "engine", "mode", "workload"],
-                             unlinkable=["measurements"])
+                             unlinkable=upload_only(exp, INPUTS))
         self.inputs = input_panel(exp, list(INPUTS), report=self.message.say)
         self.upload = ServedUpload(experiment=exp)
         self.prediction = PredictionView(experiment=exp)
