@@ -33,7 +33,9 @@ from pathlib import Path
 
 from playwright.sync_api import expect, sync_playwright
 
-CHROMIUM = "/usr/bin/chromium"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo, for tests.apps
+from tests.apps.lab_browser import CHROMIUM, CHROMIUM_ARGS  # one definition of the browser
+
 SIGNATURE = """() => { let last = null;
   for (const doc of Bokeh.documents)
     for (const m of doc._all_models.values())
@@ -149,7 +151,7 @@ def main() -> None:
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM,
-                                        args=["--no-sandbox", "--disable-gpu"])
+                                        args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1440, "height": 900})
             start = time.perf_counter()
             page.goto(base + "/?view=grid&dataset=large", timeout=120_000)

@@ -54,6 +54,7 @@ import tempfile
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import psutil
 from playwright.async_api import async_playwright
@@ -62,11 +63,8 @@ from apps.ui.server.page_gate import LIMIT_ENV, configured_limit
 from cli.main import build_parser
 from cli.serve_cmd import panel_command
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"]
-"""Headless Chromium with no network chatter; any host but loopback fails to resolve."""
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo, for tests.apps
+from tests.apps.lab_browser import CHROMIUM, CHROMIUM_ARGS  # one definition of the browser
 
 IDLE = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
         "Bokeh.documents.every(d => d.is_idle) && !document.querySelector('.pn-loading')")
@@ -292,7 +290,7 @@ async def leak(args) -> dict:
     try:
         start_rss = rss_mb(proc.pid)
         async with async_playwright() as pw:
-            browser = (await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            browser = (await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                        if args.client == "browser" else None)
             done = 0
             for r in range(args.rounds):
@@ -350,7 +348,7 @@ async def burst(args) -> dict:
         await asyncio.sleep(5)  # let the load average settle after start-up
         load_before = os.getloadavg()[0]
         async with async_playwright() as pw:
-            browser = (await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            browser = (await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                        if args.client == "browser" else None)
             split = CpuSplit(server, me)
             split.start()

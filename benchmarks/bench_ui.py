@@ -37,14 +37,13 @@ import sys
 import tempfile
 import time
 import urllib.request
+from pathlib import Path
 
 from playwright.async_api import async_playwright
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"]
-"""Headless Chromium with no network chatter; any host but loopback fails to resolve."""
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo, for tests.apps
+from tests.apps.lab_browser import CHROMIUM, CHROMIUM_ARGS  # one definition of the browser
+
 BATCHES = (16, 32, 64, 128, 8, 4, 24, 48, 96, 12)
 """Batch values cycled through; consecutive values always differ."""
 
@@ -256,7 +255,7 @@ async def run(args) -> dict:
     results: dict = {}
     try:
         async with async_playwright() as pw:
-            browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             if args.screenshots:
                 results["screenshots"] = await screenshots(browser, base, args.screenshots)
                 await browser.close()

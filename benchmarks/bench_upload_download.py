@@ -33,6 +33,8 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo, for tests.apps
+
 UPLOAD_BYTES = 200 * 10**6
 CASES = ("upload-panel", "upload-capped", "download-export", "download-first", "download-again")
 
@@ -100,9 +102,9 @@ def run(case: str) -> None:
               f"held {held / 1e6:.1f} MB of a {UPLOAD_BYTES / 1e6:.0f} MB upload")
         return
 
-    from apps.ui.views.grid import decode_grid
+    import lab
 
-    ds = decode_grid()
+    ds = lab.open_dataset("decode").load()  # the grid page's default dataset, in memory
     if case == "download-export":
         button = pmui.FileDownload(callback=lambda: io.BytesIO(downloads.dataset_netcdf(ds)),
                                    filename="decode-grid.nc", embed=False)
@@ -135,6 +137,8 @@ def server_upload(root: str, case: str = "server-upload") -> None:
 
     from playwright.sync_api import sync_playwright
 
+    from tests.apps.lab_browser import CHROMIUM, CHROMIUM_ARGS
+
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -152,8 +156,7 @@ def server_upload(root: str, case: str = "server-upload") -> None:
             except OSError:
                 time.sleep(0.2)
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path="/usr/bin/chromium",
-                                         args=["--no-sandbox", "--disable-gpu"])
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page(accept_downloads=True)
             page.set_default_timeout(300_000)
             if case == "server-download":

@@ -18,6 +18,9 @@ from playwright.sync_api import sync_playwright
 
 from apps.ui.views.pages import all_pages
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo, for tests.apps
+from tests.apps.lab_browser import CHROMIUM, CHROMIUM_ARGS  # one definition of the browser
+
 VIEWPORTS = {"desktop": (1440, 900), "phone": (390, 844)}
 """Screenshot name → (width, height) in CSS px."""
 
@@ -40,14 +43,10 @@ IDLE = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
 def main(base: str, out: Path) -> None:
     """Screenshot every page of the lab served at ``base`` into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    host = base.split("/")[2]
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium",
-                                     args=["--no-sandbox", "--disable-gpu"])
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for kind, (width, height) in VIEWPORTS.items():
             page = browser.new_page(viewport={"width": width, "height": height})
-            page.route("**/*", lambda r: r.continue_() if r.request.url.split("/")[2] == host
-                       else r.abort())
             shots = {info.slug or "home": f"?view={info.slug}" if info.slug else ""
                      for info in all_pages()} | EXAMPLES
             for name, query in shots.items():
