@@ -24,7 +24,6 @@ def _export(args: argparse.Namespace) -> int:
     from sweeps.files import ignore_file_size_signal
 
     ignore_file_size_signal()
-    from sweeps.datasets import open_dataset
     from sweeps.export import check_output, format_for, select, write
     from sweeps.object_store import is_url
 
@@ -41,8 +40,8 @@ def _export(args: argparse.Namespace) -> int:
     else:
         check_output(args.output)  # before any work: never replace what this tool did not write
         fmt = format_for(args.output, args.format)
-    ds = open_dataset(args.experiment, path=args.dataset)
-    part = select(ds, args.sel or [], args.experiment, args.vars)
+    ds, experiment = _opened(args.experiment, args.dataset)
+    part = select(ds, args.sel or [], experiment, args.vars)
     part.attrs["selection"] = " ".join(args.sel or []) or "all"
     if not to_stdout:
         print(write(part, args.output, fmt))
@@ -56,6 +55,27 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _opened(experiment: str | None, dataset: str | None):
+    """The dataset to export and its experiment: the lab's dataset of ``experiment`` (computed
+    on first use), or the store at ``dataset`` as it is (never computed: a mistyped path is
+    reported), whose own experiment a differing ``--experiment`` contradicts."""
+    from sweeps import metadata as md
+    from sweeps.datasets import open_dataset
+
+    if dataset is None:
+        experiment = experiment or DEFAULT_EXPERIMENT
+        return open_dataset(experiment), experiment
+    ds = open_dataset(dataset)
+    stored = ds.attrs.get(md.ATTR_EXPERIMENT)
+    if experiment is not None and stored != experiment:
+        raise LabInputError(f"--dataset {dataset} holds the {stored} dataset, not {experiment}; "
+                            "leave --experiment out (the store says which) or give "
+                            f"--experiment {stored}.")
+    return ds, stored
+
+
+DEFAULT_EXPERIMENT = "decode"
+"""The dataset exported when neither ``--experiment`` nor ``--dataset`` says which."""
 STDOUT = "-"
 """``-o`` value that writes to standard output."""
 STDOUT_FORMATS = ("csv", "parquet")
@@ -69,10 +89,9 @@ def register(subparsers) -> None:
         description="Write any selection of an experiment's grid dataset to a file. The "
         "dataset is computed first if it does not exist yet.",
     )
-    parser.add_argument("--experiment", default="decode", choices=DATASET_NAMES,
-                        metavar="NAME",
-                        help=f"dataset to export: {', '.join(DATASET_NAMES)} "
-                        "(default: %(default)s)")
+    parser.add_argument("--experiment", choices=DATASET_NAMES, metavar="NAME",
+                        help=f"dataset to export: {', '.join(DATASET_NAMES)} (default: "
+                        f"{DEFAULT_EXPERIMENT}; with --dataset, the store's own)")
     parser.add_argument("--sel", nargs="+", metavar="DIM=VALUE",
                         help="selection: dim=value, dim=v1,v2,... or dim=low:high (inclusive); "
                         "omitted dimensions are exported whole")
@@ -87,6 +106,7 @@ def register(subparsers) -> None:
                         "- writes CSV (or --format parquet) to standard output")
     parser.add_argument("--dataset", metavar="PATH",
                         help="a .zarr store written by `sweep --out` (a path or an object "
-                        "store URL, s3://…) to export from instead of the lab's dataset")
+                        "store URL, s3://…) to export from instead of the lab's dataset; "
+                        "opened as it is, never computed")
     add_storage_option(parser)
     parser.set_defaults(func=_run)

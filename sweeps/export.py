@@ -18,7 +18,7 @@ import pandas as pd
 import xarray as xr
 
 from lab.errors import LabInputError
-from sweeps import files
+from sweeps import export_record, files
 from sweeps import metadata as md
 from sweeps.axes import choose_chunks
 from sweeps.conventions import (
@@ -259,6 +259,8 @@ def write(ds: xr.Dataset, path: str | Path, fmt: str) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         _write_file(ds, tmp, fmt)
         files.replace(tmp, path)
+        if fmt == "csv":  # a CSV says nothing of its writer: the lab keeps a record
+            export_record.remember(path)
     except BaseException as exc:
         removed = files.remove(tmp)
         for folder in reversed(created):

@@ -1,8 +1,9 @@
 """Files the lab writes: what it may replace, temporary names, and OS errors as one sentence.
 
 The lab replaces a path only when it holds something the lab wrote (:func:`lab_written`):
-a Zarr store carrying a grid's provenance, or an export whose content says so. Anything else
-(a folder of the user's files, someone else's CSV) is refused before any work starts.
+a Zarr store carrying a grid's provenance, an export whose content says so, or a CSV export
+the lab recorded (:mod:`sweeps.export_record`). Anything else (a folder of the user's files,
+someone else's CSV, an export edited since) is refused before any work starts.
 """
 
 from __future__ import annotations
@@ -115,20 +116,12 @@ def lab_zarr(path: Path) -> bool:
 
 
 def _lab_csv(path: Path) -> bool:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            header = handle.readline().strip()
-    except (OSError, UnicodeDecodeError):
-        return False
-    columns = set(header.split(","))
-    names = lab_names()
-    return bool(header) and columns <= names and bool(columns & _variable_names())
+    """A CSV is the lab's only when its export was recorded and the file is unchanged since
+    (:mod:`sweeps.export_record`): its header alone cannot tell, since a user's own CSV can
+    use the lab's column names."""
+    from sweeps.export_record import written_here
 
-
-def _variable_names() -> frozenset[str]:
-    from sweeps.grid_kinds import GRIDS
-
-    return frozenset(name for kind in GRIDS.values() for name in kind.units)
+    return written_here(path)
 
 
 def _lab_parquet(path: Path) -> bool:

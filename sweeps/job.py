@@ -40,6 +40,9 @@ def output_paths(experiments: Sequence[str], out: str | Path | None) -> dict[str
     URL (``s3://bucket/grids/``) stays a URL (:mod:`sweeps.remote_grid`); a scheme the lab
     cannot store grids in is refused in one sentence.
     """
+    if out is not None and not str(out).strip():
+        raise LabInputError("The --out name is empty; give a folder (or a path ending in "
+                            ".zarr), or leave --out out to write to the lab's datasets.")
     if is_url(out):
         url = check_url(str(out))
         if url.endswith(".zarr"):

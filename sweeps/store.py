@@ -314,8 +314,11 @@ def _missing_root(path: Path) -> CorruptDatasetError:
     if (path / HIDDEN_ROOT).is_file():
         what = ("was never completed (the sweep writing it stopped before its metadata "
                 f"{files.ZARR_META} was written)")
-    else:
+    elif files.lab_zarr(path):
         what = f"has lost its metadata (its root {files.ZARR_META} is missing)"
+    else:  # someone's folder, not a store the lab wrote: never advise deleting it
+        return CorruptDatasetError(f"{path} is not a dataset: it holds no Zarr store (no root "
+                                   f"{files.ZARR_META}); give the .zarr folder a sweep wrote.")
     return CorruptDatasetError(f"The dataset at {path} {what}; delete it and {_fix(path)}.")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
 
@@ -12,6 +13,12 @@ SERVER_ENVIRONMENT = ("INFERENCE_LAB_DATASETS", "INFERENCE_LAB_DATA",
                       "INFERENCE_LAB_STORAGE_OPTIONS", "INFERENCE_LAB_PAGES_AT_ONCE",
                       "INFERENCE_LAB_BASIC_AUTH", "PANEL_BASIC_AUTH", "PANEL_COOKIE_SECRET")
 """Variables a served lab reads from the environment it inherits."""
+
+
+def pytest_configure(config):
+    """The lab's per-user state (the record of CSV exports, :mod:`sweeps.export_record`) goes
+    to a folder of this test process, never the user's home; subprocesses inherit it."""
+    os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="inference-lab-test-state-")
 
 
 @pytest.fixture(autouse=True)

@@ -47,12 +47,15 @@ def test_sweep_one_experiment_to_a_zarr_path(tmp_path, capsys):
     (["--experiment", "decoder"], "There is no grid for experiment 'decoder'; valid: decode, "),
     (["--out", "x.zarr"], "--out x.zarr names one Zarr store but the sweep covers 2 "
                           "experiments"),
+    (["--out", ""], "The --out name is empty; give a folder"),
+    (["--out", "  "], "The --out name is empty; give a folder"),
     (["--scheduler", "threads", "--workers", "2"], "--workers sizes the local cluster only"),
     (["--workers", "0"], "--workers must be at least 1, not 0."),
     (["--workers", "100000"], "--workers is at most 64 worker processes of the local cluster, "
      "not 100000."),
 ])
-def test_sweep_errors(tmp_path, capsys, argv, message):
+def test_sweep_errors(tmp_path, capsys, monkeypatch, argv, message):
+    monkeypatch.chdir(tmp_path)  # a sweep the check let through writes here, not in the repo
     base = ["sweep", "--grid", _grid(tmp_path, SMALL), "--scheduler", "threads"]
     if "--scheduler" in argv or "--workers" in argv:
         base = base[:3]

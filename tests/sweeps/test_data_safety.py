@@ -412,3 +412,40 @@ def test_sweep_rewrites_its_own_dataset_with_a_damaged_root(tmp_path):
     write_small(out, {**SMALL_DECODE, "batch": [2]})
     assert list(open_grid(out).batch.values) == [2]
     assert os.listdir(tmp_path) == ["g.zarr"]
+
+
+def test_a_users_csv_with_the_labs_column_names_is_not_overwritten(small_decode, tmp_path,
+                                                                   capsys):
+    """A CSV's header says nothing of its writer: a user's measurements in the lab's column
+    names are theirs (sweeps.export_record)."""
+    path = tmp_path / "my_measurements.csv"
+    body = b"model,batch,step_time_s\nllama-3.1-8b,8,0.0071\n"
+    path.write_bytes(body)
+    assert main(_export(small_decode, str(path))) == 2
+    assert "is a file this tool did not write" in _one_sentence(capsys.readouterr().err)
+    assert path.read_bytes() == body
+
+
+def test_an_export_edited_since_is_the_users(small_decode, tmp_path, capsys):
+    out = tmp_path / "out" / "x.csv"
+    assert main(_export(small_decode, str(out))) == 0
+    with out.open("a", encoding="utf-8") as handle:
+        handle.write("# my notes on these rows\n")
+    edited = out.read_bytes()
+    capsys.readouterr()
+    assert main(_export(small_decode, str(out))) == 2
+    assert "is a file this tool did not write" in _one_sentence(capsys.readouterr().err)
+    assert out.read_bytes() == edited
+
+
+def test_a_lost_record_costs_a_refusal_not_a_file(small_decode, tmp_path, capsys, monkeypatch):
+    from sweeps.export_record import record_path
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    out = tmp_path / "out" / "x.csv"
+    assert main(_export(small_decode, str(out))) == 0
+    written = out.read_bytes()
+    record_path().write_text("not the lab's JSON", encoding="utf-8")
+    capsys.readouterr()
+    assert main(_export(small_decode, str(out))) == 2
+    assert out.read_bytes() == written

@@ -130,3 +130,32 @@ def test_export_cli_bad_selection_exits_2(small_decode, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("inference-lab: error: gpu=a100 is not on the grid; valid gpu "
                           "values: h100-sxm, l4, tpu-v5e.")
+
+
+def test_a_mistyped_dataset_path_is_reported_not_computed(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", "--dataset", "nope.zarr", "-o", "sel.csv"]) == 2
+    err = capsys.readouterr().err
+    assert "There is no dataset at nope.zarr" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("folder", ["home", "empty"])
+def test_a_folder_that_is_no_dataset_is_never_advised_deleted(tmp_path, capsys, folder):
+    path = tmp_path / folder
+    path.mkdir()
+    if folder == "home":
+        (path / "notes.txt").write_text("mine", encoding="utf-8")
+    assert main(["export", "--dataset", str(path), "-o", str(tmp_path / "s.csv")]) == 2
+    err = capsys.readouterr().err
+    assert f"{path} is not a dataset: it holds no Zarr store" in err
+    assert "delete" not in err
+    assert sorted(p.name for p in path.iterdir()) == (["notes.txt"] if folder == "home" else [])
+
+
+def test_a_store_of_another_experiment_than_named_is_refused(small_decode, tmp_path, capsys):
+    assert main(["export", "--dataset", str(small_decode), "--experiment", "context",
+                 "-o", str(tmp_path / "s.csv")]) == 2
+    assert "holds the decode dataset, not context" in capsys.readouterr().err
+    assert main(["export", "--dataset", str(small_decode), "--sel", "model=qwen3-8b",
+                 "-o", str(tmp_path / "s.csv")]) == 0
