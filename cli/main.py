@@ -7,6 +7,7 @@ parser and sets ``func`` (called with the parsed arguments, returning an exit st
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from collections.abc import Sequence
@@ -72,8 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_BAD_INPUT
+    _replace_unencodable_output()
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # a write that fails (a full disk) fails here, not at exit
+        return status
     except LabInputError as exc:
         print(f"inference-lab: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -81,9 +85,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("inference-lab: interrupted.", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into a reader that stopped early (| head)
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _discard_output()
         return 0
+    except OSError as exc:
+        if exc.filename is not None or exc.errno not in OUTPUT_ERRORS:
+            raise
+        from sweeps.files import os_reason
+
+        _discard_output()  # what is still buffered would fail again at exit
+        print(f"inference-lab: error: Could not write the output: {os_reason(exc)}.",
+              file=sys.stderr)
+        return EXIT_WRITE_FAILED
+
+
+OUTPUT_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG, errno.EROFS, errno.EACCES,
+                 errno.EPERM)
+"""Errors of a write to standard output (a redirect to a full disk, ``> /dev/full``): an OS
+error with no file name and one of these numbers is the output's."""
+EXIT_WRITE_FAILED = 1
+"""Exit status when the output could not be written."""
+
+
+def _discard_output() -> None:
+    """Point standard output at the null device: nothing more is written or flushed to it."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+def _replace_unencodable_output() -> None:
+    """Characters the output's encoding lacks (a ``−`` or ``×`` on a cp1252 pipe) print as
+    ``?`` instead of stopping the command with a ``UnicodeEncodeError``."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None and (sys.stdout.encoding or "").lower().replace("-", "") != "utf8":
+        reconfigure(errors="replace")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -120,3 +121,22 @@ def test_export_to_standard_output_as_csv_and_parquet(tmp_path):
 def test_export_of_netcdf_to_standard_output_is_one_sentence(capsys):
     assert main(["export", "--experiment", "prefill", "-o", "-", "--format", "netcdf"]) == 2
     assert "CSV or Parquet" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [("calc", "decode"), ("catalog", "--json"),
+                                  ("export", "--experiment", "prefill", "-o", "-")])
+def test_output_to_a_full_disk_is_one_sentence(argv):
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run([sys.executable, "-m", "lab", *argv], cwd=REPO, stdout=full,
+                              stderr=subprocess.PIPE, timeout=120)
+    err = done.stderr.decode()
+    assert done.returncode == 1
+    assert err == "inference-lab: error: Could not write the output: the disk is full.\n"
+
+
+def test_output_in_an_encoding_without_the_labs_signs_still_prints():
+    done = subprocess.run([sys.executable, "-m", "lab", "calc", "decode"], cwd=REPO,
+                          capture_output=True, timeout=120,
+                          env={**os.environ, "PYTHONIOENCODING": "cp1252"})
+    assert done.returncode == 0 and done.stderr == b""
+    assert b"budget ? 16.06 GB weights" in done.stdout  # the \u2212 cp1252 lacks, as ?
