@@ -80,6 +80,20 @@ class Experiment(param.Parameterized):
         """Names of the input parameters, in declaration order."""
         return [p for p in cls.param if p not in cls.OUTPUTS]
 
+    def changed_inputs(self) -> list[str]:
+        """The inputs whose value is not their default, in declaration order: the prediction's
+        question is asked at the defaults, so its answer is worked there when these exist."""
+        changed = []
+        for name in self.input_names():
+            value, default = getattr(self, name), self.param[name].default
+            try:
+                same = bool(value == default)
+            except (TypeError, ValueError):  # arrays, tables: compared by identity
+                same = value is default
+            if not same:
+                changed.append(name)
+        return changed
+
     @classmethod
     def command_line_inputs(cls) -> dict[str, param.Parameter]:
         """Every input of the ``calc`` command, by name: the class's, then its extras."""

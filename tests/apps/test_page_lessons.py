@@ -465,3 +465,33 @@ def test_page_10s_plain_decoding_label_covers_no_curve():
     y0, y1 = ((line, line + HLINE_LABEL_ROOM) if label.text_baseline == "bottom"
               else (line - HLINE_LABEL_ROOM, line))
     assert not ((drawn.fx >= x0) & (drawn.fx <= x1) & (drawn.fy >= y0) & (drawn.fy <= y1)).any()
+
+
+@pytest.mark.parametrize("slug,changes", [("goodput", {"ttft_ms": 1_000_000, "tpot_ms": 1000}),
+                                          ("context", {"window": 20}),
+                                          ("plan", {"model": "llama-3.1-8b", "budget": 16})])
+def test_the_answer_is_worked_at_the_questions_inputs_when_the_reader_changed_them(slug,
+                                                                                     changes):
+    """The question names the page's starting inputs ("Llama 3.1 70B on 8 H200"); a reader who
+    changed them first was judged against an explanation of other numbers that could
+    contradict the verdict (goodput "rises, then falls" with a goodput that never fell)."""
+    from html import unescape
+
+    from apps.ui.parts.prediction import PredictionView
+    from apps.ui.views.pages import experiment_class
+
+    cls = experiment_class(slug)
+    at_defaults = cls().explanation()
+    exp = cls()
+    exp.param.update(**changes)
+    assert exp.error is None and exp.changed_inputs() == list(changes)
+    view = PredictionView(experiment=exp)
+    view.choice = exp.prediction.choices[exp.prediction.answer]
+    view.param.trigger("reveal")
+    text = unescape(view._answer_text(True, view.choice, exp.result))
+    assert text.startswith("<p><strong>Right")
+    assert "The question is asked at the page's starting inputs and yours differ (" in text
+    assert at_defaults in text and exp.explanation() not in text
+    exp.param.update(**{name: cls.param[name].default for name in changes})
+    assert unescape(view._answer_text(True, view.choice, exp.result)).endswith(
+        f"{at_defaults}</p>")

@@ -26,6 +26,28 @@ def verdict(choice: str | None, choices: tuple[str, ...], answer: int) -> str:
     return f"Not quite. The answer: {choices[answer]}."
 
 
+_AT_DEFAULTS: dict[type, tuple[str | None, str]] = {}
+"""Per experiment class: (error, explanation) at its default inputs, computed once."""
+
+
+def explained_at_defaults(cls: type[Experiment]) -> tuple[str | None, str]:
+    """The prediction's explanation with the numbers of ``cls``'s default inputs, where its
+    question is asked (or the reason those inputs are invalid)."""
+    if cls not in _AT_DEFAULTS:
+        exp = cls()
+        _AT_DEFAULTS[cls] = (shown_error(exp) or "", "") if exp.error else (None,
+                                                                             exp.explanation())
+    return _AT_DEFAULTS[cls]
+
+
+def changed_note(experiment: Experiment, changed: list[str]) -> str:
+    """Why the answer shows other numbers than the cards: the inputs the reader changed."""
+    labels = [experiment.param[name].label or name for name in changed]
+    named = ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
+    return (f"The question is asked at the page's starting inputs and yours differ ({named}), "
+            "so the answer is worked there; the cards show your inputs.")
+
+
 class PredictionView(Viewer):
     """Question, choices and a reveal button; the answer explains itself with live numbers."""
 
@@ -78,6 +100,12 @@ class PredictionView(Viewer):
             return ""
         prediction = self.experiment.prediction
         head = verdict(self.committed, prediction.choices, prediction.answer)
+        changed = self.experiment.changed_inputs()
+        if changed:  # the question's inputs are the defaults: the answer is worked there
+            error, text = explained_at_defaults(type(self.experiment))
+            note = changed_note(self.experiment, changed)
+            return (f"<p><strong>{escape(head)}</strong> {escape(note)} "
+                    f"{escape(text or error or '')}</p>")
         if self.experiment.error:
             reason = escape(shown_error(self.experiment) or "")
             return (f"<p><strong>{escape(head)}</strong> (The explanation needs valid inputs: "
