@@ -78,7 +78,8 @@ def _candidates(args) -> int:
         return 0
     rows = len(result["candidates"])
     print(f"Candidates from {args.candidates}: {fmt_count(rows, 'row')}, "
-          f"{result['meeting']} meet the targets at the band's upper edge.")
+          f"{result['meeting']:,} {'meets' if result['meeting'] == 1 else 'meet'} the targets at "
+          "the band's upper edge.")
     for r in result["candidates"]:
         if r.get("reason"):
             print(f"{r['rank']}. {r['id']}: refused: {r['reason']}")

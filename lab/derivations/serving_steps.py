@@ -8,7 +8,17 @@ rounding happens only here.
 from __future__ import annotations
 
 from lab.derivations.decode_steps import Step
-from lab.units import MS_PER_S, NS_PER_S, fmt_gb, fmt_int, fmt_ms, fmt_number, fmt_percent, fmt_rate
+from lab.units import (
+    MS_PER_S,
+    NS_PER_S,
+    fmt_count,
+    fmt_gb,
+    fmt_int,
+    fmt_ms,
+    fmt_number,
+    fmt_percent,
+    fmt_rate,
+)
 
 
 def _ms(seconds: float) -> str:
@@ -27,8 +37,8 @@ def prefill_steps(record: dict) -> list[Step]:
         Step("Chunks k", f"ceil({P:,} / {C:,})", f"{record['chunks']:,}"),
         Step("Decode step d", source, fmt_ms(i["decode_s"])),
         Step("Step cost", f"d + c0 + c1 × min(C, remaining) = {d} + {c0} + {c1} × "
-             f"{record['first_chunk_tokens']:,} (last chunk {record['last_chunk_tokens']:,} "
-             "tokens)", fmt_ms(record["itl_during_prefill_s"])),
+             f"{record['first_chunk_tokens']:,} (last chunk "
+             f"{fmt_count(record['last_chunk_tokens'], 'token')})", fmt_ms(record["itl_during_prefill_s"])),
         Step("TTFT", f"k × (d + c0) + c1 × P = {record['chunks']:,} × ({d} + {c0}) + "
              f"{c1} × {P:,}", fmt_ms(record["ttft_s"])),
         Step("ITL during prefill", f"d + c0 + c1 × min(C, P) = {d} + {c0} + {c1} × "
@@ -40,7 +50,7 @@ def prefill_steps(record: dict) -> list[Step]:
     ]
     smallest = record["smallest_chunk_meeting_deadline"]
     steps.append(Step("Smallest chunk meeting the deadline", f"sweep of C = 1 … {P:,}",
-                      f"{smallest:,} tokens" if smallest else "none"))
+                      fmt_count(smallest, "token") if smallest else "none"))
     steps.append(Step("Feasible chunks", "", record["feasible_text"]))
     return steps
 
@@ -52,13 +62,13 @@ def prefix_steps(record: dict) -> list[Step]:
     s, priv = record["shared_blocks"], record["private_blocks_per_request"]
     return [
         Step("Shared blocks", f"floor({P:,} / {b})", f"{s:,}"),
-        Step("Private tail", f"({P:,} mod {b}) + {U:,}", f"{record['tail_tokens']:,} tokens"),
+        Step("Private tail", f"({P:,} mod {b}) + {U:,}", fmt_count(record['tail_tokens'], 'token')),
         Step("Private blocks per request", f"ceil({record['tail_tokens']:,} / {b})",
              f"{priv:,}"),
         Step("With prefix caching", f"{s:,} + {N:,} × {priv:,}",
-             f"{record['blocks_with_cache']:,} blocks"),
+             fmt_count(record['blocks_with_cache'], 'block')),
         Step("Without", f"{N:,} × ceil(({P:,} + {U:,}) / {b})",
-             f"{record['blocks_without_cache']:,} blocks"),
+             fmt_count(record['blocks_without_cache'], 'block')),
         Step("Bytes per block", f"{b} × KV bytes per token / {tp}",
              f"{fmt_int(record['block_bytes'])} B"),
         Step("Memory", f"{fmt_gb(record['bytes_with_cache'])} with vs "
@@ -77,7 +87,8 @@ def goodput_steps(record: dict) -> list[Step]:
     good, n = record["good_requests"], record["requests"]
     last = record["first_arrival_s"] + record["makespan_s"]
     steps = [
-        Step("Trace", i["trace"], f"{n:,} requests, {record['output_tokens']:,} output tokens"
+        Step("Trace", i["trace"],
+             f"{fmt_count(n, 'request')}, {fmt_count(record['output_tokens'], 'output token')}"
              + (f", {record['rejected_requests']:,} rejected (never fit in memory)"
                 if record["rejected_requests"] else "")),
         Step("Step cost", f"c0 + c1 × Σ admitted prompt tokens = {_ms(i['c0_s'])} + "
@@ -85,7 +96,7 @@ def goodput_steps(record: dict) -> list[Step]:
              f"decoding requests over the sum of their lengths"
              + (f" (each length's own read per layer kind, summed / L: {record['layer_mix']})"
                 if "layer_mix" in record else "") + f", batch cap {i['batch_cap']}",
-             f"{record['steps']:,} steps"),
+             fmt_count(record['steps'], 'step')),
         Step("Makespan", f"last finish − first arrival = {fmt_number(last, 3)} s − "
              f"{fmt_number(record['first_arrival_s'], 3)} s",
              f"{fmt_number(record['makespan_s'], 3)} s"),

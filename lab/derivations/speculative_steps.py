@@ -12,7 +12,7 @@ from lab.derivations.decode_steps import Step, _tbps, _tflops
 from lab.limits import MAX_BATCH
 from lab.models.decode_step import linear_params, peak_flops
 from lab.models.speculative import verify_pairs
-from lab.units import fmt_gb, fmt_gflop, fmt_int, fmt_ms, fmt_number, fmt_rate
+from lab.units import fmt_count, fmt_gb, fmt_gflop, fmt_int, fmt_ms, fmt_number, fmt_rate
 
 
 def _drafter_name(draft: ModelSpec | None, model: ModelSpec) -> str:
@@ -48,7 +48,7 @@ def speculative_steps(record: dict, model: ModelSpec, draft: ModelSpec | None,
              f"{fmt_gb(record['verify_weight_bytes'])} / GPU, read once / {_tbps(gpu.hbm_bw)}",
              fmt_ms(record["verify_hbm_time_s"])),
         Step("Verification linear FLOPs",
-             f"2 × {fmt_int(linear_params(model))} × {batch:,} sequences × {k + 1} tokens / {tp}",
+             f"2 × {fmt_int(linear_params(model))} × {fmt_count(batch, 'sequence')} × {k + 1} tokens / {tp}",
              f"{fmt_gflop(record['verify_linear_flops'])} / GPU"),
         Step("Verification linear phase",
              f"max({fmt_ms(record['verify_hbm_time_s'])}, "
@@ -76,7 +76,7 @@ def speculative_steps(record: dict, model: ModelSpec, draft: ModelSpec | None,
         Step("Per-sequence rate", f"{fmt_number(record['expected_tokens'])} tokens / "
              f"{fmt_ms(record['cycle_time_s'])}",
              f"{fmt_rate(record['per_sequence_tokens_per_s'])} "
-             f"({fmt_rate(record['aggregate_tokens_per_s'])} for {batch:,} sequences)"),
+             f"({fmt_rate(record['aggregate_tokens_per_s'])} for {fmt_count(batch, 'sequence')})"),
         Step("Plain decoding", f"1 token / {fmt_ms(record['plain_step_time_s'])}",
              f"{fmt_rate(record['plain_per_sequence_tokens_per_s'])} per sequence "
              f"({fmt_rate(record['plain_aggregate_tokens_per_s'])} in all)"),

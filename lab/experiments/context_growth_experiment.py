@@ -15,7 +15,7 @@ from lab.limits import MAX_MS, MAX_TOKENS_CONTEXT, MIN_PAIR_COST_MS
 from lab.models.context_growth import UNITS, context_metrics
 from lab.models.layer_kinds import has_local_layers
 from lab.points.serving_points import CONTEXT_DEFAULTS, calc_context
-from lab.units import fmt_int, fmt_ms, fmt_number
+from lab.units import fmt_count, fmt_int, fmt_ms, fmt_number
 
 D = CONTEXT_DEFAULTS
 MODEL = "model configuration"
@@ -120,7 +120,7 @@ class ContextGrowth(Experiment):
                      f"{fmt_int(r['pairs'])} pairs per layer on average, "
                      f"{r['layer_pairs']:,} over all {r['layers']:,} layers")]
                if "layer_mix" in r else [])
-        pairs = (f"{fmt_int(r['pairs'])} pairs per layer" if mix else f"{r['pairs']:,} pairs")
+        pairs = (f"{fmt_int(r['pairs'])} pairs per layer" if mix else fmt_count(r['pairs'], 'pair'))
         return [
             Card("Prefill time T(n)", fmt_ms(r["time_s"]), pairs),
             Card("Doubling ratio", f"{r['doubling_ratio']:.2f}×", "T(2n) / T(n), between 2 and 4"),

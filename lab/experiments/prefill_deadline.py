@@ -20,7 +20,7 @@ from lab.experiments.serving_common import dataset
 from lab.limits import MAX_CONTEXT, MAX_MS, MIN_LIMIT_MS
 from lab.models.prefill import UNITS, prefill_metrics
 from lab.points.serving_points import PREFILL_DEFAULTS, calc_prefill
-from lab.units import fmt_ms
+from lab.units import fmt_count, fmt_ms
 
 D = PREFILL_DEFAULTS
 
@@ -106,7 +106,7 @@ class PrefillDeadline(Experiment):
         feasible = r["feasible_chunks"]
         return [
             Card("Time to first token", fmt_ms(r["ttft_s"]),
-                 f"{r['chunks']:,} chunks; deadline {'met' if r['meets_deadline'] else 'missed'}"),
+                 f"{fmt_count(r['chunks'], 'chunk')}; deadline {'met' if r['meets_deadline'] else 'missed'}"),
             Card("ITL during prefill", fmt_ms(r["itl_during_prefill_s"]),
                  f"limit {'met' if r['meets_itl'] else 'missed'}"),
             Card("Smallest chunk for the deadline",
@@ -126,9 +126,9 @@ class PrefillDeadline(Experiment):
         half = calc_prefill(**{**self.inputs(), "chunk": max(1, self.chunk // 2)})
         return (
             f"No: a smaller chunk delays the first token. With {self.chunk:,}-token chunks the "
-            f"prompt needs {r['chunks']:,} steps and its first token comes at "
+            f"prompt needs {fmt_count(r['chunks'], 'step')} and its first token comes at "
             f"{fmt_ms(r['ttft_s'])}; with {half['inputs']['chunk']:,}-token chunks it needs "
-            f"{half['chunks']:,} steps and comes at {fmt_ms(half['ttft_s'])}, because every "
+            f"{fmt_count(half['chunks'], 'step')} and comes at {fmt_ms(half['ttft_s'])}, because every "
             f"step repeats the decode batch ({fmt_ms(r['inputs']['decode_s'])}) and the fixed "
             f"cost c0 while the per-token work c1·P stays the same. What smaller chunks buy is "
             f"the decoders' wait per token: {fmt_ms(r['itl_during_prefill_s'])} falls to "

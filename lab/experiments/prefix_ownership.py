@@ -15,7 +15,7 @@ from lab.limits import MAX_CONTEXT, MAX_PREFIX_BLOCK, MAX_PREFIX_REQUESTS
 from lab.models.prefix import UNITS, prefix_metrics
 from lab.points.decode_points import DecodeConfig, prepare
 from lab.points.serving_points import PREFIX_DEFAULTS, calc_prefix
-from lab.units import fmt_gb, fmt_int, fmt_number
+from lab.units import fmt_count, fmt_gb, fmt_int, fmt_number
 
 D = PREFIX_DEFAULTS
 MODEL = "model configuration"
@@ -86,7 +86,7 @@ class PrefixOwnership(Experiment):
             Card("Blocks", f"{r['blocks_with_cache']:,} vs {r['blocks_without_cache']:,}",
                  "with vs without prefix caching"),
             Card("Shared blocks", f"{r['shared_blocks']:,}",
-                 f"tail of {r['tail_tokens']:,} tokens stays private"),
+                 f"tail of {fmt_count(r['tail_tokens'], 'token')} stays private"),
             Card("Owned per request", f"{fmt_number(r['owned_blocks_per_request'])} blocks",
                  f"{fmt_int(r['block_bytes'])} B per block"),
         ]

@@ -18,7 +18,7 @@ from lab.errors import LabInputError, shown
 from lab.measured.floors import UNITS, floors
 from lab.measured.measured_loader import KIND_NAMES, KINDS, SHIPPED_GPU, shipped_measurements
 from lab.models.decode_step import peak_flops
-from lab.units import fmt_int, fmt_number
+from lab.units import fmt_count, fmt_int, fmt_number
 
 DEFAULT_POINT = {"kind": "decode", "shape": "32-8-128", "tp": 1, "batch": 16, "context": 8192,
                  "m": 0}
@@ -234,7 +234,7 @@ def summary_lines(result: dict) -> list[str]:
                      f"the {result['gpu']['name']}'s peaks, so the ratios compare across parts.")
     for kind, s in result["summary"].items():
         lines.append(
-            f"{KIND_NAMES[kind]}: {s['points']:,} points, measured / floor from "
+            f"{KIND_NAMES[kind]}: {fmt_count(s['points'], 'point')}, measured / floor from "
             f"{fmt_number(s['min_ratio'], 2)}× ({s['min_ratio_point']}) to "
             f"{fmt_number(s['max_ratio'], 2)}× ({s['max_ratio_point']}), median "
             f"{fmt_number(s['median_ratio'], 2)}×; fastest kernel "
@@ -242,8 +242,9 @@ def summary_lines(result: dict) -> list[str]:
             "the floor.")
     below = result["below_floor"]
     if below:
-        lines.append(f"{len(below):,} point(s) are below their floor, impossible under the stated "
-                     "peaks (--json gives a sentence for each):")
+        verb, its = ("is", "its") if len(below) == 1 else ("are", "their")
+        lines.append(f"{fmt_count(len(below), 'point')} {verb} below {its} floor, impossible "
+                     "under the stated peaks (--json gives a sentence for each):")
         for bound in (True, False):
             group = [p for p in below if p["compute_bound"] is bound]
             if group:

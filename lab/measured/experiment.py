@@ -29,7 +29,7 @@ from lab.measured.explain import fmt_us, point_steps
 from lab.measured.floors import UNITS
 from lab.measured.measured_loader import KIND_NAMES, KINDS, SHIPPED_GPU, SHIPPED_SOURCE, VARIABLES
 from lab.table_experiment import TableExperiment, uploaded_table
-from lab.units import fmt_number
+from lab.units import fmt_count, fmt_number
 
 CHART_VARIABLES = ("ratio", "latency_s", "floor_s", "achieved_bandwidth")
 """Variables of :meth:`FloorsAgainstMeasurements.chart_data`."""
@@ -167,7 +167,7 @@ class FloorsAgainstMeasurements(TableExperiment):
                  f"{fmt_number(r['hbm_bw'] / 1e12, 2)} TB/s"),
             Card(f"Range over all {KIND_NAMES[self.kind]}",
                  f"{fmt_number(s['min_ratio'], 2)}–{fmt_number(s['max_ratio'], 1)}×",
-                 f"{s['points']:,} points, median {fmt_number(s['median_ratio'], 2)}×"),
+                 f"{fmt_count(s['points'], 'point')}, median {fmt_number(s['median_ratio'], 2)}×"),
             Card("Below their floor", f"{r['below_floor_count']:,}",
                  "impossible under the stated peaks" if r["below_floor_count"]
                  else "none: every point is at or above its floor"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.arrays import ArrayLike, ceil_div
+from lab.units import fmt_count
 
 UNITS = {
     "chunks": ("prefill steps (chunks)", "steps"),
@@ -124,7 +125,7 @@ def chunk_sweep(
         lo, hi = int(chunk[both[0]]), int(chunk[both[-1]])
         feasible = {"min": lo, "max": hi, "count": int(both.size)}
         text = (f"chunks of {lo:,} to {hi:,} tokens meet both" if lo != hi
-                else f"only a chunk of {lo:,} tokens meets both")
+                else f"only a chunk of {fmt_count(lo, 'token')} meets both")
     else:
         feasible = None
         text = "no chunk meets both"

@@ -47,7 +47,7 @@ def test_measured_page(view):
     assert "8192×6144" in view.inputs._widgets["shape"].options  # the kind's shapes on offer
     exp.param.update(shape="8192×6144", m=8192)
     assert "0.77×" in cards_html(exp.cards())
-    assert "83 point(s) of this kind are below their floor" in view.flag.object
+    assert "83 points of this kind are below their floor" in view.flag.object
     assert "impossible under the stated peaks" in view.flag.object
     assert view.chart.object is not None
     # Your own file, read in memory: the same columns give the same numbers.

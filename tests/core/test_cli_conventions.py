@@ -140,3 +140,23 @@ def test_output_in_an_encoding_without_the_labs_signs_still_prints():
                           env={**os.environ, "PYTHONIOENCODING": "cp1252"})
     assert done.returncode == 0 and done.stderr == b""
     assert b"budget ? 16.06 GB weights" in done.stdout  # the \u2212 cp1252 lacks, as ?
+
+
+ONE_PLURAL = r"(?<![\d.,])1 (tokens|blocks|sequences|steps|chunks|pairs|requests|points|rows)\b"
+"""A count of one with a plural noun ("1 chunks", "last chunk 1 tokens")."""
+
+
+@pytest.mark.parametrize("argv", [
+    ("calc", "prefill", "--prompt", "1", "--chunk", "1"),
+    ("calc", "prefill", "--prompt", "2048", "--chunk", "2048"),
+    ("calc", "prefix", "--prefix", "1", "--own", "1", "--requests", "1"),
+    ("calc", "speculative", "--k", "1", "--batch", "1"),
+    ("calc", "context", "--tokens", "1"),
+    ("calc", "decode", "--batch", "1"),
+])
+def test_a_count_of_one_takes_the_singular(argv, capsys):
+    import re
+
+    assert main(list(argv)) == 0
+    out = capsys.readouterr().out
+    assert not re.findall(ONE_PLURAL, out), re.findall(rf".*{ONE_PLURAL}.*", out)

@@ -33,6 +33,7 @@ from apps.ui.shell.url_sync import UrlInputs, upload_only
 from apps.ui.views.page_shell import experiment_page
 from lab.measured.calc import POINT_AXES
 from lab.measured.experiment import FloorsAgainstMeasurements
+from lab.units import fmt_count
 
 INPUTS = ("kind", "shape", "tp", "batch", "context", "m", "gpu")
 """The inputs offered as widgets and kept in the URL, ``kind`` first: the shapes on offer
@@ -168,8 +169,10 @@ class MeasuredPage(Viewer):
         r = self.experiment.result
         if not r or not r["below_floor_count"]:
             return ""
-        return (f'<div class="lab-below-floor" role="note"><b>{r["below_floor_count"]:,} point(s) '
-                f'of this kind are below their floor.</b> The lowest: '
+        n = r["below_floor_count"]
+        return (f'<div class="lab-below-floor" role="note"><b>{fmt_count(n, "point")} of this '
+                f'kind {"is" if n == 1 else "are"} below {"its" if n == 1 else "their"} floor.'
+                f'</b> The lowest: '
                 f'{escape(r["worst_sentence"])}</div>')
 
     def _regions_html(self, _result) -> str:

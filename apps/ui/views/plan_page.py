@@ -208,7 +208,8 @@ def candidates_html(ranking: dict | None) -> str:
                     f"<td>{escape(fmt_number(r['tpot_upper_ms'], 2))}</td>"
                     f"<td>{'meets' if r['meets'] else 'misses'}</td></tr>")
     return ('<div class="lab-plan-candidates"><p><strong>Your candidates</strong>, ranked: '
-            f"{ranking['meeting']} of {len(ranking['candidates'])} meet the targets at the "
+            f"{ranking['meeting']:,} of {len(ranking['candidates']):,} "
+            f"{'meets' if ranking['meeting'] == 1 else 'meet'} the targets at the "
             "band's upper edge.</p><table><tr><th>#</th><th>id</th><th>tok/s/GPU</th>"
             "<th>TPOT upper (ms)</th><th></th></tr>" + "".join(rows) + "</table></div>")
 
