@@ -17,6 +17,7 @@ record and its text from the parsed values.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -24,6 +25,7 @@ import param
 
 from lab.derivations.decode_steps import Step
 from lab.errors import LabInputError
+from lab.points.validity import check_range
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,13 @@ class Card:
     label: str
     value: str
     caption: str = ""
+
+
+def label_unit(label: str | None) -> str:
+    """The unit an input's label ends with in parentheses (``Context (tokens)`` → ``tokens``),
+    else ``""``."""
+    match = re.search(r"\(([^()]+)\)\s*$", label or "")
+    return match.group(1) if match else ""
 
 
 @dataclass(frozen=True)
@@ -126,6 +135,14 @@ class Experiment(param.Parameterized):
 
     @classmethod
     def _instance(cls, values: dict) -> Experiment:
+        for name in cls.input_names():  # in the lab's words, not param's ('Class.k' …)
+            parameter = cls.param[name]
+            if (isinstance(parameter, param.Number) and parameter.bounds is not None
+                    and name in values and values[name] is not None):
+                low, high = parameter.bounds
+                check_range(name, values[name], low, high,
+                            integer=isinstance(parameter, param.Integer),
+                            unit=label_unit(parameter.label))
         try:
             experiment = cls(**{name: values[name] for name in cls.input_names()})
         except ValueError as exc:  # param's own bounds check, before any calculation

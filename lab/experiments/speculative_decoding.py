@@ -113,6 +113,12 @@ class SpeculativeDecoding(Experiment):
                                   label="KV cache precision",
                                   doc="KV cache elements of both models: BF16 (2 B) or FP8 (1 B).")
 
+    @classmethod
+    def inputs_used(cls, values: dict) -> tuple[bool, bool, tuple[str, ...]]:
+        """The target model and GPU, then the drafter and every other input."""
+        return True, True, ("draft", "k", "alpha", "batch", "context", "tp", "precision",
+                            "kv_precision")
+
     def draft_options(self) -> dict[str, str]:
         """``{shown name: id}`` of the drafters for the target in force: the MTP head and the
         dense models that share the target's vocabulary and are smaller, plus the draft in

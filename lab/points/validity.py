@@ -81,6 +81,13 @@ def expert_layout_problem(model, gpu, tp: int, ep: int, precision: str = "bf16")
     return None
 
 
+def _bound(value) -> str:
+    """A range's edge as a message writes it: ``1,000,000,000``, not ``1,000,000,000.0``."""
+    if isinstance(value, float | np.floating) and float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,}"
+
+
 def check_range(name: str, value, low, high=None, *, integer: bool = True, unit: str = "") -> None:
     """Raise :class:`LabInputError` unless ``low ≤ value ≤ high`` (and an integer if asked).
 
@@ -98,5 +105,6 @@ def check_range(name: str, value, low, high=None, *, integer: bool = True, unit:
         if integer and not float(value).is_integer():
             raise LabInputError(f"{name} must be a whole number, not {value}.")
     if value < low or (high is not None and value > high):
-        bounds = f"between {low:,} and {high:,}" if high is not None else f"at least {low:,}"
+        bounds = (f"between {_bound(low)} and {_bound(high)}" if high is not None
+                  else f"at least {_bound(low)}")
         raise LabInputError(f"{name} must be {bounds}{suffix}, not {shown_number(value)}.")

@@ -54,6 +54,10 @@ def test_every_json_record_leads_with_its_schema_version(argv, capsys):
     (["calc", "goodput"], "Inputs: Llama 3.1 8B (--model llama-3.1-8b) on NVIDIA H100 SXM "
      f"(--gpu h100-sxm); --trace {DEFAULT_TRACE} --batch-cap 64 --ttft-ms 1000 --tpot-ms 12 "
      "--c0-ms 2 --c1-ms 0.02 --tp 1 --precision bf16"),
+    (["calc", "speculative", "--kv-precision", "fp8"],
+     "Inputs: Llama 3.1 8B (--model llama-3.1-8b) on NVIDIA H100 SXM (--gpu h100-sxm); "
+     "--draft llama-3.2-1b --k 4 --alpha 0.8 --batch 8 --context 512 --tp 1 --precision bf16 "
+     "--kv-precision fp8"),
     (["calc", "measured"], "Inputs: NVIDIA H100 SXM (--gpu h100-sxm)"),
     (["calc", "measured", "--tp", "2"], "Inputs: NVIDIA H100 SXM (--gpu h100-sxm); --tp 2"),
     (["calc", "context", "--from-model", "--gpu", "h200"],

@@ -120,3 +120,30 @@ def test_page_bounds_are_the_cli_limits():
 
     assert BatchBottleneck.param.tp.objects == list(TP_DEGREES)
     assert BatchBottleneck.param.reserve_gb.bounds[1] == MAX_RESERVE_GB
+
+
+def _bounded_inputs():
+    import param
+
+    for cls in all_experiments():
+        for name in cls.input_names():
+            parameter = cls.param[name]
+            if isinstance(parameter, param.Number) and parameter.bounds is not None \
+                    and parameter.bounds[1] is not None:
+                yield pytest.param(cls, name, id=f"{cls.slug}-{name}")
+
+
+@pytest.mark.parametrize("cls,name", list(_bounded_inputs()))
+def test_an_input_out_of_its_bounds_is_refused_in_the_labs_words(cls, name):
+    """param's own sentence ("Integer parameter 'SpeculativeDecoding.k' must be at most 16")
+    names a class the reader never sees; the lab's names the input and its range."""
+    from lab.errors import LabInputError
+
+    values = {n: p.default for n, p in cls.command_line_inputs().items()}
+    high = cls.param[name].bounds[1]
+    values[name] = high * 2 + 1
+    with pytest.raises(LabInputError) as refused:
+        cls.calculate(values)
+    message = str(refused.value)
+    assert "parameter '" not in message and cls.__name__ not in message
+    assert "must be" in message and message.endswith(".")
