@@ -49,6 +49,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def joined_negative_numbers(argv: list[str]) -> list[str]:
+    """``--flag -1e5`` as ``--flag=-1e5``: argparse takes only ``-5`` and ``-0.5`` for negative
+    numbers and reads ``-1e5``, ``-inf`` or ``-nan`` as an unknown option ("expected one
+    argument"), so the value's range check never said what was wrong with it."""
+    out: list[str] = []
+    for token in argv:
+        if (out and out[-1].startswith("--") and "=" not in out[-1] and token.startswith("-")
+                and _is_number(token)):
+            out[-1] = f"{out[-1]}={token}"
+        else:
+            out.append(token)
+    return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def command_words(args: argparse.Namespace) -> str:
     """The command the parsed ``args`` ran, as typed: ``inference-lab calc memory``."""
     words = ["inference-lab"]
@@ -63,7 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     parser = build_parser()
     try:
-        args, unknown = parser.parse_known_args(argv)
+        args, unknown = parser.parse_known_args(
+            joined_negative_numbers(sys.argv[1:] if argv is None else list(argv)))
     except SystemExit as exc:  # --help (0) or a usage error (2), already printed
         return int(exc.code or 0)
     if unknown:  # named with the help of the command they were given to

@@ -164,3 +164,15 @@ def test_a_count_of_one_takes_the_singular(argv, capsys):
     assert main(list(argv)) == 0
     out = capsys.readouterr().out
     assert not re.findall(ONE_PLURAL, out), re.findall(rf".*{ONE_PLURAL}.*", out)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["calc", "decode", "--budget", "-inf"], "budget must be a finite number, not -inf."),
+    (["calc", "decode", "--budget", "-1e-3"], "budget must be between 0.01 and 1 of capacity"),
+    (["calc", "prefill", "--decode-ms", "-1e5"], "decode must be between 0 and 1,000,000,000 ms"),
+])
+def test_a_negative_number_in_any_notation_is_judged_by_its_range(argv, message, capsys):
+    """argparse reads only -5 and -0.5 as negative numbers: -inf or -1e5 was "expected one
+    argument", never the range the value breaks."""
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
