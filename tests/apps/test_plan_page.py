@@ -5,6 +5,7 @@ hostile candidates upload is one escaped sentence, a good one is ranked."""
 from __future__ import annotations
 
 import holoviews as hv
+import numpy as np
 import panel as pn
 import pytest
 from bokeh.document import Document
@@ -94,7 +95,8 @@ def test_the_chart_leaves_the_wheel_to_the_page_and_follows_the_theme(view, monk
     assert not isinstance(fig.toolbar.active_scroll, WheelZoomTool)
     assert any(isinstance(t, WheelZoomTool) for t in fig.toolbar.tools)  # still offered
     labels = [r.glyph for r in fig.renderers if type(getattr(r, "glyph", None)).__name__ == "Text"]
-    assert labels and all(g.x_offset == 7 and g.text_baseline == "middle" for g in labels)
+    assert labels and all(abs(g.x_offset) == 7 and g.text_baseline == "middle" for g in labels)
+    assert {g.text_align for g in labels} == {"left", "right"}  # right of a point, or left of it
     themed = []
     monkeypatch.setattr(charts, "themed", lambda state: themed.append(state))
     hv.render(view._chart(None))
@@ -137,3 +139,42 @@ def test_the_legend_sits_below_the_plot_and_the_last_label_inside_it(view):
     assert fig.x_range.end > rightmost * 1.1
     labels = next(layer for layer in chart if isinstance(layer, hv.Labels))
     assert any(str(s).startswith("c ") for s in labels.data["shown"])
+
+
+@pytest.mark.parametrize("inputs", [{}, {"model": "deepseek-v3", "gpu": "b200", "budget": 32,
+                                         "engine": "trtllm"}])
+def test_no_two_frontier_labels_overlap_on_a_phone(inputs):
+    """At the high-throughput end "tp2, fp8, c 512" printed over "tp1, c 128" and five labels
+    piled into one block on a phone. Labels are now placed on a phone's plot area, right of
+    their point or left of it, or left out (the hover keeps them); every mode keeps some."""
+    from apps.ui.views import plan_page as pp
+    from lab.plan.plan_experiment import PlanDeployment
+
+    result = PlanDeployment(**inputs).result
+    plotted = [*(p for ps in result["frontier"].values() for p in ps), *result["measured"]]
+    xs = [p["tokens_per_s_user"] for p in plotted]
+    ys = [p["tokens_per_s_gpu"] for p in plotted]
+    placed = pp.placed_labels(result["frontier"], xs, ys)
+    x0, x1 = min(xs), max(xs)
+    x0, x1 = x0 - 0.03 * (x1 - x0), x1 + pp.LABEL_ROOM * (x1 - x0)
+    ly = np.log10(ys)
+    y0, y1 = ly.min() - 0.05 * np.ptp(ly), ly.max() + 0.05 * np.ptp(ly)
+    width, height = pp.LABEL_FRAME_PX
+    boxes = []
+    for mode, points in result["frontier"].items():
+        right, left = placed[mode]
+        assert any(right) or any(left), f"no label on the {mode} frontier"
+        for p, r, le in zip(points, right, left, strict=True):
+            assert not (r and le)
+            x = (p["tokens_per_s_user"] - x0) / (x1 - x0) * width
+            y = (np.log10(p["tokens_per_s_gpu"]) - y0) / (y1 - y0) * height
+            for text, sign in ((r, 1), (le, -1)):
+                if text:
+                    near, far = x + sign * pp.LABEL_GAP_PX, x + sign * (
+                        pp.LABEL_GAP_PX + pp.LABEL_CHAR_PX * len(text))
+                    boxes.append((min(near, far), max(near, far), y - 6, y + 6, text))
+    for i, a in enumerate(boxes):
+        assert a[0] >= 0 and a[1] <= width, f"{a[4]!r} runs out of the plot"
+        for b in boxes[i + 1:]:
+            assert not (a[0] < b[1] and b[0] < a[1] and a[2] < b[3] and b[2] < a[3]), \
+                f"{a[4]!r} overlaps {b[4]!r}"

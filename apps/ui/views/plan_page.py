@@ -57,8 +57,9 @@ CHART_NOTE = ("Each line is one mode's Pareto frontier: no other configuration g
               "per GPU at as many tokens per user (dashed: no measured row calibrates that mode, "
               "so it is the floor, a bound no engine reaches). Labels: layout (parallelisms of "
               "1 left out), precision, concurrency (disaggregated: prefill + decode workers), "
-              "the layout, precision and workers only where they change from the point to the "
-              "left; hover a point for its whole label. The dashed line is the per-user target; "
+              "the layout, precision and workers only where they change from the label before; "
+              "a label that would cover another is left out, so hover a point for its whole "
+              "label. The dashed line is the per-user target; "
               "the star the pick; crosses the public measured runs of this model, GPU, engine "
               "and workload.")
 MODE_COLOURS = {"agg": OKABE_ITO[0], "disagg": OKABE_ITO[1]}
@@ -83,6 +84,27 @@ def beside_marker(plot, _element) -> None:
     plot.handles["glyph"].x_offset = LABEL_GAP_PX
 
 
+def _layout_parts(p: dict) -> dict[str, str]:
+    """A frontier point's layout without its parallelisms of 1 (``tp8``, ``tp1×ep8×dp8``),
+    precision and (disaggregated) workers."""
+    layout = f"tp{p['tp']}" + "".join(f"×{name}{p[key]}" for name, key in
+                                      (("ep", "moe_ep"), ("dp", "attention_dp"))
+                                      if p[key] != 1)
+    workers = (f"{p['prefill_workers']}P+{p['decode_workers']}D"
+               if p["mode"] == "disagg" else "")
+    return {"layout": layout, "precision": p["precision"], "workers": workers}
+
+
+def _label(now: dict[str, str], before: dict[str, str], concurrency: int) -> str:
+    """A point's label: its layout and precision where they differ from ``before``'s, its
+    concurrency, its workers where they differ."""
+    parts = [now[k] for k in ("layout", "precision") if now[k] != before.get(k)]
+    parts.append(f"c {concurrency:,}")
+    if now["workers"] and now["workers"] != before.get("workers"):
+        parts.append(now["workers"])
+    return ", ".join(parts)
+
+
 def chart_labels(points: list[dict]) -> list[str]:
     """A frontier's labels on the chart, short so that neighbours do not pile up: the layout
     without its parallelisms of 1 (``tp8``, ``tp1×ep8×dp8``), then the precision and the
@@ -90,19 +112,86 @@ def chart_labels(points: list[dict]) -> list[str]:
     (``tp4, fp8, c 128`` then ``c 64``). The hover keeps each point's whole label."""
     out, before = [], {}
     for p in points:
-        layout = f"tp{p['tp']}" + "".join(f"×{name}{p[key]}" for name, key in
-                                          (("ep", "moe_ep"), ("dp", "attention_dp"))
-                                          if p[key] != 1)
-        workers = (f"{p['prefill_workers']}P+{p['decode_workers']}D"
-                   if p["mode"] == "disagg" else "")
-        now = {"layout": layout, "precision": p["precision"], "workers": workers}
-        parts = [now[k] for k in ("layout", "precision") if now[k] != before.get(k)]
-        parts.append(f"c {p['concurrency']:,}")
-        if workers and workers != before.get("workers"):
-            parts.append(workers)
-        out.append(", ".join(parts))
+        now = _layout_parts(p)
+        out.append(_label(now, before, p["concurrency"]))
         before = now
     return out
+
+
+LABEL_FRAME_PX = (290.0, 280.0)
+"""The frontier's plot area on a phone (390 px wide), CSS px: labels are placed so that none
+overlaps another there, and so on any wider screen."""
+LABEL_CHAR_PX = 5.9
+"""Width of one character of an 8 pt label, CSS px (a little over the measured average)."""
+LABEL_LINE_PX = 12.0
+"""Height of an 8 pt label, CSS px."""
+
+
+MARKER_PX = 4.0
+"""Half the size of a frontier point's marker, CSS px: a label does not cover a marker."""
+
+
+def _overlaps(box: tuple[float, float, float, float],
+              others: list[tuple[float, float, float, float]]) -> bool:
+    return any(box[0] < b[1] and b[0] < box[1] and box[2] < b[3] and b[2] < box[3]
+               for b in others)
+
+
+def placed_labels(frontier: dict[str, list[dict]], xs: list[float], ys: list[float]
+                  ) -> dict[str, tuple[list[str], list[str]]]:
+    """Each mode's labels, ``(right of the point, left of it)`` per point, at most one of the
+    two set: a label goes right of its point where it overlaps no label placed before and no
+    frontier point, else left of it, else it is left out.
+
+    Positions are read on a phone's plot area (:data:`LABEL_FRAME_PX`) spanning the chart's
+    padded ranges (x linear, y logarithmic; ``xs`` and ``ys`` every plotted value), modes in
+    order, each from its left end; what fits there fits on any wider screen. A label names the
+    layout, precision and workers where they differ from the last label *shown* of its mode,
+    so a run of concurrencies still reads from its first label. The hover keeps every point's
+    whole label.
+    """
+    finite_x = [x for x in xs if np.isfinite(x)]
+    finite_y = [np.log10(y) for y in ys if np.isfinite(y) and y > 0]
+    if not finite_x or not finite_y:
+        return {mode: (chart_labels(points), [""] * len(points))
+                for mode, points in frontier.items()}
+    x0, x1 = min(finite_x), max(finite_x)
+    y0, y1 = min(finite_y), max(finite_y)
+    xspan, yspan = (x1 - x0) or 1.0, (y1 - y0) or 1.0
+    x0, x1 = x0 - 0.03 * xspan, x1 + LABEL_ROOM * xspan
+    y0, y1 = y0 - 0.05 * yspan, y1 + 0.05 * yspan
+    width, height = LABEL_FRAME_PX
+
+    def at(p: dict) -> tuple[float, float]:
+        return ((p["tokens_per_s_user"] - x0) / (x1 - x0) * width,
+                (np.log10(max(p["tokens_per_s_gpu"], 1e-300)) - y0) / (y1 - y0) * height)
+
+    taken = [(x - MARKER_PX, x + MARKER_PX, y - MARKER_PX, y + MARKER_PX)
+             for points in frontier.values() for x, y in map(at, points)]
+    out: dict[str, tuple[list[str], list[str]]] = {}
+    for mode, points in frontier.items():
+        right, left, before = [], [], {}
+        for p in points:
+            now = _layout_parts(p)
+            text = _label(now, before, p["concurrency"])
+            x, y = at(p)
+            wide, low, high = LABEL_CHAR_PX * len(text), y - LABEL_LINE_PX / 2, y + LABEL_LINE_PX / 2
+            sides = {"right": (x + LABEL_GAP_PX, x + LABEL_GAP_PX + wide, low, high),
+                     "left": (x - LABEL_GAP_PX - wide, x - LABEL_GAP_PX, low, high)}
+            side = next((name for name, box in sides.items()
+                         if box[0] >= 0 and box[1] <= width and not _overlaps(box, taken)), None)
+            right.append(text if side == "right" else "")
+            left.append(text if side == "left" else "")
+            if side is not None:
+                taken.append(sides[side])
+                before = now
+        out[mode] = (right, left)
+    return out
+
+
+def beside_marker_left(plot, _element) -> None:
+    """HoloViews hook: a label ends :data:`LABEL_GAP_PX` left of its point."""
+    plot.handles["glyph"].x_offset = -LABEL_GAP_PX
 
 
 def legend_below(plot, _element) -> None:
@@ -117,12 +206,17 @@ def legend_below(plot, _element) -> None:
 def frontier_chart(result: dict) -> hv.Overlay:
     """The frontiers, the target line, the pick and the measured rows."""
     layers = []
+    measured = result.get("measured") or []
+    plotted = [*(p for points in result["frontier"].values() for p in points), *measured]
+    shown = placed_labels(result["frontier"], [p["tokens_per_s_user"] for p in plotted],
+                          [p["tokens_per_s_gpu"] for p in plotted])
     for mode, points in result["frontier"].items():
         if not points:
             continue
         data = {"user": [p["tokens_per_s_user"] for p in points],
                 "gpu": [p["tokens_per_s_gpu"] for p in points],
-                "label": [p["label"] for p in points], "shown": chart_labels(points),
+                "label": [p["label"] for p in points], "shown": shown[mode][0],
+                "shown_left": shown[mode][1],
                 "tpot": [p["tpot_ms"] for p in points], "ttft": [p["ttft_ms"] for p in points],
                 "gpus": [p["gpus"] for p in points]}
         colour = MODE_COLOURS.get(mode, "#999999")
@@ -135,7 +229,9 @@ def frontier_chart(result: dict) -> hv.Overlay:
         layers.append(hv.Labels(data, ["user", "gpu"], "shown").opts(
             text_font_size="8pt", text_color=colour, yoffset=0, text_align="left",
             text_baseline="middle", hooks=[beside_marker]))
-    measured = result.get("measured") or []
+        layers.append(hv.Labels(data, ["user", "gpu"], "shown_left").opts(
+            text_font_size="8pt", text_color=colour, yoffset=0, text_align="right",
+            text_baseline="middle", hooks=[beside_marker_left]))
     if measured:
         data = {"user": [m["tokens_per_s_user"] for m in measured],
                 "gpu": [m["tokens_per_s_gpu"] for m in measured],
