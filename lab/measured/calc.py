@@ -84,13 +84,26 @@ def point_record(table: xr.Dataset, index: int) -> dict:
     return out
 
 
-def below_floor_sentence(p: dict, gpu: GPUSpec) -> str:
-    """Why a point below its floor is impossible under the stated peaks, and what could explain it."""
+def measured_elsewhere(measured_on: str, gpu: GPUSpec) -> bool:
+    """True when the data ran on another catalog GPU than the one whose peaks make the floors."""
+    return bool(measured_on) and measured_on != gpu.id
+
+
+def below_floor_sentence(p: dict, gpu: GPUSpec, measured_on: str = "") -> str:
+    """Why a point below its floor is impossible under the stated peaks, and what could explain
+    it; or, when the data ran on another GPU (``measured_on``) than ``gpu``, that it compares
+    the two parts and says nothing wrong of the kernel."""
     speed = (f"{fmt_number(p['achieved_flops'] / 1e12, 0)} TFLOPS" if p["compute_bound"]
              else f"{fmt_number(p['achieved_bandwidth'] / 1e12, 2)} TB/s")
     stated = (f"the dense {p['dtype'].upper()} peak of "
               f"{fmt_number(float(peak_flops(gpu, p['dtype'])) / 1e12, 1)} TFLOPS"
               if p["compute_bound"] else f"the {fmt_number(gpu.hbm_bw / 1e12, 2)} TB/s bandwidth")
+    if measured_elsewhere(measured_on, gpu):
+        return (f"{point_label(p)}: measured {fmt_number(p['latency_s'] * 1e6, 1)} µs is "
+                f"{fmt_number(p['ratio'], 2)}× the floor of {fmt_number(p['floor_s'] * 1e6, 1)} "
+                f"µs on the {gpu.name}, i.e. {speed}, more than {stated} of the {gpu.name}; but "
+                f"it ran on the {gpu_label(measured_on)}, not on this GPU, so this floor is not "
+                f"its own: judge the kernel on the {gpu_label(measured_on)}'s floors.")
     other = ""
     if p["compute_bound"] and p["dtype"] == "bf16" and gpu.has_fp8:
         other = (f" (at the FP8 peak of {fmt_number(gpu.peak_fp8 / 1e12, 1)} TFLOPS it would sit "
@@ -208,7 +221,9 @@ def calc_measured(data: xr.Dataset | None = None, gpu: str | GPUSpec = SHIPPED_G
     else:
         index = select_point(table, selection)
     points = [point_record(table, i) for i in range(table.sizes["point"])]
-    below = [{**p, "sentence": below_floor_sentence(p, gpu)} for p in points if p["below_floor"]]
+    measured_on = table.attrs.get("measured_on", "")
+    below = [{**p, "sentence": below_floor_sentence(p, gpu, measured_on)}
+             for p in points if p["below_floor"]]
     per_kind, groups = summaries(table)
     return {
         "inputs": {"gpu": gpu.id, "selection": vars(selection) if selection else None},
@@ -243,8 +258,11 @@ def summary_lines(result: dict) -> list[str]:
     below = result["below_floor"]
     if below:
         verb, its = ("is", "its") if len(below) == 1 else ("are", "their")
-        lines.append(f"{fmt_count(len(below), 'point')} {verb} below {its} floor, impossible "
-                     "under the stated peaks (--json gives a sentence for each):")
+        why = (f" on the {result['gpu']['name']}, which is not the GPU the data ran on"
+               if result["measured_on"] and result["measured_on"] != result["gpu"]["id"]
+               else ", impossible under the stated peaks")
+        lines.append(f"{fmt_count(len(below), 'point')} {verb} below {its} floor{why} "
+                     "(--json gives a sentence for each):")
         for bound in (True, False):
             group = [p for p in below if p["compute_bound"] is bound]
             if group:

@@ -21,6 +21,7 @@ from lab.measured.calc import (
     below_floor_sentence,
     gpu_label,
     group_summary,
+    measured_elsewhere,
     measured_table,
     point_record,
     select_point,
@@ -91,6 +92,10 @@ class FloorsAgainstMeasurements(TableExperiment):
         """The measurements with their floors on the selected GPU."""
         return measured_table(self.measurements, get_gpu(self.gpu))
 
+    def measured_on(self) -> str:
+        """The catalog GPU the data ran on, when it says (the shipped data: the H100 SXM)."""
+        return self.table().attrs.get("measured_on", "")
+
     def shapes(self, kind: str | None = None) -> list[str]:
         """The shapes measured for ``kind`` (default: the selected kind), in table order."""
         table = self.table()
@@ -149,7 +154,9 @@ class FloorsAgainstMeasurements(TableExperiment):
                 "kind_summary": group_summary(table, mask),
                 "below_floor_count": int(below.size),
                 "worst_below_floor": worst,
-                "worst_sentence": below_floor_sentence(worst, gpu) if worst else None,
+                "worst_sentence": (below_floor_sentence(worst, gpu, self.measured_on())
+                                   if worst else None),
+                "measured_elsewhere": measured_elsewhere(self.measured_on(), gpu),
                 "hbm_bw": gpu.hbm_bw}
 
     # -- the seven elements ---------------------------------------------------------------
@@ -169,12 +176,14 @@ class FloorsAgainstMeasurements(TableExperiment):
                  f"{fmt_number(s['min_ratio'], 2)}–{fmt_number(s['max_ratio'], 1)}×",
                  f"{fmt_count(s['points'], 'point')}, median {fmt_number(s['median_ratio'], 2)}×"),
             Card("Below their floor", f"{r['below_floor_count']:,}",
-                 "impossible under the stated peaks" if r["below_floor_count"]
+                 ("on this GPU; the data ran on another"
+                  if r["measured_elsewhere"] else "impossible under the stated peaks")
+                 if r["below_floor_count"]
                  else "none: every point is at or above its floor"),
         ]
 
     def steps(self):
-        return point_steps(self.result["selected"], get_gpu(self.gpu))
+        return point_steps(self.result["selected"], get_gpu(self.gpu), self.measured_on())
 
     def explanation(self) -> str:
         p = self.result["selected"]

@@ -68,12 +68,12 @@ def work_steps(p: dict) -> list[Step]:
     ]
 
 
-def point_steps(p: dict, gpu: GPUSpec) -> list[Step]:
+def point_steps(p: dict, gpu: GPUSpec, measured_on: str = "") -> list[Step]:
     """The whole derivation for one point: work, the two floors, the ratio, achieved rates."""
     peak = float(peak_flops(gpu, p["dtype"] if p["kind"] == "gemm" else "bf16"))
     bound = "compute-bound" if p["compute_bound"] else "memory-bound"
     if p["ratio"] < 1:
-        verdict = below_floor_sentence(p, gpu)
+        verdict = below_floor_sentence(p, gpu, measured_on)
     elif p["excess_s"] > p["floor_s"]:
         verdict = (f"More than twice the floor: {fmt_us(p['excess_s'])} above it, a fixed cost "
                    "(launch, synchronisation, a partly idle GPU) the floor does not count.")
