@@ -6,7 +6,7 @@ import argparse
 
 from cli.inputs_line import inputs_line
 from cli.table_calc import print_table_result, register_table_command
-from lab.measured.calc import DEFAULT_POINT, Selection, calc_measured, summary_lines
+from lab.measured.calc import calc_measured, summary_lines
 from lab.measured.explain import point_steps
 from lab.measured.measured_loader import KINDS, SHIPPED_GPU, read_measurements
 
@@ -24,11 +24,7 @@ def _run(args: argparse.Namespace) -> int:
 
     data = read_measurements(args.measurements) if args.measurements else None
     picked = any(getattr(args, name) is not None for name in SELECTION_FLAGS)
-    selection = None
-    if picked:
-        values = {name: getattr(args, name) for name in SELECTION_FLAGS}
-        selection = Selection(**{k: DEFAULT_POINT[k] if v is None else v
-                                 for k, v in values.items()})
+    selection = ({name: getattr(args, name) for name in SELECTION_FLAGS} if picked else None)
     gpu = get_gpu(args.gpu)
     result = calc_measured(data, gpu, selection)
     return print_table_result(args, result,

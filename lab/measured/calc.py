@@ -163,6 +163,31 @@ def select_point(table: xr.Dataset, sel: Selection) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
+def completed_selection(table: xr.Dataset, given: dict) -> Selection:
+    """The point the flags ``given`` (name → value, None where not given) name: the defaults
+    fill the rest where that names a measured point, else the first measured point agreeing
+    with every flag given (``--kind gemm`` alone: the first GEMM, as the page does on a new
+    kind). Raises the selection's own sentence when no measured point agrees."""
+    sel = Selection(**{k: DEFAULT_POINT[k] if v is None else v for k, v in given.items()})
+    try:
+        select_point(table, sel)
+        return sel
+    except LabInputError:
+        if all(v is not None for v in given.values()):
+            raise
+        mask = np.ones(table.sizes["point"], dtype=bool)
+        for name, value in given.items():
+            if value is not None:
+                column = np.asarray(table[name].values)
+                mask &= (column.astype(str) == str(value)) if column.dtype.kind in "OUS" \
+                    else (column == value)
+        if not mask.any():
+            raise
+    p = point_record(table, int(np.flatnonzero(mask)[0]))
+    return Selection(kind=p["kind"], shape=p["shape"], tp=p["tp"], batch=max(p["batch"], 1),
+                     context=max(p["context"], 1), m=max(p["m"], 1))
+
+
 def group_summary(table: xr.Dataset, mask: np.ndarray) -> dict:
     """Points, ratio range and the points at either end, below-floor count, fastest kernel."""
     ratio = np.asarray(table["ratio"].values)
@@ -198,8 +223,11 @@ def summaries(table: xr.Dataset) -> tuple[dict, list[dict]]:
 
 
 def calc_measured(data: xr.Dataset | None = None, gpu: str | GPUSpec = SHIPPED_GPU,
-                  selection: Selection | None = None) -> dict:
+                  selection: Selection | dict | None = None) -> dict:
     """Experiment 9 for ``data`` (default: the shipped H100 measurements) on ``gpu``.
+
+    ``selection`` may be the flags a user gave (a dict, None where not given), completed from
+    the data (:func:`completed_selection`).
 
     Returns ``inputs``, ``source``, ``gpu`` (its figures), ``summary`` (per kind),
     ``groups`` (per kind, shape and tp), ``below_floor`` (each point with its ``sentence``),
@@ -219,6 +247,8 @@ def calc_measured(data: xr.Dataset | None = None, gpu: str | GPUSpec = SHIPPED_G
         except LabInputError:
             index = 0
     else:
+        if isinstance(selection, dict):  # the flags given, completed from the data
+            selection = completed_selection(table, selection)
         index = select_point(table, selection)
     points = [point_record(table, i) for i in range(table.sizes["point"])]
     measured_on = table.attrs.get("measured_on", "")

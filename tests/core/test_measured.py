@@ -251,3 +251,14 @@ def test_floors_of_another_gpu_than_the_data_ran_on_blame_no_kernel():
     assert not FloorsAgainstMeasurements().result["measured_elsewhere"]
     own = calc_measured(None, "h100-sxm")["below_floor"]
     assert own and all("impossible under the stated peaks" in p["sentence"] for p in own)
+
+
+def test_a_kind_alone_selects_its_first_measured_point(capsys):
+    """``calc measured --kind gemm`` refused itself: the default shape 32-8-128 is an attention
+    head shape, never a GEMM's. A kind alone now selects that kind's first measured point, as
+    the page does when the kind changes; a shape given is still held to."""
+    assert main(["calc", "measured", "--kind", "gemm", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["selected"]["kind"] == "gemm" and "×" in record["selected"]["shape"]
+    assert main(["calc", "measured", "--kind", "gemm", "--shape", "32-8-128"]) == 2
+    assert "There is no GEMM measurement of shape '32-8-128'" in capsys.readouterr().err
