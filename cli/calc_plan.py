@@ -101,9 +101,26 @@ def frontier_line(point: dict, mode: str, best: dict | None) -> str:
             + ("  ← the pick" if pick else ""))
 
 
+def _catalog_gpu(gpu: str) -> str:
+    """``gpu`` when it is a catalog id; a GPU file or an unknown id refused in one sentence (a
+    plan's predictions are calibrated on the public runs of a catalog GPU)."""
+    from pathlib import Path
+
+    from lab.catalog import gpu_catalog
+
+    if gpu in gpu_catalog():
+        return gpu
+    if Path(gpu).suffix.lower() == ".toml" or Path(gpu).is_file():
+        raise LabInputError(f"plan takes a catalog GPU id, not a GPU file ({gpu}): its "
+                            "predictions are calibrated on the public runs of catalog GPUs; "
+                            f"choose one of {', '.join(gpu_catalog())}.")
+    raise LabInputError(f"Unknown GPU '{gpu[:40]}'; choose one of {', '.join(gpu_catalog())}.")
+
+
 def _run(args: argparse.Namespace) -> int:
     if args.validate:
         return _validate(args)
+    _catalog_gpu(args.gpu)
     if args.candidates:
         return _candidates(args)
     t = _targets(args)

@@ -498,3 +498,19 @@ def _cli_text(argv: list[str]) -> str:
     with redirect_stdout(out):
         assert main(argv) == 0
     return out.getvalue()
+
+
+def test_a_gpu_file_for_plan_is_refused_without_contradiction(tmp_path, capsys):
+    """`plan --gpu g/ok.toml` (a valid GPU file) said "Unknown GPU 'ok'; choose one of … or
+    give a path to a TOML file": a plan needs a catalog GPU, whose public runs calibrate it."""
+    from cli.main import main
+
+    gpu = tmp_path / "ok.toml"
+    gpu.write_text('name = "Mine"\ncapacity_gb = 24\nhbm_bandwidth_tbps = 0.3\n'
+                   "bf16_tflops = 121\n", encoding="utf-8")
+    assert main(["plan", "--gpu", str(gpu)]) == 2
+    err = capsys.readouterr().err
+    assert "plan takes a catalog GPU id, not a GPU file" in err and "give a path" not in err
+    assert main(["calc", "plan", "--gpu", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "Unknown GPU 'nope'; choose one of" in err and "give a path" not in err
