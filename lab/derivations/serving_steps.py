@@ -146,5 +146,7 @@ def context_steps(record: dict) -> list[Step]:
         Step("Doubling ratio", f"{fmt_ms(record['time_doubled_s'])} / {fmt_ms(record['time_s'])}",
              f"{record['doubling_ratio']:.3f}×"),
         Step("Crossover n*", f"2a / c − 1 = 2 × {_ms(a)} ms / {c * NS_PER_S:,.4g} ns − 1",
-             f"{fmt_int(record['crossover_tokens'])} tokens"),
+             f"{fmt_int(record['crossover_tokens'])} tokens"
+             + (" (below 1: the attention part outweighs the linear one from the first token)"
+                if record["crossover_tokens"] < 1 else "")),
     ]

@@ -127,7 +127,8 @@ class ContextGrowth(Experiment):
             Card("Attention share", f"{fmt_number(r['attention_share'] * 100, 1)} %",
                  f"attention {fmt_ms(r['attention_time_s'])}"),
             Card("Crossover n*", f"{fmt_int(r['crossover_tokens'])} tokens",
-                 "where a·n = c·pairs (dense)"),
+                 "where a·n = c·pairs (dense)" if r["crossover_tokens"] >= 1 else
+                 "below 1: attention outweighs the linear part from the first token"),
             *mix,
         ]
 

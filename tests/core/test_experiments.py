@@ -147,3 +147,18 @@ def test_an_input_out_of_its_bounds_is_refused_in_the_labs_words(cls, name):
     message = str(refused.value)
     assert "parameter '" not in message and cls.__name__ not in message
     assert "must be" in message and message.endswith(".")
+
+
+def test_a_crossover_below_one_token_says_what_it_means(capsys):
+    """n* = 2a/c − 1 is −1 tokens at a = 0 (the spec's formula, kept exact); the card and the
+    derivation now say that attention outweighs the linear part from the first token."""
+    from cli.main import main
+    from lab.experiments.context_growth_experiment import ContextGrowth
+
+    exp = ContextGrowth(a_ms=0.0)
+    card = next(c for c in exp.cards() if c.label == "Crossover n*")
+    assert card.value == "-1 tokens" and card.caption.startswith("below 1: attention outweighs")
+    assert main(["calc", "context", "--a-ms", "0"]) == 0
+    assert "= -1 tokens (below 1: the attention part outweighs" in capsys.readouterr().out
+    assert "where a·n = c·pairs" in next(c for c in ContextGrowth().cards()
+                                         if c.label == "Crossover n*").caption
