@@ -12,6 +12,7 @@ second name, a ``--help`` group. The text output is the ``Inputs:`` line
 from __future__ import annotations
 
 import argparse
+import sys
 from contextlib import ExitStack
 
 import param
@@ -90,6 +91,17 @@ def _calculate(cls, values: dict) -> dict:
     return result
 
 
+def unused_given(cls, values: dict, used: tuple[bool, bool, tuple[str, ...]]) -> list[str]:
+    """The experiment's own inputs set away from their default that the calculation did not
+    use (``calc tp --tp 3``: every tp is computed; ``calc context --model …`` without
+    ``--from-model``), so a note can say so instead of ignoring them in silence."""
+    model_used, gpu_used, names = used
+    taken = {*names, *(["model"] if model_used else []), *(["gpu"] if gpu_used else [])}
+    return [name for name, parameter in cls.command_line_inputs().items()
+            if name not in taken and name in values and values[name] is not None
+            and values[name] != parameter.default]
+
+
 def _run(record: ExperimentRecord, args: argparse.Namespace) -> int:
     cls = record.experiment_class()
     values = {name: getattr(args, name) for name in cls.command_line_inputs()}
@@ -104,6 +116,13 @@ def _run(record: ExperimentRecord, args: argparse.Namespace) -> int:
         flag_names = {name: flag_of(p).name for name, p in cls.command_line_inputs().items()
                       if flag_of(p).name}
         lines.append(inputs_line(argparse.Namespace(**values), used, flag_names))
+        for name in unused_given(cls, values, used):
+            flag = "--" + flag_names.get(name, name).replace("_", "-")
+            value = values[name]
+            shown = f"{value:g}" if isinstance(value, float) else value
+            print(f"inference-lab: note: {flag} {shown} is not used with these inputs, "
+                  f"so it changed nothing (see inference-lab calc {record.slug} --help).",
+                  file=sys.stderr)
     lines.append(render_text(cls.derivation(result, values)))
     print("\n".join([*lines, *after]))
     return 0

@@ -74,6 +74,13 @@ class BatchBottleneck(DecodeExperiment):
     )
 
     @classmethod
+    def inputs_used(cls, values: dict) -> tuple[bool, bool, tuple[str, ...]]:
+        """The decode configuration, and ``--measured-attention`` when it is on."""
+        model, gpu, names = super().inputs_used(values)
+        return model, gpu, (*names, *(("measured_attention",) if values.get(
+            "measured_attention") else ()))
+
+    @classmethod
     def calculate(cls, values: dict) -> dict:
         """The decode record; with ``measured_attention`` also experiment 9's measured
         attention kernel for this configuration (:mod:`lab.measured.overlay`)."""

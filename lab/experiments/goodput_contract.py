@@ -121,7 +121,8 @@ class GoodputContract(Experiment):
         memory = (("memory_check", "budget", "reserve_gb", "page") if values["memory_check"]
                   else ())
         return True, True, ("trace", "batch_cap", "ttft_ms", "tpot_ms", "c0_ms", "c1_ms", "tp",
-                            "precision", "kv_precision", *memory)
+                            "precision", "kv_precision", *memory,
+                            *(("per_request",) if values.get("per_request") else ()))
 
     @classmethod
     def text_lines(cls, result: dict, values: dict) -> tuple[list[str], list[str]]:

@@ -6,10 +6,12 @@ import numpy as np
 import xarray as xr
 
 from lab.derivations.decode_steps import precision_steps
+from lab.errors import LabInputError
 from lab.experiments.base import Card, Prediction
 from lab.experiments.decode_inputs import (
     DecodeExperiment,
     context_axis,
+    decode_config,
     ep_parameter,
     labelled,
     layer_mix_cards,
@@ -42,6 +44,22 @@ class PrecisionSwitch(DecodeExperiment):
     sources = ("Dense FP8 peaks: the catalog (inference-lab catalog), each with its source.",)
 
     ep = ep_parameter()
+
+    @classmethod
+    def calculate(cls, values: dict) -> dict:
+        """BF16 and FP8 of ``values``' configuration; a GPU without an FP8 peak is refused as
+        such (the comparison needs it; the ``precision`` input is not this experiment's)."""
+        _, gpu = decode_config(values).resolved()
+        if not gpu.has_fp8:
+            raise LabInputError(f"Experiment 4 compares BF16 with FP8 linear layers, and the "
+                                f"{gpu.name} has no FP8 peak; choose a GPU with one.")
+        return super().calculate(values)
+
+    @classmethod
+    def inputs_used(cls, values: dict) -> tuple[bool, bool, tuple[str, ...]]:
+        """The decode configuration but its precision: both are computed."""
+        model, gpu, names = super().inputs_used(values)
+        return model, gpu, tuple(n for n in names if n != "precision")
 
     def cards(self) -> list[Card]:
         r = self.result

@@ -55,6 +55,13 @@ class TensorParallel(DecodeExperiment):
         """The record for the selected tp."""
         return next(e for e in self.result["records"] if e["tp"] == self.tp)
 
+    @classmethod
+    def inputs_used(cls, values: dict) -> tuple[bool, bool, tuple[str, ...]]:
+        """The decode configuration but its tp: every tp is computed (the page's tp picks the
+        cards' column)."""
+        model, gpu, names = super().inputs_used(values)
+        return model, gpu, tuple(n for n in names if n != "tp")
+
     def cards(self) -> list[Card]:
         entry = self.current()
         if not entry["valid"]:

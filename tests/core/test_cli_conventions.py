@@ -176,3 +176,29 @@ def test_a_negative_number_in_any_notation_is_judged_by_its_range(argv, message,
     argument", never the range the value breaks."""
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv,note", [
+    (["calc", "tp", "--tp", "3"], "--tp 3 is not used with these inputs"),
+    (["calc", "precision", "--precision", "mxfp4", "--gpu", "b200"],
+     "--precision mxfp4 is not used with these inputs"),
+    (["calc", "context", "--model", "llama-3.1-70b"], "--model llama-3.1-70b is not used"),
+    (["calc", "prefill", "--batch", "64"], "--batch 64 is not used with these inputs"),
+    (["calc", "decode", "--allreduce-latency-us", "10"], "--allreduce-latency-us 10 is not used"),
+])
+def test_a_flag_the_calculation_does_not_use_is_noted_not_ignored(argv, note, capsys):
+    """`calc tp --tp 3` printed "--tp 3" in its Inputs line over a table of every tp; `calc
+    precision --precision mxfp4` compared BF16 with FP8 in silence."""
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert note in captured.err and "so it changed nothing" in captured.err
+    flag = note.split()[0] + " " + note.split()[1]
+    assert flag not in captured.out.splitlines()[0]  # the Inputs line names what was used
+
+
+@pytest.mark.parametrize("argv", [["calc", "decode"], ["calc", "decode", "--measured-attention"],
+                                  ["calc", "goodput", "--per-request"], ["calc", "tp"],
+                                  ["calc", "context", "--from-model"]])
+def test_flags_the_calculation_uses_get_no_note(argv, capsys):
+    assert main(argv) == 0
+    assert "note:" not in capsys.readouterr().err
