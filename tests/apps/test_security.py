@@ -348,3 +348,12 @@ def test_the_test_browser_reaches_nothing_beyond_loopback(lab_url, lab_page, add
     with pytest.raises(PlaywrightError, match="ERR_PROXY_CONNECTION_FAILED"):
         lab_page.goto(address, timeout=NAVIGATION_TIMEOUT_MS)
     assert failed and all("ERR_PROXY_CONNECTION_FAILED" in f for f in failed), failed
+
+
+def test_an_unknown_view_is_titled_once():
+    """`?view=<b>x</b>` was titled "Inference Lab · Inference Lab" (the home page's title as
+    the unknown page's)."""
+    from apps.ui.views.app import build_page
+
+    assert build_page("<b>x</b>").title == "Inference Lab"
+    assert build_page("memory").title.startswith("Inference Lab · ")

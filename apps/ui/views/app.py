@@ -148,11 +148,11 @@ def follow_carried(nav: pn.pane.Markdown, current: str, content, page: pmui.Page
 def build_page(slug: str | None = None) -> pmui.Page:
     """The template holding the navigation and the requested page."""
     slug = page_slug(requested_page() if slug is None else slug)
-    title = next((p.title for p in all_pages() if p.slug == slug), HOME.title)
+    title = next((p.title for p in all_pages() if p.slug == slug), None)
     state = BrowserState()
     content, nav = page_content(slug), navigation(slug)
     page = pmui.Page(
-        title="Inference Lab" if slug == HOME.slug else f"Inference Lab · {title}",
+        title=f"Inference Lab · {title}" if title and slug != HOME.slug else "Inference Lab",
         sidebar=[nav, state, OneHistoryEntry()], main=[content], theme_toggle=True,
         theme_config=THEME, sidebar_width=290, busy_indicator=None,
         stylesheets=[HEADER_CSS, MAIN_CSS])
