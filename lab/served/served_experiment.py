@@ -166,8 +166,10 @@ class FromFloorToServed(TableExperiment):
                             p["reason"] or "no other workload to fit on")
         return [
             selected,
-            Card("Measured / floor (TPOT)", f"{fmt_number(r['median_tpot_ratio'], 2)}×",
-                 f"median over {r['modelled_shown']:,} modelled rows shown"),
+            Card("Measured / floor (TPOT)", f"{fmt_number(r['median_tpot_ratio'], 2)}×"
+                 if r["modelled_shown"] else "none",
+                 f"median over {fmt_count(r['modelled_shown'], 'modelled row')} shown"
+                 if r["modelled_shown"] else "no modelled row is shown with these filters"),
             Card("TPOT |error|, floor + terms", pct(e["tpot"]["terms"]["median"]),
                  f"median; p90 {pct(e['tpot']['terms']['p90'])}; floor alone "
                  f"{pct(e['tpot']['floor']['median'])}"),
@@ -184,6 +186,9 @@ class FromFloorToServed(TableExperiment):
 
     def explanation(self) -> str:
         r = self.result
+        if not r["modelled_shown"]:
+            return ("No modelled row is shown with these filters, so there is no gap to read "
+                    "here; widen the filters (every model, engine and GPU) to see it.")
         return (f"Over the {r['modelled_shown']:,} modelled rows shown, measured TPOT is a median "
                 f"{fmt_number(r['median_tpot_ratio'], 2)}× the ideal decode step: the prefill "
                 "work an aggregated engine interleaves into its decode steps, the step's time "

@@ -532,3 +532,17 @@ def test_the_rows_modelled_card_says_why_the_others_are_not():
     assert left_out_note([{"reason": "a", "rows": 3}, {"reason": "b", "rows": 1},
                           {"reason": "c", "rows": 1}]) == (
         "; 5 not modelled, most often: a (and 2 other reasons; the row's own in Row id)")
+
+
+def test_filters_that_keep_no_modelled_row_say_so_not_n_a():
+    """`?view=served&model=Qwen/Qwen3.5-397B-A17B` (no modelled row: hybrid attention) showed
+    "n/a×" and "median over 0 modelled rows shown"."""
+    from lab.served.served_experiment import FromFloorToServed
+
+    exp = FromFloorToServed(model="Qwen/Qwen3.5-397B-A17B")
+    assert exp.error is None and exp.result["modelled_shown"] == 0
+    card = next(c for c in exp.cards() if c.label == "Measured / floor (TPOT)")
+    assert (card.value, card.caption) == ("none", "no modelled row is shown with these filters")
+    assert "n/a" not in exp.explanation() and exp.explanation().startswith("No modelled row")
+    shown = next(c for c in FromFloorToServed().cards() if c.label == "Measured / floor (TPOT)")
+    assert shown.value.endswith("×") and "modelled rows shown" in shown.caption
