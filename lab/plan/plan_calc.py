@@ -224,18 +224,31 @@ def calc_plan(model: str | ModelSpec = "llama-3.1-70b", gpu: str = "h200", budge
 
 
 def band_note(r: dict) -> str:
-    """One sentence when configuration ``r``'s TPOT band lies wholly above or below its
+    """One sentence when configuration ``r``'s TPOT or TTFT band lies wholly above or below its
     prediction (the errors it is read from, its own on other workloads or its group's, lean
-    one way); ``""`` when the prediction is inside its band."""
-    if r["tpot_lower_ms"] > r["tpot_ms"]:
-        way, ran = "above", "slower"
-    elif r["tpot_upper_ms"] < r["tpot_ms"]:
-        way, ran = "below", "faster"
-    else:
+    one way); ``""`` when each prediction is inside its band."""
+    leaning = []
+    for metric in ("tpot", "ttft"):
+        if r[f"{metric}_lower_ms"] > r[f"{metric}_ms"]:
+            leaning.append((metric.upper(), "above", "slower"))
+        elif r[f"{metric}_upper_ms"] < r[f"{metric}_ms"]:
+            leaning.append((metric.upper(), "below", "faster"))
+    if not leaning:
         return ""
-    return (f"The TPOT band lies wholly {way} the prediction: the measured runs it is read "
-            f"from ran {ran} than experiment 11 predicts them, so the planner judges this "
-            "configuration by the band, not by the prediction.")
+    if len(leaning) == 2 and leaning[0][1:] == leaning[1][1:]:
+        (_, way, ran), what = leaning[0], "TPOT and TTFT bands lie"
+    elif len(leaning) == 2:
+        (_, tpot_way, tpot_ran), (_, ttft_way, ttft_ran) = leaning
+        return (f"The TPOT band lies wholly {tpot_way} the prediction and the TTFT band wholly "
+                f"{ttft_way} it: the measured runs they are read from ran {tpot_ran} and "
+                f"{ttft_ran} than experiment 11 predicts them, so the planner judges this "
+                "configuration by the bands, not by the predictions.")
+    else:
+        what, way, ran = f"{leaning[0][0]} band lies", leaning[0][1], leaning[0][2]
+    bands = "bands" if what.endswith("bands lie") else "band"
+    return (f"The {what} wholly {way} the prediction: the measured runs it is read from ran "
+            f"{ran} than experiment 11 predicts them, so the planner judges this configuration "
+            f"by the {bands}, not by the prediction.")
 
 
 def plan_record(plan: xr.Dataset, targets: Targets, calibration, inputs: dict,

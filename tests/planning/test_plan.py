@@ -479,11 +479,21 @@ def test_a_band_wholly_off_the_prediction_is_explained():
     about a prediction of 18.81 ms, and the card did not say why."""
     from lab.plan.plan_calc import band_note
 
-    assert band_note({"tpot_lower_ms": 10.0, "tpot_ms": 11.0, "tpot_upper_ms": 12.0}) == ""
-    above = band_note({"tpot_lower_ms": 7.31, "tpot_ms": 7.29, "tpot_upper_ms": 9.03})
+    inside = {"ttft_lower_ms": 90.0, "ttft_ms": 100.0, "ttft_upper_ms": 120.0}
+    assert band_note({"tpot_lower_ms": 10.0, "tpot_ms": 11.0, "tpot_upper_ms": 12.0,
+                      **inside}) == ""
+    above = band_note({"tpot_lower_ms": 7.31, "tpot_ms": 7.29, "tpot_upper_ms": 9.03, **inside})
     assert above.startswith("The TPOT band lies wholly above the prediction") and "slower" in above
-    below = band_note({"tpot_lower_ms": 16.97, "tpot_ms": 18.81, "tpot_upper_ms": 18.65})
+    below = band_note({"tpot_lower_ms": 16.97, "tpot_ms": 18.81, "tpot_upper_ms": 18.65,
+                       **inside})
     assert "wholly below" in below and "ran faster" in below
+    # the default plan's pick: TTFT 99 ms predicted, its band 146-399 ms (unexplained before)
+    ttft = band_note({"tpot_lower_ms": 10.86, "tpot_ms": 11.46, "tpot_upper_ms": 19.91,
+                      "ttft_lower_ms": 146.4, "ttft_ms": 99.0, "ttft_upper_ms": 399.1})
+    assert ttft.startswith("The TTFT band lies wholly above the prediction")
+    both = band_note({"tpot_lower_ms": 12.0, "tpot_ms": 11.0, "tpot_upper_ms": 19.0,
+                      "ttft_lower_ms": 146.4, "ttft_ms": 99.0, "ttft_upper_ms": 399.1})
+    assert both.startswith("The TPOT and TTFT bands lie wholly above the prediction")
     best = calc_plan(engine="sglang")["best"]
     assert best["band_note"] == band_note(best)
     text = _cli_text(["calc", "plan", "--engine", "sglang"])
