@@ -38,10 +38,11 @@ class Card:
 
 
 def label_unit(label: str | None) -> str:
-    """The unit an input's label ends with in parentheses (``Context (tokens)`` → ``tokens``),
-    else ``""``."""
+    """The unit an input's label ends with in parentheses (``Context (tokens)`` → ``tokens``,
+    ``TPOT at most (ms; 0 = none)`` → ``ms``), else ``""``."""
     match = re.search(r"\(([^()]+)\)\s*$", label or "")
-    return match.group(1) if match else ""
+    unit = match.group(1).split(";")[0].strip() if match else ""
+    return "" if "=" in unit else unit
 
 
 @dataclass(frozen=True)

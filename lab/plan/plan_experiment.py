@@ -65,12 +65,12 @@ class PlanDeployment(Experiment):
                         doc="Input tokens per request.")
     osl = param.Integer(default=1024, bounds=(1, MAX_CONTEXT), label="Output tokens (osl)",
                         doc="Output tokens per request.")
-    ttft_ms = param.Number(default=2000.0, bounds=(0, MAX_MS), label="TTFT at most (ms)",
+    ttft_ms = param.Number(default=2000.0, bounds=(0, MAX_MS), label="TTFT at most (ms; 0 = none)",
                            doc="Time-to-first-token target, ms (0: none).")
-    tpot_ms = param.Number(default=0.0, bounds=(0, MAX_MS), label="TPOT at most (ms)",
+    tpot_ms = param.Number(default=0.0, bounds=(0, MAX_MS), label="TPOT at most (ms; 0 = none)",
                            doc="Time-per-output-token target, ms (0: none).")
     tokens_per_s_user = param.Number(default=50.0, bounds=(0, MAX_MS),
-                                     label="Tokens/s per user at least",
+                                     label="Tokens/s per user at least (0 = none)",
                                      doc="Per-user output speed target (0: none).")
     model_config = param.ClassSelector(
         class_=ModelSpec, default=None, allow_None=True, precedence=-1,
