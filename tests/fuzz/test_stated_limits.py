@@ -245,3 +245,13 @@ def test_model_or_gpu_file_over_the_size_limit_says_so(tmp_path, kind):
     with pytest.raises(LabInputError, match="is not a regular file"):
         load(str(fifo))
 
+
+
+def test_a_trace_limit_is_written_in_full(tmp_path):
+    """A trace cell over the tokens limit read "must be at most 1.04858e+06"."""
+    trace = tmp_path / "big.csv"
+    trace.write_text("request_id,arrival_s,prompt_tokens,output_tokens\n1,0,10,100000000000\n",
+                     encoding="utf-8")
+    with pytest.raises(LabInputError, match=r"output_tokens must be at most 1,048,576, not "
+                                            r"100000000000\."):
+        load_trace(trace)

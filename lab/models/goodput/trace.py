@@ -162,7 +162,8 @@ def _number(text: str, where: str, column: str, high: float) -> float:
         raise LabInputError(f"{where}: {column} must not be negative "
                             f"({shown(text.strip(), quoted=False)}).")
     if value > high:
-        raise LabInputError(f"{where}: {column} must be at most {high:,g}, "
+        limit = f"{int(high):,}" if float(high).is_integer() else f"{high:,g}"
+        raise LabInputError(f"{where}: {column} must be at most {limit}, "
                             f"not {shown(text.strip(), quoted=False)}.")
     return value
 
