@@ -198,7 +198,7 @@ def check_space(space: PlanSpace) -> None:
         raise LabInputError(f"Engine {shown(space.engine)} is not one of "
                             f"{', '.join(ENGINES)}.")
     if not isinstance(space.budget, int) or not 1 <= space.budget <= MAX_BUDGET:
-        raise LabInputError(f"The GPU budget must be a whole number from 1 to {MAX_BUDGET}, "
+        raise LabInputError(f"The GPU budget must be a whole number from 1 to {MAX_BUDGET:,}, "
                             f"not {shown(space.budget)}.")
     for name in ("isl", "osl"):
         value = getattr(space, name)

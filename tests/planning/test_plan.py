@@ -117,7 +117,7 @@ def test_the_ideal_engine_is_the_floor_and_an_unmeasured_group_is_marked():
 @pytest.mark.parametrize(("kwargs", "sentence"), [
     ({"model": "deepseek-v3", "gpu": "h100-sxm", "budget": 4},
      "The weights of DeepSeek-V3 at fp8 do not fit on 4 × NVIDIA H100 SXM"),
-    ({"budget": 0}, "The GPU budget must be a whole number from 1 to 1024, not 0."),
+    ({"budget": 0}, "The GPU budget must be a whole number from 1 to 1,024, not 0."),
     ({"engine": "tgi"}, "Engine 'tgi' is not one of trtllm, vllm, sglang, ideal."),
     ({"quantile": 1.5}, "The band quantile must be from 0.5 to below 1, not 1.5."),
 ])
