@@ -51,6 +51,23 @@ def left_out_note(reasons: list[dict]) -> str:
         f"{reasons[0]['reason']}{others}")
 
 
+def pct(x: float) -> str:
+    """A share as a whole percent (``n/a`` when not finite)."""
+    return "n/a" if not np.isfinite(x) else f"{fmt_number(x * 100, 0)} %"
+
+
+def error_card(metric: str, errors: dict) -> Card:
+    """The card of a metric's out-of-sample |error| (median, p90, the floor's alone), or
+    "none" when no modelled row is shown."""
+    median = errors["terms"]["median"]
+    if median is None or (isinstance(median, float) and not np.isfinite(median)):
+        return Card(f"{metric} |error|, floor + terms", "none",
+                    "no modelled row with a prediction is shown with these filters")
+    return Card(f"{metric} |error|, floor + terms", pct(median),
+                f"median; p90 {pct(errors['terms']['p90'])}; floor alone "
+                f"{pct(errors['floor']['median'])}")
+
+
 class FromFloorToServed(TableExperiment):
     """Measured served TPOT and TTFT beside the floor and the named terms of the gap."""
 
@@ -156,7 +173,6 @@ class FromFloorToServed(TableExperiment):
         r = self.result
         p = r["selected"]
         e = r["errors"]
-        pct = lambda x: "n/a" if not np.isfinite(x) else f"{fmt_number(x * 100, 0)} %"  # noqa: E731
         if p["modelled"] and p["tpot_predicted_ms"] is not None:
             selected = Card("Selected row: TPOT", f"{fmt_number(p['tpot_measured_ms'], 2)} ms",
                             f"predicted {fmt_number(p['tpot_predicted_ms'], 2)} ms; floor "
@@ -170,12 +186,7 @@ class FromFloorToServed(TableExperiment):
                  if r["modelled_shown"] else "none",
                  f"median over {fmt_count(r['modelled_shown'], 'modelled row')} shown"
                  if r["modelled_shown"] else "no modelled row is shown with these filters"),
-            Card("TPOT |error|, floor + terms", pct(e["tpot"]["terms"]["median"]),
-                 f"median; p90 {pct(e['tpot']['terms']['p90'])}; floor alone "
-                 f"{pct(e['tpot']['floor']['median'])}"),
-            Card("TTFT |error|, floor + terms", pct(e["ttft"]["terms"]["median"]),
-                 f"median; p90 {pct(e['ttft']['terms']['p90'])}; floor alone "
-                 f"{pct(e['ttft']['floor']['median'])}"),
+            *(error_card(metric, e[metric.lower()]) for metric in ("TPOT", "TTFT")),
             Card("Rows modelled", f"{r['modelled']:,} of {r['rows']:,}",
                  f"{r['rows_shown']:,} shown with these filters" + left_out_note(
                      r["not_modelled_shown"])),

@@ -544,5 +544,7 @@ def test_filters_that_keep_no_modelled_row_say_so_not_n_a():
     card = next(c for c in exp.cards() if c.label == "Measured / floor (TPOT)")
     assert (card.value, card.caption) == ("none", "no modelled row is shown with these filters")
     assert "n/a" not in exp.explanation() and exp.explanation().startswith("No modelled row")
+    errors = [c for c in exp.cards() if "|error|" in c.label]
+    assert len(errors) == 2 and all(c.value == "none" and "n/a" not in c.caption for c in errors)
     shown = next(c for c in FromFloorToServed().cards() if c.label == "Measured / floor (TPOT)")
     assert shown.value.endswith("×") and "modelled rows shown" in shown.caption
