@@ -352,3 +352,19 @@ def test_best_cells_heading_names_the_objective_with_its_units(served):
     shown = axis_label(view._ds[view.choices.objective])
     assert heading == escape(f"Best cells by {shown} (highest first)")
     assert "_" not in heading and "(" in shown  # long name (unit), no variable name
+
+
+def test_twelve_lines_are_twelve_looks():
+    """Twelve context lines shared eight colours (128 and 12,288 both dark blue): each round of
+    the palette now gets its own dash pattern."""
+    import xarray as xr
+
+    from apps.ui.views.grid_heatmap import lines_figure
+
+    ds = xr.Dataset({"step_time_s": (("context", "batch"), np.arange(1.0, 37.0).reshape(12, 3),
+                                     {"units": "s", "long_name": "step time"})},
+                    coords={"context": 2 ** np.arange(7, 19), "batch": [1, 8, 64]})
+    fig = lines_figure(ds, "step_time_s", "batch", "context")
+    looks = {(r.glyph.line_color, str(r.glyph.line_dash)) for r in fig.renderers
+             if type(r.glyph).__name__ == "Line"}
+    assert len(looks) == 12

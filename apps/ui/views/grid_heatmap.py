@@ -345,6 +345,12 @@ def grid_figure(ds: xr.Dataset, variable: str, x: str = "batch", y: str = "conte
                                                     marks=marks, title=title)
 
 
+LINE_DASHES = ("solid", "dashed", "dotted", "dashdot")
+"""Dash patterns of the lines: each round of the palette's colours gets the next, so no two of
+up to 32 lines look alike (12 context lines shared 4 colours, 128 and 12,288 both dark
+blue)."""
+
+
 def lines_figure(ds: xr.Dataset, variable: str, x: str, by: str):
     """``variable`` against ``x``, one line per value of ``by`` (2-D ``ds``), hover with units."""
     ds = ds.load()
@@ -360,14 +366,16 @@ def lines_figure(ds: xr.Dataset, variable: str, x: str, by: str):
                  sizing_mode="stretch_width", title=axis_label(ds[variable]), tools=TOOLS,
                  output_backend="canvas", x_axis_label=axis_label(ds[x]),
                  y_axis_label=axis_label(ds[variable]))
-    colors = (*OKABE_ITO, "#000000")
+    colors = tuple(dict.fromkeys((*OKABE_ITO, "#000000")))  # each colour once
     renderers = []
     for k, name in enumerate(labels(ds[by])):
         keep = np.isfinite(ys[k]) & ((ys[k] > 0) if logy else True)
         source = ColumnDataSource({x: np.asarray(xs)[keep].tolist(), variable: ys[k][keep],
                                    by: [name] * int(keep.sum())})
         renderers.append(fig.line(x=x, y=variable, source=source, line_width=2,
-                                  color=colors[k % len(colors)], legend_label=f"{by} {name}"))
+                                  color=colors[k % len(colors)],
+                                  line_dash=LINE_DASHES[k // len(colors) % len(LINE_DASHES)],
+                                  legend_label=f"{by} {name}"))
     fig.add_tools(HoverTool(renderers=renderers, tooltips=[
         (capitalized(display_label(ds[by])[0] or by), f"@{{{by}}}"),
         (axis_label(ds[x]), f"@{{{x}}}{{0,0.[00]}}" if numeric else f"@{{{x}}}"),
