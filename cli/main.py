@@ -121,8 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_WRITE_FAILED
 
 
-OUTPUT_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG, errno.EROFS, errno.EACCES,
-                 errno.EPERM)
+OUTPUT_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG)
 """Errors of a write to standard output (a redirect to a full disk, ``> /dev/full``): an OS
 error with no file name and one of these numbers is the output's."""
 EXIT_WRITE_FAILED = 1
