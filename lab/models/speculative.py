@@ -201,7 +201,8 @@ def speculative_metrics(inputs: DecodeInputs, draft, k: ArrayLike, alpha: ArrayL
     out["plain_per_sequence_tokens_per_s"] = plain["per_sequence_tokens_per_s"]
     out["plain_aggregate_tokens_per_s"] = plain["aggregate_tokens_per_s"]
     out["speedup"] = out["per_sequence_tokens_per_s"] / plain["per_sequence_tokens_per_s"]
-    out["draft_params_bytes"] = params_bytes(head, inputs.tp, inputs.precision)
-    out["draft_kv_bytes"] = inputs.batch * kv_bytes_per_sequence(
+    drafting = k > 0  # k = 0 is plain decoding: no drafter is loaded
+    out["draft_params_bytes"] = drafting * params_bytes(head, inputs.tp, inputs.precision)
+    out["draft_kv_bytes"] = drafting * inputs.batch * kv_bytes_per_sequence(
         head, inputs.tp, inputs.context, inputs.page, inputs.kv_precision)
     return out

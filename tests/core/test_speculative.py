@@ -170,3 +170,15 @@ def test_numeric_choices_are_read_as_numbers_on_the_command_line(capsys):
     assert json.loads(capsys.readouterr().out)["inputs"]["tp"] == 4
     assert main(["calc", "speculative", "--tp", "3"]) == 2
     assert "invalid choice: 3 (choose from 1, 2, 4, 8)" in capsys.readouterr().err
+
+
+def test_plain_decoding_loads_no_drafter():
+    """k = 0 is §0's decode step (docs/model.md §10), yet the drafter's 2.47 GB of weights and
+    its KV were charged against the budget."""
+    from lab.points.speculative_points import SpeculativeConfig, calc_speculative
+
+    plain = calc_speculative(SpeculativeConfig(k=0))
+    assert plain["draft_params_bytes"] == 0 and plain["draft_kv_bytes"] == 0
+    assert plain["memory_remaining_with_draft_bytes"] == plain["memory_remaining_bytes"]
+    drafting = calc_speculative(SpeculativeConfig(k=1))
+    assert drafting["draft_params_bytes"] > 2e9 and drafting["draft_kv_bytes"] > 0
