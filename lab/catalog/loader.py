@@ -176,10 +176,20 @@ def model_from_config(entry: dict, where: str, *, model_id: str, name: str) -> M
     )
 
 
+GPU_KEYS = ("id", "name", "vendor", "capacity_gb", "hbm_bandwidth_tbps", "bf16_tflops",
+            "fp8_tflops", "fp4_tflops", "interconnect_gbps", "interconnect", "scale_up_gpus",
+            "network_gbps", "source", "checked", "notes")
+"""Every field a GPU table may hold (the catalog's keys, units in the names)."""
+
+
 def gpu_from_entry(entry: dict, where: str, *, default_id: str) -> GPUSpec:
     """Build a :class:`GPUSpec` from a TOML table with the catalog's keys (units in key names)."""
     if not isinstance(entry, dict):
         raise CatalogError(f"{where} does not hold a table of GPU fields.")
+    unknown = sorted(str(k) for k in entry if k not in GPU_KEYS)
+    if unknown:  # a misspelt fp8_tflops would silently make a GPU without FP8
+        raise CatalogError(f"{where}: {shown(unknown[0])} is not a GPU field; the fields are "
+                           f"{', '.join(GPU_KEYS)}.")
     gpu_id = _text(entry, "id", default_id) or default_id
     return GPUSpec(
         id=gpu_id,

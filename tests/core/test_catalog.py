@@ -180,3 +180,16 @@ def test_broken_gpu_toml(tmp_path, text, message):
 def test_unknown_ids_list_the_choices():
     with pytest.raises(CatalogError, match="Unknown GPU 'h300'; choose one of a100-sxm-80gb"):
         get_gpu("h300")
+
+
+def test_a_misspelt_gpu_field_is_refused_not_ignored(tmp_path):
+    """`fp8_tflop = 242` (for fp8_tflops) made a GPU without FP8 in silence."""
+    from lab.catalog.loader import load_gpu_file
+    from lab.errors import CatalogError
+
+    path = tmp_path / "typo.toml"
+    path.write_text('name = "Mine"\ncapacity_gb = 24\nhbm_bandwidth_tbps = 0.3\n'
+                    "bf16_tflops = 121\nfp8_tflop = 242\n", encoding="utf-8")
+    with pytest.raises(CatalogError, match=r"'fp8_tflop' is not a GPU field; the fields are "
+                                           r"id, name, .*fp8_tflops"):
+        load_gpu_file(path)
