@@ -25,7 +25,7 @@ import xarray as xr
 
 from lab.errors import LabInputError, shown
 from lab.limits import MAX_MEASUREMENT_BYTES
-from lab.user_files import read_user_file
+from lab.user_files import check_named, read_user_file
 
 UPLOAD_NAME_CHARS = 80
 """Longest uploaded file name quoted in a sentence (characters; shortened, never opened)."""
@@ -74,6 +74,7 @@ class TableFile:
 
     def read_path(self, path: str | Path) -> tuple[bytes, str]:
         """The bytes of a file on this machine (a CLI path) and its name as sentences quote it."""
+        check_named(path, self.what)
         path = Path(path)
         name = shown(str(path), quoted=False, limit=PATH_NAME_CHARS)
         return read_user_file(path, name, self.what, self.max_bytes), name

@@ -9,12 +9,20 @@ from pathlib import Path
 from lab.errors import LabInputError, shown
 
 
+def check_named(path: str | Path, what: str) -> None:
+    """One sentence for an empty file name (``--trace ''``): ``Path("")`` is the current
+    folder, which is not what was meant."""
+    if isinstance(path, str) and not path.strip():
+        raise LabInputError(f"The {what.lower()} file name is empty; give a file.")
+
+
 def read_user_file(path: Path, name: str, what: str, max_bytes: int) -> bytes:
     """The bytes of the regular file at ``path`` (at most ``max_bytes``).
 
     ``name`` is the path as shown in messages, ``what`` the kind of file ("Trace",
     "Measurements"): every failure is one :class:`LabInputError` sentence naming both.
     """
+    check_named(name, what)
     try:
         info = path.stat()
         if stat.S_ISDIR(info.st_mode):

@@ -255,3 +255,15 @@ def test_a_trace_limit_is_written_in_full(tmp_path):
     with pytest.raises(LabInputError, match=r"output_tokens must be at most 1,048,576, not "
                                             r"100000000000\."):
         load_trace(trace)
+
+
+@pytest.mark.parametrize("argv,what", [(["calc", "goodput", "--trace", ""], "trace"),
+                                       (["calc", "served", "--measurements", ""], "serving"),
+                                       (["calc", "measured", "--measurements", " "],
+                                        "measurements")])
+def test_an_empty_file_name_is_said_to_be_empty(argv, what, capsys):
+    """`--trace ''` read as the current folder: "Trace path . is a directory"."""
+    from cli.main import main
+
+    assert main(argv) == 2
+    assert f"The {what} file name is empty; give a file." in capsys.readouterr().err

@@ -25,7 +25,7 @@ import pyarrow.csv as pacsv
 
 from lab.errors import LabInputError, shown
 from lab.limits import MAX_TRACE_BYTES, MAX_TRACE_REQUESTS
-from lab.user_files import read_user_file
+from lab.user_files import check_named, read_user_file
 
 COLUMNS = ("request_id", "arrival_s", "prompt_tokens", "output_tokens")
 """Required columns, in the order the shipped traces use."""
@@ -190,6 +190,7 @@ def read_cells(path: str | Path) -> TraceCells:
         header, a header without the required columns, more than
         :data:`~lab.limits.MAX_TRACE_REQUESTS` rows.
     """
+    check_named(path, "Trace")
     path = Path(path)
     name = str(path)
     data = read_user_file(path, name, "Trace", MAX_TRACE_BYTES)
