@@ -227,8 +227,9 @@ def _refusal(row: dict, model, gpu, model_id: str, precision: str) -> str:
     if precision == "fp8" and not gpu.has_fp8:
         return f"{gpu.name} has no FP8 peak, so FP8 weights are not planned on it."
     reason = reason_for(row, model_id, gpu.id, precision, model)
-    if reason:
-        return reason[0].upper() + reason[1:] + "."
+    if reason:  # a sentence; a flag's name (tp 3, ep 2) keeps its case
+        keep = reason.split(" ", 1)[0] in ("tp", "ep", "dp", "kv")
+        return (reason if keep else reason[0].upper() + reason[1:]) + "."
     return ""
 
 
