@@ -273,7 +273,8 @@ def summary_lines(result: dict) -> list[str]:
     """The summary as plain lines: per kind the ratio range, then every below-floor sentence."""
     lines = [f"Measured kernel times against the lab's floors on the {result['gpu']['name']}.",
              f"Source: {result['source']}."]
-    if result["measured_on"] and result["measured_on"] != result["gpu"]["id"]:
+    elsewhere = bool(result["measured_on"]) and result["measured_on"] != result["gpu"]["id"]
+    if elsewhere:
         lines.append(f"Note: the data was measured on {gpu_label(result['measured_on'])}; "
                      "these floors use "
                      f"the {result['gpu']['name']}'s peaks, so the ratios compare across parts.")
@@ -289,7 +290,7 @@ def summary_lines(result: dict) -> list[str]:
     if below:
         verb, its = ("is", "its") if len(below) == 1 else ("are", "their")
         why = (f" on the {result['gpu']['name']}, which is not the GPU the data ran on"
-               if result["measured_on"] and result["measured_on"] != result["gpu"]["id"]
+               if elsewhere
                else ", impossible under the stated peaks")
         lines.append(f"{fmt_count(len(below), 'point')} {verb} below {its} floor{why} "
                      "(--json gives a sentence for each):")
