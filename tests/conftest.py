@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -15,10 +16,29 @@ SERVER_ENVIRONMENT = ("INFERENCE_LAB_DATASETS", "INFERENCE_LAB_DATA",
 """Variables a served lab reads from the environment it inherits."""
 
 
+DATA_FOLDER_OWNER = "INFERENCE_LAB_TEST_DATA_OWNER"
+"""Set (to the process id) by the test run that made the data folder, which removes it."""
+
+
 def pytest_configure(config):
     """The lab's per-user state (the record of CSV exports, :mod:`sweeps.export_record`) goes
-    to a folder of this test process, never the user's home; subprocesses inherit it."""
+    to a folder of this test process, never the user's home; subprocesses inherit it.
+
+    The data folder (``$INFERENCE_LAB_DATA``, the default grids) is a new one per test run,
+    shared by its workers (they start after this hook and inherit it), never the checkout's
+    ``datasets/grids`` nor the user's own folder: a user's sweep written there (a grid of
+    their own under a default name, reported as stale) made the served lab's grid pages
+    fail, and the suite's writes must not replace the user's data."""
     os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="inference-lab-test-state-")
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ["INFERENCE_LAB_DATA"] = tempfile.mkdtemp(prefix="inference-lab-test-data-")
+        os.environ[DATA_FOLDER_OWNER] = str(os.getpid())
+
+
+def pytest_unconfigure(config):
+    """The run that made the data folder removes it (about 50 MB of grids)."""
+    if os.environ.get(DATA_FOLDER_OWNER) == str(os.getpid()):
+        shutil.rmtree(os.environ.get("INFERENCE_LAB_DATA", ""), ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

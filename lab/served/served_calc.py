@@ -11,6 +11,7 @@ the rows below their floor with what could explain them, and the selected row in
 from __future__ import annotations
 
 from collections import Counter
+from functools import lru_cache
 
 import numpy as np
 import xarray as xr
@@ -138,8 +139,23 @@ def served_table(data: xr.Dataset | None = None) -> xr.Dataset:
 
     Each prediction leaves the row's (isl, osl) workload out of its group's fit; the
     ``*_error_isl_out`` variables are the stricter split's errors (the row's input length left
-    out, so no row with its prompt length is fitted on)."""
-    table = add_floors(shipped_rows() if data is None else data)
+    out, so no row with its prompt length is fitted on). The shipped rows' table is computed
+    once per process (about 1 s; every experiment 11 page and plan used to recompute it) and
+    each call gets its own copy."""
+    if data is None:
+        return _shipped_table().copy(deep=True)
+    return _table_of(data)
+
+
+@lru_cache(maxsize=1)
+def _shipped_table() -> xr.Dataset:
+    """:func:`served_table` of the shipped rows (package data: the same for the process)."""
+    return _table_of(shipped_rows())
+
+
+def _table_of(data: xr.Dataset) -> xr.Dataset:
+    """:func:`served_table` of ``data``."""
+    table = add_floors(data)
     modelled = np.asarray(table["modelled"].values, dtype=bool)
     groups, workloads, runs = _group_keys(table), _workloads(table), run_keys(table)
     agg = np.asarray(table["mode"].values).astype(str) == "agg"

@@ -148,3 +148,31 @@ def test_a_link_to_a_row_shows_that_row(document):
     assert page.experiment.error.startswith("There is no row with id")
     shown = page.cards._html(None)
     assert "There is no row with id" in shown and "<img" not in shown and "&lt;img" in shown
+
+
+@pytest.mark.parametrize("page_path", ["apps.ui.views.served_page.ServedPage",
+                                       "apps.ui.views.measured_page.MeasuredPage",
+                                       "apps.ui.views.plan_page.PlanPage"])
+def test_a_page_given_its_experiment_makes_no_other(page_path, monkeypatch):
+    """The app builds each page with its experiment; the page made a second one anyway (its
+    default was evaluated before it was known to be unused), which computed experiment 11's
+    whole table again on every page load (about 1 s of the server)."""
+    import importlib
+
+    module_name, class_name = page_path.rsplit(".", 1)
+    page_class = getattr(importlib.import_module(module_name), class_name)
+    experiment_class = page_class.param["experiment"].class_
+    experiment = experiment_class()
+    made = []
+    original = experiment_class.__init__
+
+    def counted(self, **params):
+        made.append(self)
+        original(self, **params)
+
+    monkeypatch.setattr(experiment_class, "__init__", counted)
+    doc = Document()
+    with set_curdoc(doc):
+        page = page_class(experiment=experiment)
+    pn.state._locations.pop(doc, None)
+    assert page.experiment is experiment and made == []

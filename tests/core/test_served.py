@@ -10,6 +10,7 @@ from importlib import resources
 
 import numpy as np
 import pytest
+import xarray as xr
 
 from cli.main import main
 from lab.catalog import get_gpu, get_model
@@ -548,3 +549,19 @@ def test_filters_that_keep_no_modelled_row_say_so_not_n_a():
     assert len(errors) == 2 and all(c.value == "none" and "n/a" not in c.caption for c in errors)
     shown = next(c for c in FromFloorToServed().cards() if c.label == "Measured / floor (TPOT)")
     assert shown.value.endswith("×") and "modelled rows shown" in shown.caption
+
+
+def test_the_shipped_table_is_computed_once_and_each_caller_gets_its_own_copy(monkeypatch):
+    """Every experiment 11 page and plan computed the shipped rows' table again (about 1 s of
+    the server per page load); it is computed once per process, and a caller that changes its
+    copy changes nobody else's."""
+    from lab.served import served_calc
+
+    first = served_calc.served_table()
+    monkeypatch.setattr(served_calc, "_table_of", lambda data: pytest.fail("computed again"))
+    second = served_calc.served_table()
+    xr.testing.assert_identical(first, second)
+    first["tpot_predicted_ms"].values[:] = -1.0
+    first.attrs["source"] = "changed"
+    assert (served_calc.served_table()["tpot_predicted_ms"].fillna(0).values >= 0).all()
+    assert served_calc.served_table().attrs["source"] != "changed"

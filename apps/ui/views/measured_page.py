@@ -114,7 +114,8 @@ class MeasuredPage(Viewer):
     experiment = param.ClassSelector(class_=FloorsAgainstMeasurements, doc="The experiment shown.")
 
     def __init__(self, **params):
-        params.setdefault("experiment", FloorsAgainstMeasurements())
+        if params.get("experiment") is None:  # made only when none is given
+            params["experiment"] = FloorsAgainstMeasurements()
         super().__init__(**params)
         exp = self.experiment
         self._last_plot, self._last_title = None, ""

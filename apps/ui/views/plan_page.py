@@ -350,7 +350,8 @@ class PlanPage(Viewer):
     experiment = param.ClassSelector(class_=PlanDeployment, doc="The experiment shown.")
 
     def __init__(self, **params):
-        params.setdefault("experiment", PlanDeployment())
+        if params.get("experiment") is None:  # made only when none is given
+            params["experiment"] = PlanDeployment()
         super().__init__(**params)
         exp = self.experiment
         self.message = InputMessage()

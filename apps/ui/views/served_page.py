@@ -265,7 +265,8 @@ class ServedPage(Viewer):
     experiment = param.ClassSelector(class_=FromFloorToServed, doc="The experiment shown.")
 
     def __init__(self, **params):
-        params.setdefault("experiment", FromFloorToServed())
+        if params.get("experiment") is None:  # made only when none is given
+            params["experiment"] = FromFloorToServed()
         super().__init__(**params)
         exp = self.experiment
         self.message = InputMessage()
