@@ -85,7 +85,8 @@ class TableFile:
 
     def rows(self, text: str, name: str,
              required: Callable[[list[str]], Iterable[str]]) -> Iterator[tuple[int, str, dict]]:
-        """``(number, where, row)`` of every data row of one CSV's text, from 1.
+        """``(number, where, row)`` of every data row of one CSV's text, numbered from 1;
+        ``where`` names the row as a spreadsheet shows it (the header's is row 1).
 
         Blank lines are skipped; the first other line is the header, ``required(header)`` the
         columns it must name. ``where`` starts the sentence about that row; ``row`` maps each
@@ -93,7 +94,8 @@ class TableFile:
         header: list[str] | None = None
         count = 0
         try:
-            for cells in csv.reader(io.StringIO(text, newline="")):
+            reader = csv.reader(io.StringIO(text, newline=""))
+            for cells in reader:
                 if not any(cell.strip() for cell in cells):
                     continue
                 if header is None:
@@ -104,7 +106,9 @@ class TableFile:
                                             f"{', '.join(missing)}.")
                     continue
                 count += 1
-                where = f"{self.what} file {name}, row {count}"
+                # the row a spreadsheet shows it on (the header is row 1; a blank line is a
+                # row), as a trace's sentences count
+                where = f"{self.what} file {name}, row {reader.line_num}"
                 if count > self.max_rows:
                     raise LabInputError(f"{self.what} file {name} has more than "
                                         f"{self.max_rows:,} rows, the most the lab reads.")

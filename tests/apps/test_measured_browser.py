@@ -41,7 +41,7 @@ def test_measured_page_link_and_upload(lab_url, lab_page, console_errors, tmp_pa
     bad.write_bytes(b"m,k,n,latency_us\n8,2048,6144,-3\n")
     lab_page.set_input_files("input[type=file]", files=str(bad))
     problem = lab_page.locator(".lab-measured-status .lab-upload-problem")
-    expect(problem).to_contain_text("row 1, column latency_us")
+    expect(problem).to_contain_text("row 2, column latency_us")
     assert problem.inner_text().count(".") >= 1 and "Traceback" not in problem.inner_text()
     expect(lab_page.locator(CARD_VALUES).first).to_have_text("1.19×")  # the data in force stays
     assert console_errors == []

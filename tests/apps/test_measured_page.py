@@ -57,7 +57,7 @@ def test_measured_page(view):
     # A bad row: one sentence, escaped; the data in force stays.
     upload(view, "<img src=x onerror=alert(1)>.csv", b"m,k,n,latency_us\n8,2048,6144,-3\n")
     status = view.upload._status.object
-    assert "row 1, column latency_us" in status and "<img" not in status
+    assert "row 2, column latency_us" in status and "<img" not in status
     assert "1.19×" in cards_html(exp.cards())
     view.upload._use_shipped(None)
     assert exp.measurements is None and exp.error is None

@@ -66,7 +66,7 @@ def test_served_page(view):
     view.upload._file.filename = "<img src=x onerror=alert(1)>.csv"
     view.upload._file.value = TINY.replace(b",agg,1024", b",both,1024")
     status = view.upload._status.object
-    assert "row 1, column mode" in status and "<img" not in status
+    assert "row 2, column mode" in status and "<img" not in status
     assert exp.result["rows"] == 2
     view.upload._use_shipped(None)
     assert exp.measurements is None and exp.error is None and exp.result["rows"] == 5221

@@ -121,10 +121,12 @@ def test_user_file_same_as_shipped(tmp_path):
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("m,k,n,latency_us\n8,2048,6144,abc\n", "row 1, column latency_us: 'abc' is not a number"),
-    ("m,k,n,latency_us\n8,2048,6144,-1\n", "row 1, column latency_us: '-1' is not a time above 0"),
+    ("m,k,n,latency_us\n8,2048,6144,abc\n", "row 2, column latency_us: 'abc' is not a number"),
+    ("m,k,n,latency_us\n8,2048,6144,-1\n", "row 2, column latency_us: '-1' is not a time above 0"),
     ("m,k,n,latency_us\n8.5,2048,6144,1\n", "column m: '8.5' is not a whole number from 1"),
-    ("m,k,n,latency_us\n8,2048,6144\n", "row 1: it has 3 values where the header names 4"),
+    ("m,k,n,latency_us\n8,2048,6144\n", "row 2: it has 3 values where the header names 4"),
+    # rows as a spreadsheet numbers them, blank lines included (a trace's sentences count so)
+    ("m,k,n,latency_us\n\n8,2048,6144,1\n8,2048,6144,x\n", "row 4, column latency_us: 'x'"),
     ("a,b\n1,2\n", "lacks the columns of any kind"),
     ("m,k,n,latency_us\n", "has no data rows"),
     ("heads,kv_heads,head_dim,seq_len,latency_us\n30,8,128,1024,5\n",
@@ -192,7 +194,7 @@ def test_cli_bad_row_exits_2(tmp_path, capsys):
     path = tmp_path / "bad.csv"
     path.write_text("m,k,n,latency_us\n8,2048,6144,0\n")
     assert main(["calc", "measured", "--measurements", str(path)]) == 2
-    assert "row 1, column latency_us" in capsys.readouterr().err
+    assert "row 2, column latency_us" in capsys.readouterr().err
 
 
 def test_overlay_on_experiment_1():

@@ -368,7 +368,7 @@ def test_a_bad_cell_is_one_sentence(change, sentence):
     writer.writerow([row[h] for h in header])
     with pytest.raises(LabInputError, match=sentence) as info:
         parse_served(out.getvalue().encode(), "bad.csv")
-    assert "bad.csv, row 1" in str(info.value)
+    assert "bad.csv, row 2" in str(info.value)
 
 
 def test_a_file_without_the_columns_is_refused():
