@@ -7,12 +7,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab.errors import LabInputError
+from lab.errors import LabInputError, shown
 from sweeps.grid_files import GridSpec
 from sweeps.grid_kinds import grid_kind
 from sweeps.grid_schema import ExperimentSpec
 from sweeps.object_store import check_url, is_url, join
-from sweeps.paths import dataset_path
+from sweeps.paths import data_dir, dataset_path
 from sweeps.runner import Runner
 from sweeps.store import write_experiment
 
@@ -93,6 +93,12 @@ def plan_sweep(grid: GridSpec, experiments: Sequence[str] | None,
 
     names = tuple(experiments or grid.experiments)
     specs = {name: grid.resolve(name) for name in names}
+    if out is None and grid.name != "default":
+        raise LabInputError(
+            f"Grid '{shown(grid.name, quoted=False)}' is not the lab's default grid, so it is "
+            f"not written over the default datasets in {data_dir()} (the explorer and "
+            "open_dataset read those); give --out: a folder, or a path ending in .zarr with "
+            "one --experiment.")
     paths = output_paths(names, out)
     for path in paths.values():
         if is_url(path):

@@ -56,9 +56,10 @@ def test_sweep_one_experiment_to_a_zarr_path(tmp_path, capsys):
 ])
 def test_sweep_errors(tmp_path, capsys, monkeypatch, argv, message):
     monkeypatch.chdir(tmp_path)  # a sweep the check let through writes here, not in the repo
-    base = ["sweep", "--grid", _grid(tmp_path, SMALL), "--scheduler", "threads"]
+    out = [] if "--out" in argv else ["--out", str(tmp_path / "grids")]
+    base = ["sweep", "--grid", _grid(tmp_path, SMALL), *out, "--scheduler", "threads"]
     if "--scheduler" in argv or "--workers" in argv:
-        base = base[:3]
+        base = base[:-2]
     if "--grid" in argv:
         base = ["sweep", "--scheduler", "threads"]
     code = main([*base, *argv])
@@ -70,8 +71,25 @@ def test_sweep_errors(tmp_path, capsys, monkeypatch, argv, message):
 
 def test_unreachable_scheduler(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(runner, "CONNECT_TIMEOUT", "0.5s")
-    code = main(["sweep", "--grid", _grid(tmp_path, SMALL), "--scheduler",
-                 "tcp://127.0.0.1:9"])
+    code = main(["sweep", "--grid", _grid(tmp_path, SMALL), "--out", str(tmp_path / "g"),
+                 "--scheduler", "tcp://127.0.0.1:9"])
     assert code == 2
     assert "Could not connect to the Dask scheduler at 'tcp://127.0.0.1:9'" in \
         capsys.readouterr().err
+
+
+@pytest.mark.parametrize("grid", ["mine", "large"])
+def test_a_grid_other_than_the_default_needs_out(tmp_path, capsys, grid):
+    """``sweep --grid mine.toml`` (or the ``large`` preset) without ``--out`` wrote over the
+    data folder's default grid: the explorer and ``open_dataset("context")`` then read the
+    user's grid under the lab's name. It is refused, and nothing is written."""
+    from sweeps.paths import data_dir
+
+    given = _grid(tmp_path, 'name = "mine"\n' + SMALL) if grid == "mine" else grid
+    before = sorted(p.name for p in data_dir().glob("*.zarr"))
+    code = main(["sweep", "--grid", given, "--experiment", "decode", "--scheduler", "threads"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"inference-lab: error: Grid '{grid}' is not the lab's default grid, "
+                          f"so it is not written over the default datasets in {data_dir()}")
+    assert sorted(p.name for p in data_dir().glob("*.zarr")) == before
