@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import shlex
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -70,7 +69,10 @@ MAX_LISTED = 200
 
 
 def _fix(url: str) -> str:
-    return f"run `inference-lab sweep --out {shlex.quote(url)}` to recompute it"
+    """How to write the dataset at ``url`` again (its experiment unknown until it is read)."""
+    from sweeps.remake_command import remake_advice
+
+    return remake_advice(url)
 
 
 def _failed(exc: BaseException, url: str, doing: str) -> LabInputError:
@@ -423,7 +425,7 @@ def open_grid_spec_url(url: str, *, check_stale: bool = True,
     if missing:
         raise CorruptDatasetError(f"The dataset at {url} is incomplete or not written by a "
                                   f"sweep (no '{missing[0]}' attribute); delete it and {fix}.")
-    stored = stored_spec(url, attrs[md.ATTR_SPEC])
+    stored = stored_spec(url, attrs[md.ATTR_SPEC], attrs.get(md.ATTR_NAME))
     digests = attrs.get(md.ATTR_DIGESTS)
     if not isinstance(digests, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in digests.items()):

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shlex
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -47,6 +46,7 @@ from sweeps.local_store_checks import (
     read_regular_file,
 )
 from sweeps.object_store import is_url
+from sweeps.remake_command import remake_advice, remake_command
 from sweeps.runner import Runner, WorkersLostError
 from sweeps.swap import (
     TMP_MARK,
@@ -93,7 +93,18 @@ class DatasetWriteError(DatasetError):
 
 
 def _fix(path: Path) -> str:
-    return f"run `inference-lab sweep --out {shlex.quote(str(path))}` to recompute it"
+    """How to write the store at ``path`` again: a command that runs as printed, with the
+    experiment and grid its metadata names when it can still be read."""
+    if is_url(path):  # an object store's sentence (its metadata is read elsewhere)
+        return remake_advice(str(path))
+    try:
+        meta = json.loads(read_regular_file(Path(path) / files.ZARR_META, MAX_METADATA_BYTES,
+                                            files.ZARR_META).decode("utf-8"))
+        attrs = meta.get("attributes", {}) if isinstance(meta, dict) else {}
+        attrs = attrs if isinstance(attrs, dict) else {}
+    except (LocalStoreError, OSError, ValueError):
+        attrs = {}
+    return remake_advice(str(path), attrs.get(md.ATTR_EXPERIMENT), attrs.get(md.ATTR_NAME))
 
 
 def corrupt(path: Path, detail: str) -> CorruptDatasetError:
@@ -388,7 +399,7 @@ def _digests(path: Path, attrs: dict) -> dict[str, str]:
     return digests
 
 
-def stored_spec(path: Path, raw: object) -> ExperimentSpec:
+def stored_spec(path: Path, raw: object, grid_name: object = None) -> ExperimentSpec:
     """The grid spec stored as ``raw`` (the ``grid_spec`` attribute), checked as a spec file
     would be; a value of the wrong shape is corrupt, one failing today's checks is stale."""
     try:
@@ -409,8 +420,9 @@ def stored_spec(path: Path, raw: object) -> ExperimentSpec:
                    **{k: data[k] for k in OPTION_KEYS if k in data}}
         checked = expand_section(schema, section, md.ATTR_SPEC)
     except LabInputError as exc:
-        raise StaleDatasetError(f"The dataset at {path} is stale: {exc} Run `inference-lab "
-                                f"sweep --out {shlex.quote(str(path))}` with a current grid.") from None
+        command = remake_command(str(path), data["experiment"], grid_name)
+        raise StaleDatasetError(f"The dataset at {path} is stale: {exc} Run `{command}` with "
+                                "a current grid.") from None
     return ExperimentSpec(checked.experiment, checked.axes, checked.constants,
                           checked.variables, checked.chunk_cells, checked.float_dtype,
                           dict(data.get("extra", {})))
@@ -451,9 +463,9 @@ def checked_against_spec(ds: xr.Dataset, stored: ExperimentSpec, where: str | Pa
         spec = grid_kind(stored.experiment).schema.finalized(stored)
         expected = md.expected_hash(spec)
     except LabInputError as exc:
-        out = where if isinstance(where, str) and "://" in where else shlex.quote(str(where))
-        raise StaleDatasetError(f"The dataset at {where} is stale: {exc} Run `inference-lab "
-                                f"sweep --out {out}` with a current grid.") from None
+        command = remake_command(str(where), stored.experiment, ds.attrs.get(md.ATTR_NAME))
+        raise StaleDatasetError(f"The dataset at {where} is stale: {exc} Run `{command}` with "
+                                "a current grid.") from None
     ds.attrs.pop(md.ATTR_DIGESTS, None)
     # Stale before corrupt: a dataset of an older grid (one without an axis a newer lab added)
     # has another shape than today's reading of its spec, and is out of date, not damaged.
@@ -488,7 +500,7 @@ def open_grid_spec(path: str | Path, *,
     if missing:
         raise CorruptDatasetError(f"The dataset at {path} is incomplete or not written by a "
                                   f"sweep (no '{missing[0]}' attribute); delete it and {fix}.")
-    stored = stored_spec(path, attrs[md.ATTR_SPEC])
+    stored = stored_spec(path, attrs[md.ATTR_SPEC], attrs.get(md.ATTR_NAME))
     digests = _digests(path, attrs)
     try:
         ds = xr.open_zarr(VerifiedStore(LocalStore(path, read_only=True), digests, path),

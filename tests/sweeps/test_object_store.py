@@ -475,7 +475,8 @@ def test_a_damaged_store_is_the_same_sentence_as_a_local_one(s3_options, s3_endp
     ds = open_grid_url(url)
     with pytest.raises(CorruptDatasetError, match=re.escape(
             f"The dataset at {url} is corrupt (its file {key} does not match its checksum); "
-            f"delete it and run `inference-lab sweep --out {url}` to recompute it.")):
+            f"delete it and run `inference-lab sweep --experiment EXPERIMENT --out {url}` to "
+            "recompute it (EXPERIMENT: one of decode, ")):
         ds.load()
     fs.rm_file(chunk)
     with pytest.raises(CorruptDatasetError, match=re.escape(f"its file {key} is missing")):
@@ -487,7 +488,8 @@ def test_a_damaged_store_is_the_same_sentence_as_a_local_one(s3_options, s3_endp
     assert open_grid_url(url).attrs[md.ATTR_NAME] == "mended"
     with pytest.raises(MissingDatasetError, match=re.escape(
             "There is no dataset at s3://lab/nothing/context.zarr; run `inference-lab sweep "
-            "--out s3://lab/nothing/context.zarr` to recompute it.")):
+            "--experiment EXPERIMENT --out s3://lab/nothing/context.zarr` to recompute it "
+            "(EXPERIMENT: one of decode, ")):
         lab.open_dataset("s3://lab/nothing/context.zarr")
 
 

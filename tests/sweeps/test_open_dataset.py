@@ -157,7 +157,9 @@ def test_a_dataset_without_its_root_metadata_says_so(small_decode, tmp_path, cap
     (small_decode / "zarr.json").unlink()
     with pytest.raises(CorruptDatasetError, match=re.escape(
             f"The dataset at {small_decode} has lost its metadata (its root zarr.json is "
-            "missing); delete it and run `inference-lab sweep --out")):
+            "missing); delete it and run `inference-lab sweep --experiment EXPERIMENT --out "
+            f"{small_decode}` to recompute it (EXPERIMENT: one of "
+            "decode, ")):
         lab.open_dataset("decode", path=small_decode)
     assert main(["export", "--dataset", str(small_decode), "-o", str(tmp_path / "x.csv")]) == 2
     err = capsys.readouterr().err
@@ -193,3 +195,33 @@ def test_open_dataset_given_a_missing_path_reports_it(tmp_path, data):
     assert not missing.exists() and not data.exists()
     with pytest.raises(LabInputError, match="Give the dataset's path once"):
         lab.open_dataset(missing, path=missing)
+
+
+def test_the_command_a_sentence_gives_runs_as_printed(tmp_path, capsys):
+    """"run `inference-lab sweep --out nothere.zarr`" was refused when run ("names one Zarr
+    store but the sweep covers 7 experiments"); a stale store of a grid of the user's own
+    was told to sweep without its grid. Each command now names what the sweep needs."""
+    import shlex
+    import shutil
+
+    from sweeps.remake_command import remake_advice, remake_command
+
+    assert remake_command("g/decode.zarr", "decode", "default") == \
+        "inference-lab sweep --experiment decode --out g/decode.zarr"
+    assert remake_command("g/big.zarr", "decode", "large") == \
+        "inference-lab sweep --grid large --experiment decode --out g/big.zarr"
+    assert remake_command("my runs/", None, "mine") == \
+        "inference-lab sweep --grid YOUR_GRID.toml --out 'my runs/'"
+    assert "(YOUR_GRID.toml: the grid file it was swept from)" in remake_advice("a/", None, "x")
+    # the repair command of a store whose metadata still reads, run as printed, writes it again
+    from cli.main import main
+    from sweeps.store import _fix
+
+    store = tmp_path / "ctx.zarr"
+    assert main(["sweep", "--experiment", "context", "--out", str(store), "--scheduler",
+                 "threads", "--quiet"]) == 0
+    command = re.search(r"run `([^`]+)`", _fix(store)).group(1)
+    assert command == f"inference-lab sweep --experiment context --out {shlex.quote(str(store))}"
+    shutil.rmtree(store)
+    assert main([*shlex.split(command)[1:], "--scheduler", "threads", "--quiet"]) == 0
+    assert lab.open_dataset("context", path=store).attrs["grid_name"] == "default"
