@@ -87,8 +87,15 @@ def _candidates(args) -> int:
         print(f"{r['rank']}. {r['id']}: {fmt_number(r['tokens_per_s_gpu'], 1)} tok/s/GPU, "
               f"{fmt_number(r['tokens_per_s_user'], 1)} tok/s/user, TPOT "
               f"{fmt_number(r['tpot_ms'], 2)} ms (upper {fmt_number(r['tpot_upper_ms'], 2)}), "
-              f"{'meets' if r['meets'] else 'misses'}")
+              f"{'meets' if r['meets'] else 'misses'}{uncalibrated_note(r)}")
     return 0
+
+
+def uncalibrated_note(candidate: dict) -> str:
+    """What a ranked candidate's line adds when its figures are the floor alone: no public run
+    of its engine × GPU × mode calibrates it (its band has no width)."""
+    return "" if candidate.get("calibrated", True) else (
+        " (the floor alone, uncalibrated: no public run of its engine, GPU and mode)")
 
 
 def frontier_line(point: dict, mode: str, best: dict | None) -> str:

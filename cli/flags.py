@@ -12,7 +12,8 @@ import sys
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     """Add ``--json``."""
     parser.add_argument("--json", action="store_true",
-                        help="print JSON instead of text (units as its 'units' key and the key names say: '_ms' milliseconds, '_s' seconds, bytes, FLOP)")
+                        help="print JSON instead of text (units as its 'units' key and the "
+                             "key names say: '_ms' milliseconds, '_s' seconds, bytes, FLOP)")
 
 
 def _clean(value):

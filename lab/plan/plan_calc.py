@@ -399,8 +399,10 @@ def rank_candidates(data: xr.Dataset, targets: Targets, quantile: float = DEFAUL
                     calibration_table: xr.Dataset | None = None,
                     model: ModelSpec | None = None) -> dict:
     """A user's own configurations (experiment 11's table columns, measurements optional)
-    ranked: those meeting the targets at the band's upper edge first, by predicted tokens/s
-    per GPU; every refused row with its sentence. ``model``: a model read from a
+    ranked: those meeting the targets at the band's upper edge first, calibrated ones before
+    those predicted by the floor alone (no public run of their engine × GPU × mode: the floor
+    is a median 2.5× faster than a real engine, so it would head the list), then by predicted
+    tokens/s per GPU; every refused row with its sentence. ``model``: a model read from a
     ``config.json`` (the page's upload, the CLI's ``--model config.json``); rows whose
     ``model_path`` is its name (the config's ``_name_or_path``) or id are predicted as it."""
     calibration = calibration_for(calibration_table)
@@ -435,7 +437,8 @@ def rank_candidates(data: xr.Dataset, targets: Targets, quantile: float = DEFAUL
             if np.isfinite(rows[i]["tpot_measured_ms"]):
                 rec["tpot_measured_ms"] = float(rows[i]["tpot_measured_ms"])
             out.append(rec)
-    out.sort(key=lambda r: (not r["meets"], -(r.get("tokens_per_s_gpu") or -np.inf)
+    out.sort(key=lambda r: (not r["meets"], not r.get("calibrated", True),
+                            -(r.get("tokens_per_s_gpu") or -np.inf)
                             if r.get("tokens_per_s_gpu") is not None else np.inf))
     for rank, r in enumerate(out, 1):
         r["rank"] = rank

@@ -336,6 +336,25 @@ def test_candidates_may_leave_the_measurements_out(tmp_path):
     assert code == 0 and json.loads(out)["candidates"][0]["tokens_per_s_gpu"] > 0
 
 
+def test_an_uncalibrated_candidate_is_said_so_and_ranked_after_calibrated_ones(tmp_path):
+    """A candidate of an engine with no public runs (``foo``) was ranked first on the bare
+    floor (2.5× a real engine's speed) and its line never said it was uncalibrated."""
+    path = tmp_path / "mine.csv"
+    path.write_text("id,backend,model_path,system,mode,isl,osl,precision,batch_size,tp_size\n"
+                    "floor,foo,llama-3.1-70b,h200,agg,1024,1024,fp8,64,8\n"
+                    "real,vllm,llama-3.1-70b,h200,agg,1024,1024,fp8,64,8\n")
+    code, out, _ = _cli("plan", "--candidates", str(path), "--json")
+    ranked = json.loads(out)["candidates"]
+    assert code == 0 and [r["id"] for r in ranked] == ["real", "floor"]
+    assert ranked[1]["calibrated"] is False and ranked[1]["tokens_per_s_gpu"] > \
+        ranked[0]["tokens_per_s_gpu"]
+    code, out, _ = _cli("plan", "--candidates", str(path))
+    lines = out.splitlines()
+    assert lines[1].startswith("1. real:") and "uncalibrated" not in lines[1]
+    assert lines[2].startswith("2. floor:") and lines[2].endswith(
+        "meets (the floor alone, uncalibrated: no public run of its engine, GPU and mode)")
+
+
 def test_strict_band_errors_never_see_the_held_out_workload(table):
     """Leaving two workloads out, no band error moves when the held-out workload's
     measurements do (not even through the coefficients)."""

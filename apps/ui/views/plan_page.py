@@ -302,7 +302,9 @@ def candidates_html(ranking: dict | None) -> str:
         rows.append(f"<tr><td>{r['rank']}</td><td>{escape(r['id'])}</td>"
                     f"<td>{escape(fmt_number(r['tokens_per_s_gpu'], 1))}</td>"
                     f"<td>{escape(fmt_number(r['tpot_upper_ms'], 2))}</td>"
-                    f"<td>{'meets' if r['meets'] else 'misses'}</td></tr>")
+                    f"<td>{'meets' if r['meets'] else 'misses'}"
+                    f"{'' if r.get('calibrated', True) else ' (floor alone, uncalibrated)'}"
+                    "</td></tr>")
     return ('<div class="lab-plan-candidates"><p><strong>Your candidates</strong>, ranked: '
             f"{ranking['meeting']:,} of {len(ranking['candidates']):,} "
             f"{'meets' if ranking['meeting'] == 1 else 'meet'} the targets at the "
