@@ -565,3 +565,17 @@ def test_the_shipped_table_is_computed_once_and_each_caller_gets_its_own_copy(mo
     first.attrs["source"] = "changed"
     assert (served_calc.served_table()["tpot_predicted_ms"].fillna(0).values >= 0).all()
     assert served_calc.served_table().attrs["source"] != "changed"
+
+
+def test_fp8_rows_on_a_gpu_without_fp8_are_not_modelled():
+    """Rows of FP8 weights on an A100 were 'modelled exactly' with no floor (n/a) and a
+    prediction of terms on a floor of 0; such a row has no floor, so it is not modelled."""
+    text = (b"id,backend,model_path,system,mode,isl,osl,batch_size,tp_size,precision,"
+            b"silicon_ttft_ms,silicon_tpot_ms\n"
+            b"a,vllm,llama-3.1-8b,a100-sxm-80gb,agg,1024,1024,8,1,fp8,50,8\n"
+            b"b,vllm,llama-3.1-8b,a100-sxm-80gb,agg,1024,1024,8,1,bf16,50,8\n")
+    table = served_table(parse_served(text, "own.csv"))
+    assert table["modelled"].values.tolist() == [False, True]
+    assert table["reason"].values[0] == ("FP8 weights on the a100-sxm-80gb, a GPU without an "
+                                         "FP8 peak")
+    assert np.isnan(table["tpot_predicted_ms"].values[0])
