@@ -103,9 +103,14 @@ def where_problem(text: object, variables: list[str]) -> str | None:
 
 
 def meets(ds: xr.Dataset, constraints: list[Constraint]) -> xr.DataArray:
-    """Cells of ``ds`` that are valid (when ``valid`` is there) and meet every constraint
-    (lazy when ``ds`` is)."""
+    """Cells of ``ds`` that are valid (when ``valid`` is there), fit in memory (when ``fits``
+    is there: a configuration over its memory budget cannot be deployed, and ranking it best
+    sent readers to a page saying it is over budget) and meet every constraint (lazy when
+    ``ds`` is)."""
     mask = ds["valid"].astype(bool) if "valid" in ds else None
+    if "fits" in ds:
+        fits = ds["fits"].astype(bool)
+        mask = fits if mask is None else mask & fits
     for c in constraints:
         term = OPERATORS[c.op](ds[c.variable], c.value)
         mask = term if mask is None else mask & term
@@ -144,12 +149,20 @@ def _block_reduce(objective, fx, fy, mask, offset, shape, k, highest):
     ok = np.asarray(mask, dtype=bool) & np.isfinite(obj)
     local = np.nonzero(ok.ravel())[0]
     values = obj.ravel()[local]
-    if local.size > k:
-        part = np.argpartition(-values if highest else values, k - 1)[:k]
-        top, top_values = local[part], values[part]
-    else:
-        top, top_values = local, values
     fx_flat = _floats(fx).ravel()
+    latency = np.nan_to_num(fx_flat[local].astype(float), nan=np.inf)
+    if local.size > k:
+        score = -values if highest else values
+        edge = np.partition(score, k - 1)[k - 1]
+        better = np.nonzero(score < edge)[0]
+        tied = np.nonzero(score == edge)[0]
+        room = k - better.size  # ties at the edge: the lowest latency first
+        if tied.size > room:
+            tied = tied[np.argpartition(latency[tied], room - 1)[:room]]
+        part = np.concatenate([better, tied])
+        top, top_values, top_latency = local[part], values[part], latency[part]
+    else:
+        top, top_values, top_latency = local, values, latency
     fy_flat = _floats(fy).ravel()
     good = ok.ravel() & np.isfinite(fx_flat) & np.isfinite(fy_flat)
     ids = np.nonzero(good)[0]
@@ -162,7 +175,7 @@ def _block_reduce(objective, fx, fy, mask, offset, shape, k, highest):
                                     shape)
 
     return (global_ids(top), top_values, global_ids(ids[front]), fx_flat[ids[front]],
-            fy_flat[ids[front]], int(ok.sum()))
+            fy_flat[ids[front]], int(ok.sum()), top_latency)
 
 
 def _floats(block) -> np.ndarray:
@@ -239,7 +252,9 @@ def run_query(ds: xr.Dataset, objective: str, highest: bool, frontier: tuple[str
     parts = dask.compute(*tasks, scheduler="threads")
     top = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, int)
     top_values = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
-    order = np.argsort(-top_values if highest else top_values, kind="stable")[:k]
+    top_latency = np.concatenate([p[6] for p in parts]) if parts else np.zeros(0)
+    # best first; a tie goes to the lower frontier latency, then to the first cell
+    order = np.lexsort((top, top_latency, -top_values if highest else top_values))[:k]
     fid = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, int)
     fx = np.concatenate([p[3] for p in parts]) if parts else np.zeros(0)
     fy = np.concatenate([p[4] for p in parts]) if parts else np.zeros(0)

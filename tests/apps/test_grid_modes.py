@@ -124,12 +124,22 @@ def test_constraint_grammar():
 
 
 def test_constraints_ring_the_cells_meeting_them(served):
-    view = served("?tp=1&where=step_time_s<=0.01")
+    """A ring on each valid cell within its memory budget that meets the constraints (a cell
+    over budget carries its cross and never meets); none when every such cell meets."""
+    cells = served("?tp=1").selection()
+    deployable = cells["valid"] & cells["fits"]
+    times = np.sort(cells["step_time_s"].values[deployable.values])
+    limit = float(times[0])  # the fastest deployable cell meets it, not every one
+    view = served(f"?tp=1&where=step_time_s<={limit!r}")
     fig = view._area.objects[0].object
     rings = next(r for r in fig.renderers if getattr(r.glyph, "marker", None) == "circle")
-    cells = view.selection()
-    expected = int((cells["valid"] & (cells["step_time_s"] <= 0.01)).sum())
-    assert expected > 0 and len(rings.data_source.data["_x"]) == expected
+    expected = int((deployable & (cells["step_time_s"] <= limit)).sum())
+    assert 0 < expected < int(deployable.sum())
+    assert len(rings.data_source.data["_x"]) == expected
+    everywhere = served(f"?tp=1&where=step_time_s<={float(times[-1])!r}")
+    fig = everywhere._area.objects[0].object
+    rings = next(r for r in fig.renderers if getattr(r.glyph, "marker", None) == "circle")
+    assert len(rings.data_source.data["_x"]) == 0
 
 
 def test_best_cells_and_frontier_match_brute_force(folder):
@@ -137,11 +147,16 @@ def test_best_cells_and_frontier_match_brute_force(folder):
     where = [Constraint("step_time_s", "<=", 0.05)]
     result = run_query(ds, "aggregate_tokens_per_s", True,
                        ("step_time_s", "aggregate_tokens_per_s"), where, k=5)
-    flat = ds[["aggregate_tokens_per_s", "step_time_s", "valid"]].to_dataframe()
-    ok = flat[flat["valid"] & (flat["step_time_s"] <= 0.05)]
-    assert result.met == len(ok)
+    flat = ds[["aggregate_tokens_per_s", "step_time_s", "valid", "fits"]].to_dataframe()
+    # a cell over its memory budget is never a pick (it was ranked best, and counted)
+    ok = flat[flat["valid"] & flat["fits"] & (flat["step_time_s"] <= 0.05)]
+    assert 0 < result.met == len(ok) < len(flat[flat["valid"] & (flat["step_time_s"] <= 0.05)])
     assert np.allclose(result.best["aggregate_tokens_per_s"],
                        ok["aggregate_tokens_per_s"].nlargest(5))
+    # ties go to the lower latency (the frontier's), then to the first cell
+    expected = ok.sort_values(["aggregate_tokens_per_s", "step_time_s"],
+                              ascending=[False, True], kind="stable").head(5)
+    assert np.allclose(result.best["step_time_s"], expected["step_time_s"])
     front = ok.iloc[pareto(ok["step_time_s"].to_numpy(), ok["aggregate_tokens_per_s"].to_numpy())]
     assert np.allclose(np.sort(result.frontier["step_time_s"]), np.sort(front["step_time_s"]))
     row = result.best.iloc[0].to_dict()

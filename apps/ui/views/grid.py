@@ -44,6 +44,7 @@ from apps.ui.views.grid_choices import NONE, GridChoices, choices_for, plain, pl
 from apps.ui.views.grid_reads import LatestReads
 from lab.errors import LabInputError
 from lab.experiments.registry import record
+from lab.units import fmt_count
 from sweeps.query import QueryResult, meets, parse_where, run_query
 
 WHERE_HELP = ("Constraints: `variable op number`, comma-separated, e.g. "
@@ -694,8 +695,11 @@ class GridExplorer(Viewer):
         """The summary, best cells and frontier of ``result``: the panes on screen with new
         contents (the frontier's data replaced in place) when they are there."""
         c = self.choices
-        summary = (f"**{result.met:,}** of {result.cells:,} cells are valid and meet the "
-                   f"constraints" + (f" ({escape(c.where)})" if c.where else "") + ".")
+        fit = ", fit in memory" if "fits" in self._ds else ""
+        summary = (f"**{result.met:,}** of {fmt_count(result.cells, 'cell')} "
+                   f"{'is' if result.met == 1 else 'are'} valid{fit} and "
+                   f"{'meets' if result.met == 1 else 'meet'} the constraints"
+                   + (f" ({escape(c.where)})" if c.where else "") + ".")
         panes = self._query.objects
         if len(panes) == 3:
             panes[0].object = summary
@@ -759,7 +763,8 @@ class GridExplorer(Viewer):
         data["thr"] = frame[c.throughput].to_numpy(dtype=float) * ly[2]
         positive = bool(len(frame) and (data["lat"] > 0).all()
                         and data["lat"].max() / data["lat"].min() > 30)
-        title = f"Frontier: {len(frame):,} cells no other beats on both"
+        title = (f"Frontier: {fmt_count(len(frame), 'cell')} no other beats on both" if
+                 len(frame) != 1 else "Frontier: 1 cell, which no other beats on both")
         key = (positive, c.latency, c.throughput, tuple(dims))
         if self._frontier_parts is not None and key == self._frontier_key:
             fig, source = self._frontier_parts
@@ -811,7 +816,8 @@ class GridExplorer(Viewer):
                        else "(none)",
                        "frontier": f"{unit(c.latency)} against {unit(c.throughput)}",
                        "units": "SI as stored (s, bytes, FLOPs), as the column names say",
-                       "meets": "1 where the cell is valid and meets every constraint, else 0"})
+                       "meets": "1 where the cell is valid, fits in memory (where the dataset "
+                                "says) and meets every constraint, else 0"})
         if c.mode == "compare":
             a, b = self._compare_slices()
             met = meets(a, where) & meets(b, where)

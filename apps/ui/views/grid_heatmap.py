@@ -302,8 +302,10 @@ class Heatmap:
             crosses = valid & ~fits
         rings = None if marks is None else np.asarray(marks.transpose(x, y).values, dtype=bool)
         if rings is not None and "valid" in ds and set(ds["valid"].dims) == {x, y}:
-            valid = np.asarray(ds["valid"].transpose(x, y).values, dtype=bool)
-            if valid.any() and rings[valid].all():
+            deployable = np.asarray(ds["valid"].transpose(x, y).values, dtype=bool)
+            if crosses is not None:  # a crossed cell (over budget) never meets
+                deployable = deployable & ~crosses
+            if deployable.any() and rings[deployable].all():
                 rings = None  # every cell meets: a ring in each says nothing (the summary does)
         items = fig.legend[0].items
         for renderer, item, mask in ((self.crosses, items[0], crosses),
