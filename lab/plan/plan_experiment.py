@@ -114,8 +114,10 @@ class PlanDeployment(Experiment):
                  "tok/s", "" if b is None else f"TPOT {fmt_number(b['tpot_ms'], 2)} ms "
                  f"(upper {fmt_number(b['tpot_upper_ms'], 2)}); TTFT "
                  f"{fmt_number(b['ttft_ms'], 0)} ms (upper {fmt_number(b['ttft_upper_ms'], 0)})"),
-            Card("How sure", "uncalibrated" if b is None or b["sure"]["share"] is None else
-                 f"{fmt_number(b['sure']['share'] * 100, 0)} %", sure),
+            Card("How sure", "n/a" if b is None else "uncalibrated"
+                 if b["sure"]["share"] is None else
+                 f"{fmt_number(b['sure']['share'] * 100, 0)} %",
+                 sure or "no configuration is picked"),
             Card("Configurations", f"{r['counts']['meet_targets']:,} meet",
                  f"of {r['counts']['fit']:,} that fit ({r['counts']['configurations']:,} "
                  "enumerated)"),

@@ -543,3 +543,13 @@ def test_a_gpu_file_for_plan_is_refused_without_contradiction(tmp_path, capsys):
     assert main(["calc", "plan", "--gpu", "nope"]) == 2
     err = capsys.readouterr().err
     assert "Unknown GPU 'nope'; choose one of" in err and "give a path" not in err
+
+
+def test_with_no_pick_how_sure_is_not_uncalibrated():
+    """With no configuration picked, the "How sure" card said "uncalibrated"."""
+    from lab.plan.plan_experiment import PlanDeployment
+
+    experiment = PlanDeployment(tpot_ms=0.001)
+    assert experiment.result["best"] is None
+    card = next(c for c in experiment.cards() if c.label == "How sure")
+    assert (card.value, card.caption) == ("n/a", "no configuration is picked")
