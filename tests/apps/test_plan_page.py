@@ -60,6 +60,15 @@ def test_a_hostile_upload_is_one_sentence_and_a_good_one_is_ranked(view):
     assert html.index(">a<") > 0 and html.index(">c<") > html.index(">b<")
 
 
+def test_a_candidates_file_over_the_cap_is_told_in_the_candidates_words(view):
+    """The candidates upload refused a large file saying "measurements up to 10 MiB"."""
+    assert view.upload._file.limit_sentence() == "candidate files up to 10 MiB are accepted"
+    view.upload._file.filename = "big.csv"
+    view.upload._file.value = b"x" * (view.upload._file.max_file_size + 1)
+    status = view.upload._status.object
+    assert "candidate files up to 10 MiB are accepted" in status and "measurements" not in status
+
+
 def test_the_page_shows_the_regret_study_with_the_picks_row_marked(view):
     """Validation in the product: the page shows how often the default planner's pick held
     (per engine × mode, the pick's own row marked, and at the plan's distance from the

@@ -26,7 +26,7 @@ from apps.ui.parts.cards import CardsView
 from apps.ui.parts.input_widgets import InputMessage, input_panel
 from apps.ui.parts.model_upload import ModelConfigUpload
 from apps.ui.parts.prediction import PredictionView
-from apps.ui.parts.table_upload import TableUpload
+from apps.ui.parts.table_upload import MeasurementsFileInput, TableUpload
 from apps.ui.plots.charts import CANVAS, themed_hook
 from apps.ui.plots.series_chart import legend_columns
 from apps.ui.shell.busy import BusyNote
@@ -312,12 +312,21 @@ def candidates_html(ranking: dict | None) -> str:
             "<th>TPOT upper (ms)</th><th></th></tr>" + "".join(rows) + "</table></div>")
 
 
+class CandidatesFileInput(MeasurementsFileInput):
+    """The candidates' file input: the measurements' cap, in the candidates' words (a refused
+    file was told "measurements up to 10 MiB are accepted")."""
+
+    def limit_sentence(self) -> str:
+        return f"candidate files up to {self.size_text()} are accepted"
+
+
 class CandidatesUpload(TableUpload):
     """Upload your own candidate configurations (experiment 11's CSV columns) to rank them."""
 
     experiment = param.ClassSelector(class_=PlanDeployment, doc="The plan the targets come from.")
     ranking = param.Dict(default=None, allow_None=True, doc="The ranked candidates, or None.")
     file_label = "Upload your candidate configurations (CSV)"
+    file_input = CandidatesFileInput
     reset_label = "Clear the candidates"
     shipped_text = "no candidates"
     status_class = "lab-plan-status"
