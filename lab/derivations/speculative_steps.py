@@ -16,7 +16,10 @@ from lab.units import fmt_count, fmt_gb, fmt_gflop, fmt_int, fmt_ms, fmt_number,
 
 
 def _drafter_name(draft: ModelSpec | None, model: ModelSpec) -> str:
-    return draft.name if draft is not None else f"the MTP head of {model.name}"
+    """The drafter as the derivation names it; the MTP head is a DeepSeek-V3-style module
+    costed on the target (docs/model.md §10), which no dense catalog model ships."""
+    return draft.name if draft is not None else (
+        f"a DeepSeek-V3-style MTP head on {model.name} (hypothetical: {model.name} ships none)")
 
 
 def speculative_steps(record: dict, model: ModelSpec, draft: ModelSpec | None,
