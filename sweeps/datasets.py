@@ -153,6 +153,10 @@ def open_dataset(name: str | os.PathLike, *, path: str | Path | None = None,
     )
     from sweeps.swap import has_leftovers, recover
 
+    if isinstance(name, str) and not name.strip():  # '' named the current folder ('.')
+        raise LabInputError("The dataset name is empty; give a dataset's name "
+                            f"({', '.join(DATASET_NAMES)}) or the path of a .zarr store a sweep "
+                            "wrote.")
     if is_url(name) or is_url(path):  # object storage: never computed (sweeps.remote_grid)
         from sweeps.remote_grid import open_grid_url_options
 

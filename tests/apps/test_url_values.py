@@ -73,7 +73,7 @@ def test_a_link_naming_experiment_7s_trace_file_is_told_and_the_key_dropped(docu
 
 
 @pytest.mark.parametrize(("slug", "key"), [("served", "measurements"), ("measured", "measurements"),
-                                         ("plan", "model_config")])
+                                         ("plan", "model_config"), ("plan", "candidates")])
 def test_a_link_naming_an_upload_only_input_is_told_and_the_key_dropped(document, slug, key):
     """Experiments 9, 11 and 12 take their data set (or a model's config.json) from an upload
     only: a link naming one was kept silently in the address."""

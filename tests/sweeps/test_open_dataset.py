@@ -225,3 +225,12 @@ def test_the_command_a_sentence_gives_runs_as_printed(tmp_path, capsys):
     shutil.rmtree(store)
     assert main([*shlex.split(command)[1:], "--scheduler", "threads", "--quiet"]) == 0
     assert lab.open_dataset("context", path=store).attrs["grid_name"] == "default"
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_an_empty_dataset_name_is_one_sentence(name):
+    """``lab.open_dataset("")`` said ". is not a dataset" (the empty name was the current
+    folder)."""
+    with pytest.raises(LabInputError, match=r"^The dataset name is empty; give a dataset's "
+                                            r"name \(decode, "):
+        lab.open_dataset(name)

@@ -366,7 +366,9 @@ class PlanPage(Viewer):
         super().__init__(**params)
         exp = self.experiment
         self.message = InputMessage()
-        self.url = UrlInputs(exp, list(INPUTS), self.message.say, unlinkable=upload_only(exp, INPUTS))
+        # the candidates file is the page's own upload, not an input: a link naming it is told
+        self.url = UrlInputs(exp, list(INPUTS), self.message.say,
+                             unlinkable=[*upload_only(exp, INPUTS), "candidates"])
         self.inputs = input_panel(exp, list(INPUTS), report=self.message.say)
         self.model_upload = ModelConfigUpload(experiment=exp)
         self.upload = CandidatesUpload(experiment=exp)
