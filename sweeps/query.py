@@ -150,7 +150,11 @@ def _block_reduce(objective, fx, fy, mask, offset, shape, k, highest):
     local = np.nonzero(ok.ravel())[0]
     values = obj.ravel()[local]
     fx_flat = _floats(fx).ravel()
-    latency = np.nan_to_num(fx_flat[local].astype(float), nan=np.inf)
+
+    def latency(cells: np.ndarray) -> np.ndarray:
+        """The frontier latency of ``cells`` (indices into ``local``), NaN last."""
+        return np.nan_to_num(fx_flat[local[cells]].astype(float), nan=np.inf)
+
     if local.size > k:
         score = -values if highest else values
         edge = np.partition(score, k - 1)[k - 1]
@@ -158,11 +162,11 @@ def _block_reduce(objective, fx, fy, mask, offset, shape, k, highest):
         tied = np.nonzero(score == edge)[0]
         room = k - better.size  # ties at the edge: the lowest latency first
         if tied.size > room:
-            tied = tied[np.argpartition(latency[tied], room - 1)[:room]]
+            tied = tied[np.argpartition(latency(tied), room - 1)[:room]]
         part = np.concatenate([better, tied])
-        top, top_values, top_latency = local[part], values[part], latency[part]
     else:
-        top, top_values, top_latency = local, values, latency
+        part = np.arange(local.size)
+    top, top_values, top_latency = local[part], values[part], latency(part)
     fy_flat = _floats(fy).ravel()
     good = ok.ravel() & np.isfinite(fx_flat) & np.isfinite(fy_flat)
     ids = np.nonzero(good)[0]
