@@ -129,6 +129,35 @@ def higher_is_better(name: str) -> bool:
             or "remaining" in name or "attainment" in name) and not name.endswith("_time_s")
 
 
+@dataclass(frozen=True)
+class QueryDefaults:
+    """What a dataset's query ranks and charts first: the best cells' objective and whether
+    its highest value is best, and the frontier's ``x`` (lower is better) and ``y``."""
+
+    objective: str
+    highest: bool
+    x: str
+    y: str
+    y_highest: bool
+
+
+QUERY_DEFAULTS: dict[str, QueryDefaults] = {
+    "decode": QueryDefaults("aggregate_tokens_per_s_per_gpu", True,
+                            "step_time_s", "aggregate_tokens_per_s_per_gpu", True),
+    "prefill": QueryDefaults("ttft_s", False, "itl_during_prefill_s", "ttft_s", False),
+    "prefix": QueryDefaults("saved_fraction", True, "bytes_with_cache", "saved_fraction", True),
+    "goodput": QueryDefaults("goodput_rps", True, "ttft_p90_s", "goodput_rps", True),
+    "context": QueryDefaults("time_s", False, "time_s", "doubling_ratio", False),
+    "speculative": QueryDefaults("speedup", True, "cycle_time_s", "aggregate_tokens_per_s",
+                                 True),
+    "plan": QueryDefaults("tokens_per_s_gpu", True, "tpot_ms", "tokens_per_s_gpu", True),
+}
+"""Each experiment's :class:`QueryDefaults`, by the ``experiment`` attribute of its dataset:
+a trade-off the experiment is about (decode step time against tokens/s per GPU, prefill's
+ITL against its TTFT, goodput's p90 TTFT against goodput, the plan's TPOT against tokens/s
+per GPU), never a variable against itself."""
+
+
 @dataclass
 class QueryResult:
     """The best cells and the frontier of one query, with how many cells it looked at.
@@ -143,8 +172,9 @@ class QueryResult:
     cells: int
 
 
-def _block_reduce(objective, fx, fy, mask, offset, shape, k, highest):
-    """One chunk reduced to its top ``k`` cells and its own Pareto set (global flat ids)."""
+def _block_reduce(objective, fx, fy, mask, offset, shape, k, highest, y_sign=1.0):
+    """One chunk reduced to its top ``k`` cells and its own Pareto set (global flat ids);
+    the set is of ``y_sign · fy`` (``-1``: a frontier whose lower ``y`` is better)."""
     obj = _floats(objective)
     ok = np.asarray(mask, dtype=bool) & np.isfinite(obj)
     local = np.nonzero(ok.ravel())[0]
@@ -167,7 +197,7 @@ def _block_reduce(objective, fx, fy, mask, offset, shape, k, highest):
     else:
         part = np.arange(local.size)
     top, top_values, top_latency = local[part], values[part], latency(part)
-    fy_flat = _floats(fy).ravel()
+    fy_flat = _floats(fy).ravel() * y_sign
     good = ok.ravel() & np.isfinite(fx_flat) & np.isfinite(fy_flat)
     ids = np.nonzero(good)[0]
     front = pareto(fx_flat[ids], fy_flat[ids])
@@ -234,10 +264,12 @@ def _as_dask(da: xr.DataArray, dims: tuple[str, ...], chunks) -> dsa.Array:
 
 
 def run_query(ds: xr.Dataset, objective: str, highest: bool, frontier: tuple[str, str],
-              constraints: list[Constraint], k: int = 10) -> QueryResult:
+              constraints: list[Constraint], k: int = 10,
+              frontier_highest: bool = True) -> QueryResult:
     """The ``k`` best cells of ``ds`` for ``objective`` and the Pareto frontier of
-    ``frontier = (latency, throughput)`` (lower latency and higher throughput are better),
-    among the valid cells meeting ``constraints``; chunk by chunk, on dask's threads."""
+    ``frontier = (x, y)``: lower ``x`` is better, and higher ``y`` (a throughput) unless
+    ``frontier_highest`` is False (then lower: prefill's TTFT against its ITL), among the
+    valid cells meeting ``constraints``; chunk by chunk, on dask's threads."""
     dims = tuple(ds[objective].dims)
     names = {objective, *frontier}
     ref = ds[objective].transpose(*dims).data
@@ -252,7 +284,8 @@ def run_query(ds: xr.Dataset, objective: str, highest: bool, frontier: tuple[str
         offset = tuple(int(starts[a][i]) for a, i in enumerate(index))
         tasks.append(dask.delayed(_block_reduce)(
             arrays[objective].blocks[index], arrays[frontier[0]].blocks[index],
-            arrays[frontier[1]].blocks[index], mask.blocks[index], offset, shape, k, highest))
+            arrays[frontier[1]].blocks[index], mask.blocks[index], offset, shape, k, highest,
+            1.0 if frontier_highest else -1.0))
     parts = dask.compute(*tasks, scheduler="threads")
     top = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, int)
     top_values = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)

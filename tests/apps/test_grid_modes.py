@@ -14,12 +14,14 @@ import pytest
 import xarray as xr
 from panel.io.location import Location
 
+import lab
 from apps.ui.plots.charts import axis_label
 from apps.ui.views.grid import GridExplorer, experiment_link
+from apps.ui.views.grid_choices import choices_for
 from apps.ui.views.grid_heatmap import signed_span
 from lab.errors import LabInputError
 from sweeps import catalog_of_datasets as catalog
-from sweeps.query import Constraint, pareto, parse_where, run_query
+from sweeps.query import QUERY_DEFAULTS, Constraint, pareto, parse_where, run_query
 from sweeps.store import open_grid
 from tests.sweeps.conftest import write_small
 
@@ -162,6 +164,34 @@ def test_best_cells_and_frontier_match_brute_force(folder):
     row = result.best.iloc[0].to_dict()
     assert flat.loc[tuple(row[d] for d in ds["aggregate_tokens_per_s"].dims),
                     "aggregate_tokens_per_s"] == pytest.approx(row["aggregate_tokens_per_s"])
+
+
+def test_a_frontier_whose_lower_y_is_better_matches_brute_force(folder):
+    """Prefill's ITL against its TTFT: both lower is better (the frontier took every y as a
+    throughput, so such a pair drew the wrong corner)."""
+    ds = open_grid(folder / "decode.zarr")
+    pair = ("step_time_s", "memory_remaining_bytes")  # more batch: slower and less room
+    result = run_query(ds, "step_time_s", False, pair, [], k=3, frontier_highest=False)
+    flat = ds[[*pair, "valid", "fits"]].to_dataframe()
+    ok = flat[flat["valid"] & flat["fits"]]
+    x, y = ok[pair[0]].to_numpy(), ok[pair[1]].to_numpy()
+    expected = {(a, b) for a, b in zip(x, y, strict=True)
+                if not ((x <= a) & (y < b)).any() and not ((x < a) & (y <= b)).any()}
+    got = set(zip(result.frontier[pair[0]], result.frontier[pair[1]], strict=True))
+    assert got == expected and len(got) > 1
+
+
+@pytest.mark.parametrize("name", list(QUERY_DEFAULTS))
+def test_each_dataset_opens_on_a_query_it_is_about(name):
+    """The frontier charted a variable against itself (prefix, context, the plan) or the goodput
+    trace's request count as a latency; each dataset now opens on its experiment's pair."""
+    ds = lab.open_dataset(name)
+    c = choices_for(ds)
+    chosen = QUERY_DEFAULTS[name]
+    assert (c.objective, c.latency, c.throughput) == (chosen.objective, chosen.x, chosen.y)
+    assert c.latency != c.throughput
+    assert (c.best == "highest") == chosen.highest
+    assert (c.frontier_best == "highest") == chosen.y_highest
 
 
 def test_table_rows_open_the_experiment_page(served):

@@ -120,7 +120,7 @@ def unreadable(exc: Exception, variable: str | None) -> LabInputError:
                                "write it again with inference-lab sweep.")
 
 
-QUERY_ONLY = ("objective", "best", "latency", "throughput", "scope")
+QUERY_ONLY = ("objective", "best", "latency", "throughput", "frontier_best", "scope")
 """Inputs of the query alone (a change of them redraws nothing)."""
 
 QUERY_DELAY_MS = 100
@@ -395,7 +395,8 @@ class GridExplorer(Viewer):
                                      styles={"font-size": "12px"})
         widgets += [pn.pane.Markdown("**Query**", margin=(10, 10, 0, 10)), where, help_line,
                     select("objective", numeric), select("best"), select("scope", scope),
-                    select("latency", numeric), select("throughput", numeric)]
+                    select("latency", numeric), select("throughput", numeric),
+                    select("frontier_best")]
         self._shown_inputs()
         c.param.watch(lambda *_: self._shown_inputs(), ["x", "y", "facet", "mode", "compare"])
         return widgets
@@ -660,6 +661,7 @@ class GridExplorer(Viewer):
         """What the query covers with the choices in force."""
         c = self.choices
         return (id(self._ds), c.scope, c.where, c.objective, c.best, c.latency, c.throughput,
+                c.frontier_best,
                 tuple(sorted(c.at().items())) if c.scope == "view" else
                 (getattr(c, c.scope) if c.scope in c.dims else None),
                 tuple(sorted(c.in_use)) if c.scope == "view" else None)
@@ -672,7 +674,8 @@ class GridExplorer(Viewer):
         if key == self._query_key or c.objective is None:
             return
         self._query_key = key
-        ask = (c.objective, c.best == "highest", (c.latency, c.throughput), self.constraints())
+        ask = (c.objective, c.best == "highest", (c.latency, c.throughput), self.constraints(),
+               10, c.frontier_best == "highest")
         view = self._selection_read() if c.scope == "view" else None
         cells = None if c.scope == "view" else self.query_cells()  # lazy: read by the query
         held = self._slice[1] if c.scope == "view" and view is None else None
@@ -814,8 +817,10 @@ class GridExplorer(Viewer):
                        else f"the whole dataset at {c.scope} = {plain(getattr(c, c.scope))}",
                        "objective": f"{unit(c.objective)}, {c.best} first" if c.objective
                        else "(none)",
-                       "frontier": f"{unit(c.latency)} against {unit(c.throughput)}",
-                       "units": "SI as stored (s, bytes, FLOPs), as the column names say",
+                       "frontier": f"{unit(c.latency)}, lowest best, against "
+                                   f"{unit(c.throughput)}, {c.frontier_best} best",
+                       "units": "as stored (s, bytes, FLOPs; the plan's ms), as the column "
+                                "names say",
                        "meets": "1 where the cell is valid, fits in memory (where the dataset "
                                 "says) and meets every constraint, else 0"})
         if c.mode == "compare":

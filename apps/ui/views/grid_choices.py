@@ -16,7 +16,7 @@ import xarray as xr
 
 from apps.ui.shell.url_values import CheckedText
 from lab.points.decode_points import DecodeConfig
-from sweeps.query import GRAMMAR, higher_is_better, queryable, where_problem
+from sweeps.query import GRAMMAR, QUERY_DEFAULTS, higher_is_better, queryable, where_problem
 
 DEFAULTS = DecodeConfig()
 """The lab's default configuration (Llama 3.1 8B on H100 SXM, tp 1, BF16), shown first."""
@@ -116,11 +116,13 @@ class GridChoices(param.Parameterized):
                                doc="Variable ranking the best cells.")
     best = param.Selector(default="highest", objects=["highest", "lowest"], label="Best is",
                           doc="Whether the highest or the lowest value is best.")
-    latency = param.Selector(default=None, objects=[], label="Frontier latency (lower is better)",
-                             doc="Frontier x: a latency.")
-    throughput = param.Selector(default=None, objects=[],
-                                label="Frontier throughput (higher is better)",
-                                doc="Frontier y: a throughput.")
+    latency = param.Selector(default=None, objects=[], label="Frontier x (lower is better)",
+                             doc="Frontier x: a latency, or whatever is better lower.")
+    throughput = param.Selector(default=None, objects=[], label="Frontier y",
+                                doc="Frontier y: a throughput, or what the next input says.")
+    frontier_best = param.Selector(default="highest", objects=["highest", "lowest"],
+                                   label="Frontier y best is",
+                                   doc="Whether the frontier's highest or lowest y is best.")
     scope = param.Selector(default="view", objects=["view", "dataset"], label="Query over",
                            doc="The cells the best-cells table and frontier consider.")
 
@@ -145,12 +147,8 @@ class GridChoices(param.Parameterized):
                                 [d for d in dims if d not in axes] or dims)
         self.compare_values()
         self.param.objective.objects = numeric
-        self.objective = first_of(THROUGHPUT, numeric)
-        self.best = "highest" if self.objective and higher_is_better(self.objective) \
-            else "lowest"
         self.param.latency.objects = self.param.throughput.objects = numeric
-        self.latency = first_of(LATENCY, numeric)
-        self.throughput = first_of(THROUGHPUT, numeric)
+        self.open_query(ds, numeric)
         self.param.scope.objects = ["view", "dataset", *dims]
         names = queryable(ds)
         self.param.where.check = lambda text: where_problem(text, names)
@@ -158,6 +156,24 @@ class GridChoices(param.Parameterized):
             self.param[d].objects = self.values[d]
             setattr(self, d, opening_value(ds, d, self.values[d]))
         self.variable = self.opening_variable(ds, variables)
+
+    def open_query(self, ds: xr.Dataset, numeric: list[str]) -> None:
+        """The objective and the frontier the query opens with: its experiment's
+        :data:`~sweeps.query.QUERY_DEFAULTS` when the dataset holds their variables, else a
+        throughput and a latency by name."""
+        chosen = QUERY_DEFAULTS.get(str(ds.attrs.get("experiment")))
+        if chosen is not None and {chosen.objective, chosen.x, chosen.y} <= set(numeric):
+            self.objective, self.latency, self.throughput = chosen.objective, chosen.x, chosen.y
+            self.best = "highest" if chosen.highest else "lowest"
+            self.frontier_best = "highest" if chosen.y_highest else "lowest"
+            return
+        self.objective = first_of(THROUGHPUT, numeric)
+        self.best = "highest" if self.objective and higher_is_better(self.objective) \
+            else "lowest"
+        self.latency = first_of(LATENCY, numeric)
+        self.throughput = first_of(THROUGHPUT, numeric)
+        self.frontier_best = "highest" if self.throughput and higher_is_better(
+            self.throughput) else "lowest"
 
     def opening_variable(self, ds: xr.Dataset, variables: list[str]) -> str | None:
         """The variable coloured first: one of :data:`OPENING_VARIABLES`, else the first,
