@@ -221,7 +221,9 @@ def test_best_cells_table_fits_and_opens_first(served):
     shared = [d for d in dims if best[d].nunique() == 1]
     assert shared and "Every row: " + ", ".join(f"{d} {best[d].iloc[0]}" for d in shared) \
         in html
-    assert all(f"<th>{d}</th>" not in head for d in shared)
+    assert all(f">{d}</th>" not in head for d in shared)
+    assert all(f'<th title="{escape(axis_label(view._ds[d]))}">{d}</th>' in head
+               for d in dims if d not in shared)
     c = view.choices
     values = len({c.objective, c.latency, c.throughput})
     assert head.count("<th") == 1 + len(dims) - len(shared) + values  # link, dims, values
@@ -413,3 +415,24 @@ def test_twelve_lines_are_twelve_looks():
     looks = {(r.glyph.line_color, str(r.glyph.line_dash)) for r in fig.renderers
              if type(r.glyph).__name__ == "Line"}
     assert len(looks) == 12
+
+
+def test_a_shared_integer_dimension_is_named_as_an_integer(document):
+    """An all-numeric dataset's best rows sharing block 128 said "Every row: block 128.0" (a
+    row of mixed columns is read as floats)."""
+    ds = xr.Dataset({"saved": (("block", "requests"), np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]]))},
+                    coords={"block": [16, 128], "requests": [1, 2, 3]})
+    view = GridExplorer(ds)
+    html = view._table_html(run_query(ds.sel(block=[128]), "saved", True, ("saved", "saved"), []))
+    assert "Every row: block 128</p>" in html
+
+
+def test_a_slider_of_floats_names_1000_as_1000(document):
+    """Goodput's TTFT slider read "1e+03" under the slider's own "%.3g"."""
+    ds = xr.Dataset({"v": (("a", "b", "ttft_ms"), np.ones((2, 2, 3)))},
+                    coords={"a": [1, 2], "b": [1, 2], "ttft_ms": [250.0, 1000.0, 8000.0]})
+    view = GridExplorer(ds)
+    view.__panel__().get_root(document)
+    slider = view._dim_widgets["ttft_ms"]
+    shown = slider._process_param_change({"options": slider.options})["options"]
+    assert shown == ["250", "1000", "8000"]

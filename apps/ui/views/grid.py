@@ -120,6 +120,10 @@ def unreadable(exc: Exception, variable: str | None) -> LabInputError:
                                "write it again with inference-lab sweep.")
 
 
+SLIDER_FORMAT = "%.6g"
+"""A grid slider's labels of its values (integers too: a slider of integers only would say
+``%d``, and the same digits here)."""
+
 QUERY_ONLY = ("objective", "best", "latency", "throughput", "frontier_best", "scope")
 """Inputs of the query alone (a change of them redraws nothing)."""
 
@@ -377,8 +381,10 @@ class GridExplorer(Viewer):
             values = c.values[d]
             if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values) \
                     and len(values) > 1:
+                # "%.6g": goodput's 1000 ms read "1e+03" under the slider's own "%.3g"
                 w = DimensionSlider.from_param(c.param[d], options=values,
                                                    sizing_mode="stretch_width",
+                                                   formatter=SLIDER_FORMAT,
                                                    css_classes=[f"lab-grid-{d}"])
             else:
                 w = select(d, catalog_options(d, values))
@@ -730,7 +736,9 @@ class GridExplorer(Viewer):
         shared = [d for d in dims if len(frame) > 1 and frame[d].nunique() == 1]
         dims = [d for d in dims if d not in shared]
         shown = [n for n in dict.fromkeys([c.objective, c.latency, c.throughput]) if n]
-        head = "<th></th>" + "".join(f"<th>{escape(d)}</th>" for d in dims)
+        # a dimension by its short name (the table fits at 1440 px), its long one on hover
+        head = "<th></th>" + "".join(
+            f'<th title="{escape(axis_label(self._ds[d]))}">{escape(d)}</th>' for d in dims)
         head += "".join(f"<th>{escape(axis_label(self._ds[n]))}</th>" for n in shown)
         rows = []
         for row in frame.to_dict("records"):
@@ -748,9 +756,10 @@ class GridExplorer(Viewer):
         # The objective by its long name and units, as on every axis (not the raw name).
         title = escape(f"Best cells by {axis_label(self._ds[c.objective])} "
                        f"({c.best} first)")
-        first = frame.iloc[0]
+        # frame[d].iloc[0], not frame.iloc[0][d]: a row of mixed columns is all floats
+        # ("block 128.0")
         common = ("<p class=\"lab-grid-shared\">Every row: " + escape(", ".join(
-            f"{d} {plain(first[d])}" for d in shared)) + "</p>") if shared else ""
+            f"{d} {plain(frame[d].iloc[0])}" for d in shared)) + "</p>") if shared else ""
         return (f'<div class="lab-grid-table"><p><b>{title}</b></p>{common}<table><thead>'
                 f"<tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
