@@ -10,7 +10,7 @@ from cli.flags import add_json_flag, print_json
 from lab.derivations.decode_steps import render_text
 from lab.errors import LabInputError
 from lab.limits import MAX_MS
-from lab.plan.plan_calc import calc_plan, plan_steps, rank_candidates
+from lab.plan.plan_calc import UNCALIBRATED_CANDIDATE, calc_plan, plan_steps, rank_candidates
 from lab.plan.plan_calibration import DEFAULT_QUANTILE
 from lab.plan.plan_decide import Targets
 from lab.plan.plan_space import ENGINES
@@ -94,8 +94,7 @@ def _candidates(args) -> int:
 def uncalibrated_note(candidate: dict) -> str:
     """What a ranked candidate's line adds when its figures are the floor alone: no public run
     of its engine × GPU × mode calibrates it (its band has no width)."""
-    return "" if candidate.get("calibrated", True) else (
-        " (the floor alone, uncalibrated: no public run of its engine, GPU and mode)")
+    return "" if candidate.get("calibrated", True) else f" ({UNCALIBRATED_CANDIDATE})"
 
 
 def frontier_line(point: dict, mode: str, best: dict | None) -> str:

@@ -395,6 +395,12 @@ def plan_point(engine: str, model: str, gpu: str, mode: str, tp: int, dp: int, e
     return config_record(plan, 0)
 
 
+UNCALIBRATED_CANDIDATE = ("the floor alone, uncalibrated: no public run of its engine, GPU and "
+                          "mode")
+"""What a ranked candidate predicted by the floor alone is called (the CLI's line, the page's
+row): no public run of its engine × GPU × mode calibrates it, so its band has no width."""
+
+
 def rank_candidates(data: xr.Dataset, targets: Targets, quantile: float = DEFAULT_QUANTILE,
                     calibration_table: xr.Dataset | None = None,
                     model: ModelSpec | None = None) -> dict:

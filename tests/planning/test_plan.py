@@ -353,6 +353,11 @@ def test_an_uncalibrated_candidate_is_said_so_and_ranked_after_calibrated_ones(t
     assert lines[1].startswith("1. real:") and "uncalibrated" not in lines[1]
     assert lines[2].startswith("2. floor:") and lines[2].endswith(
         "meets (the floor alone, uncalibrated: no public run of its engine, GPU and mode)")
+    from apps.ui.views.plan_page import candidates_html  # the page's row says the same
+
+    html = candidates_html(json.loads(_cli("plan", "--candidates", str(path), "--json")[1]))
+    assert "meets (the floor alone, uncalibrated: no public run of its engine, GPU and " \
+        "mode)</td>" in html
 
 
 def test_strict_band_errors_never_see_the_held_out_workload(table):

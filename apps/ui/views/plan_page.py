@@ -35,7 +35,7 @@ from apps.ui.shell.url_sync import UrlInputs, upload_only
 from apps.ui.views.page_shell import experiment_page
 from apps.ui.views.plan_study_view import study_html
 from lab.errors import LabInputError
-from lab.plan.plan_calc import rank_candidates
+from lab.plan.plan_calc import UNCALIBRATED_CANDIDATE, rank_candidates
 from lab.plan.plan_candidates import parse_candidates
 from lab.plan.plan_decide import Targets
 from lab.plan.plan_experiment import PlanDeployment
@@ -303,7 +303,8 @@ def candidates_html(ranking: dict | None) -> str:
                     f"<td>{escape(fmt_number(r['tokens_per_s_gpu'], 1))}</td>"
                     f"<td>{escape(fmt_number(r['tpot_upper_ms'], 2))}</td>"
                     f"<td>{'meets' if r['meets'] else 'misses'}"
-                    f"{'' if r.get('calibrated', True) else ' (floor alone, uncalibrated)'}"
+                    + ("" if r.get("calibrated", True) else
+                       f" ({escape(UNCALIBRATED_CANDIDATE)})") +
                     "</td></tr>")
     return ('<div class="lab-plan-candidates"><p><strong>Your candidates</strong>, ranked: '
             f"{ranking['meeting']:,} of {len(ranking['candidates']):,} "
