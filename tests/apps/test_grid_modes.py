@@ -436,3 +436,13 @@ def test_a_slider_of_floats_names_1000_as_1000(document):
     slider = view._dim_widgets["ttft_ms"]
     shown = slider._process_param_change({"options": slider.options})["options"]
     assert shown == ["250", "1000", "8000"]
+
+
+def test_a_dataset_it_cannot_draw_downloads_a_sentence_not_a_traceback(document):
+    """In a notebook, screen_csv() of a one-dimension dataset raised AttributeError."""
+    ds = xr.Dataset({"v": (("a",), np.arange(3.0))}, coords={"a": [1, 2, 3]})
+    view = GridExplorer(ds)
+    view.__panel__().get_root(document)
+    with pytest.raises(LabInputError, match=r"^This dataset has no numeric variable over two "
+                                            r"or more dimensions to draw\.$"):
+        view.screen_csv()

@@ -495,8 +495,13 @@ class GridExplorer(Viewer):
         return block[1].sel({d: v for d, v in at.items() if d in whole}), block
 
     def current(self) -> xr.Dataset:
-        """What is on screen: the cells drawn (thinned as drawn), every variable."""
+        """What is on screen: the cells drawn (thinned as drawn), every variable; a
+        :class:`LabInputError` saying why when nothing is (in a notebook, a dataset the
+        explorer cannot draw)."""
         c = self.choices
+        if c is None:
+            raise LabInputError(self._said or "Nothing is on screen: no dataset is "
+                                "open.")
         if c.mode == "compare":
             a, b = self._compare_slices()
             result = charts.compared(a, b, c.variable, c.how)
