@@ -102,7 +102,8 @@ class TableFile:
                     header = [cell.strip() for cell in cells]
                     missing = [c for c in required(header) if c not in header]
                     if missing:
-                        raise LabInputError(f"{self.what} file {name} lacks the column(s) "
+                        raise LabInputError(f"{self.what} file {name} lacks the "
+                                            f"column{'s' if len(missing) > 1 else ''} "
                                             f"{', '.join(missing)}.")
                     continue
                 count += 1

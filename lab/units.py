@@ -38,10 +38,19 @@ NS_PER_S = 1e9
 
 
 def fmt_number(value: float, digits: int = 2) -> str:
-    """Format with thousands separators and a fixed number of decimals (``1,136`` or ``4.48``)."""
+    """Format with thousands separators and a fixed number of decimals (``1,136`` or ``4.48``);
+    a negative number with a minus sign (``−0.65``, not a hyphen), and one that rounds to
+    zero without one (``0.00``, not ``-0.00``)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
-    return f"{value:,.{digits}f}"
+    text = f"{value:,.{digits}f}"
+    if not text.startswith("-"):
+        return text
+    return text[1:] if not text.strip("-0.,") else MINUS + text[1:]
+
+
+MINUS = "\u2212"
+"""The minus sign of a printed negative number (the hyphen-minus is a hyphen)."""
 
 
 def fmt_percent(fraction: float | None, digits: int = 1) -> str:
@@ -60,7 +69,7 @@ def fmt_int(value: float) -> str:
     """Format a count rounded to the nearest integer with thousands separators (``8,192``)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
-    return f"{round(value):,}"
+    return f"{round(value):,}".replace("-", MINUS)
 
 
 def fmt_gb(num_bytes: float, digits: int = 2) -> str:

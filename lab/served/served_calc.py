@@ -441,7 +441,8 @@ def summary_lines(result: dict) -> list[str]:
                      f"{fmt_percent(tp['p90'])}; "
                      f"TTFT {fmt_percent(tt['median'])}/{fmt_percent(tt['p90'])}")
     if result["below_floor"]:
-        lines.append(f"{len(result['below_floor']):,} row(s) measured below their TPOT floor "
+        lines.append(f"{fmt_count(len(result['below_floor']), 'row')} measured below their "
+                     "TPOT floor "
                      "(--json gives a sentence for each); the lowest:")
         worst = min(result["below_floor"], key=lambda r: r["tpot_ratio"])
         lines.append(f"- {worst['below_floor_sentence']}")

@@ -179,5 +179,5 @@ def test_goodput_serves_an_uploaded_trace(lab_url, lab_page, console_errors):
     broken = b"request_id,arrival_s,prompt_tokens\n1,0.0,100\n"
     lab_page.set_input_files("input[type=file]", files=[
         {"name": "broken.csv", "mimeType": "text/csv", "buffer": broken}])
-    expect(lab_page.locator(".lab-error").first).to_contain_text("lacks the column(s)")
+    expect(lab_page.locator(".lab-error").first).to_contain_text("lacks the column output_tokens")
     assert console_errors == []

@@ -57,7 +57,7 @@ def test_plan_page_frontier_target_and_upload(lab_url, lab_page, console_errors,
     bad.write_bytes(b"id,backend\nx,y\n")
     lab_page.set_input_files(".lab-plan-file input[type=file]", files=str(bad))
     expect(lab_page.locator(".lab-plan-status [role=alert]")).to_contain_text(
-        "lacks the column(s)")
+        "lacks the columns ")
     assert console_errors == []
 
 

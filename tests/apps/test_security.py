@@ -76,7 +76,7 @@ def test_errors_quoting_an_upload_name_no_server_folder():
     widget = TraceUpload(experiment=experiment)
     upload(widget, "broken.csv", BAD)
     cards = CardsView(experiment=experiment)._html(None)
-    assert "Trace file broken.csv lacks the column(s) output_tokens" in cards
+    assert "Trace file broken.csv lacks the column output_tokens" in cards
     assert "inference-lab-trace-" not in cards and "/tmp" not in cards
 
 

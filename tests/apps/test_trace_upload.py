@@ -32,7 +32,7 @@ def test_bad_upload_shows_one_sentence():
     widget = TraceUpload(experiment=experiment)
     upload(widget, "broken.csv", BAD)
     assert experiment.result is None
-    assert "lacks the column(s) output_tokens" in experiment.error
+    assert "lacks the column output_tokens" in experiment.error
 
 
 MISSING_ARRIVAL = b"request_id,prompt_tokens,output_tokens\n1,100,5\n"

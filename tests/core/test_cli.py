@@ -160,5 +160,5 @@ def test_output_into_a_closed_pipe_is_quiet():
 def test_memory_text_when_weights_do_not_fit(capsys):
     status, out, _ = run(capsys, "calc", "memory", "--model", "llama-3.1-405b", "--tp", "8")
     assert status == 0
-    assert "Free for KV = 72.00 GB − 101.46 GB − 4.00 GB = -33.46 GB" in out
+    assert "Free for KV = 72.00 GB − 101.46 GB − 4.00 GB = −33.46 GB" in out
     assert "Max sequences = 0 (the weights alone do not fit the budget)" in out

@@ -157,8 +157,8 @@ def test_a_crossover_below_one_token_says_what_it_means(capsys):
 
     exp = ContextGrowth(a_ms=0.0)
     card = next(c for c in exp.cards() if c.label == "Crossover n*")
-    assert card.value == "-1 tokens" and card.caption.startswith("below 1: attention outweighs")
+    assert card.value == "−1 tokens" and card.caption.startswith("below 1: attention outweighs")
     assert main(["calc", "context", "--a-ms", "0"]) == 0
-    assert "= -1 tokens (below 1: the attention part outweighs" in capsys.readouterr().out
+    assert "= −1 tokens (below 1: the attention part outweighs" in capsys.readouterr().out
     assert "where a·n = c·pairs" in next(c for c in ContextGrowth().cards()
                                          if c.label == "Crossover n*").caption

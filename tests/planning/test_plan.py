@@ -248,7 +248,7 @@ def test_a_bad_target_or_flag_is_one_sentence_naming_the_flag(argv, sentence):
 
 
 @pytest.mark.parametrize(("content", "sentence"), [
-    (b"id,backend\nx,y\n", "lacks the column(s)"),
+    (b"id,backend\nx,y\n", "lacks the columns "),
     (b"\x00\x01\x02", "NUL bytes"),
     (b"", "has no data rows; it needs a header and at least one configuration"),
     (b"id,backend,model_path,system,mode,isl,osl\n\n", "at least one configuration (measurements are "

@@ -148,7 +148,7 @@ def test_error_paths(capsys, argv, fragment):
 
 @pytest.mark.parametrize(("body", "fragment"), [
     ("", "is empty"),
-    ("id,arrival_s,prompt_tokens,output_tokens\n1,0,5,5\n", "lacks the column(s) request_id"),
+    ("id,arrival_s,prompt_tokens,output_tokens\n1,0,5,5\n", "lacks the column request_id"),
     (HEADER + "1,-0.5,5,5\n", "must not be negative"),
     (HEADER + "1,zero,5,5\n", "is not a number"),
     (HEADER + "1,0,5,2.5\n", "whole number"),

@@ -28,7 +28,7 @@ def _write(tmp_path, text, name="t.csv"):
     ("", "is empty"),
     ("\n\n", "is empty"),
     (HEADER, "no requests"),
-    ("request_id,arrival_s,prompt_tokens\n1,0,5\n", "lacks the column(s) output_tokens"),
+    ("request_id,arrival_s,prompt_tokens\n1,0,5\n", "lacks the column output_tokens"),
     (HEADER + "1,abc,5,5\n", "row 2: arrival_s is not a number"),
     (HEADER + "1,0,5,5\n2,-1,5,5\n", "row 3: arrival_s must not be negative"),
     (HEADER + "1,0,-5,5\n", "row 2: prompt_tokens must not be negative"),

@@ -81,7 +81,8 @@ def _checked_header(header: list[str], name: str) -> dict[str, int]:
     """Index of each required column in ``header`` (its first occurrence)."""
     missing = [col for col in COLUMNS if col not in header]
     if missing:
-        raise LabInputError(f"Trace file {name} lacks the column(s) {', '.join(missing)}; "
+        raise LabInputError(f"Trace file {name} lacks the "
+                            f"column{'s' if len(missing) > 1 else ''} {', '.join(missing)}; "
                             f"the header must name {','.join(COLUMNS)}.")
     return {col: header.index(col) for col in COLUMNS}
 
