@@ -292,6 +292,8 @@ def plan_record(plan: xr.Dataset, targets: Targets, calibration, inputs: dict,
         best["served_row"] = measured_row_id(best, calibration)
         best["served_link"] = served_link(best, plan.attrs.get("model", ""),
                                           plan.attrs.get("gpu", ""), best["served_row"])
+        best["served_link_text"] = served_link_text(best, plan.attrs.get("model", ""),
+                                                    best["served_row"])
         if "isl" in inputs and "osl" in inputs:
             best["nearest_workload"] = nearest_measured_workload(
                 calibration, group_key(best["engine"], plan.attrs.get("gpu", ""), best["mode"]),
@@ -333,6 +335,30 @@ def served_link(r: dict, model: str, gpu: str, row_id: str = "") -> str:
     row = f"&row={quote(row_id, safe='')}" if row_id else ""
     return (f"?view=served&model={model}&gpu={gpu}&engine={engine}&mode={r['mode']}"
             f"&workload={r['isl']}/{r['osl']}{row}")
+
+
+def served_link_text(r: dict, model: str, row_id: str = "") -> str:
+    """What :func:`served_link` opens, in words: the configuration's own measured row among
+    its group's, or the group's rows — of every model when the model is a reader's config.json
+    (it has no public rows, and the link says ``model=all``), of every engine when the pick is
+    the floor."""
+    from lab.catalog import model_catalog
+
+    if row_id:
+        return ("This configuration's measured row, among the measured rows of this model, GPU, "
+                "engine, mode and workload in experiment 11")
+    own, ideal = model not in model_catalog(), r["engine"] == IDEAL
+    return {
+        (False, False): "The measured rows of this model, GPU, engine, mode and workload in "
+                        "experiment 11 (this configuration was not measured)",
+        (False, True): "The measured rows of this model, GPU, mode and workload on every engine "
+                       "in experiment 11 (the floor is no engine's run)",
+        (True, False): "The measured rows of every model on this GPU, engine, mode and workload "
+                       "in experiment 11 (your model has no public runs)",
+        (True, True): "The measured rows of every model and engine on this GPU, mode and "
+                      "workload in experiment 11 (your model has no public runs, and the floor "
+                      "is no engine's run)",
+    }[own, ideal]
 
 
 def config_steps(r: dict) -> list[Step]:

@@ -51,7 +51,7 @@ def test_a_hostile_upload_is_one_sentence_and_a_good_one_is_ranked(view):
     view.upload._file.filename = "evil<script>.csv"
     view.upload._file.value = b"id,backend\n<script>alert(1)</script>,x\n"
     status = view.upload._status.object
-    assert 'role="alert"' in status and "lacks the column(s)" in status and "<script>" not in status
+    assert 'role="alert"' in status and "lacks the columns " in status and "<script>" not in status
     assert view.candidates.object == ""
     view.upload._file.filename = "mine.csv"
     view.upload._file.value = GOOD

@@ -93,6 +93,11 @@ def test_an_uploaded_model_is_planned_as_the_same_file_on_the_command_line(tmp_p
         without_ids(from_disk["frontier"]))  # as text: NaN (a term a mode lacks) equals itself
     assert uploaded["measured"] == []  # no public row measured it
     assert "model=all" in uploaded["best"]["served_link"]
+    # and its card says so (it said "the measured rows of this model")
+    assert uploaded["best"]["served_link_text"].startswith(
+        "The measured rows of every model on this GPU, engine, mode and workload")
+    assert "among the measured rows of this model, GPU, engine, mode and workload" in \
+        calc_plan()["best"]["served_link_text"]
 
 
 def test_a_catalog_model_chosen_after_an_upload_replaces_it_in_one_calculation():

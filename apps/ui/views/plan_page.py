@@ -281,12 +281,8 @@ def best_html(result: dict | None) -> str:
         f"{escape(fmt_number(best['ttft_upper_ms'], 0))} ms. "
         + (f"{escape(best['band_note'])} " if best.get("band_note") else "")
         + f"{escape(best['sure']['sentence'])}</p>{calibrated}"
-        f'<p><a href="{escape(best["served_link"])}">'
-        + ("This configuration's measured row, among the measured rows of this model, GPU, "
-           "engine, mode and workload in experiment 11" if best.get("served_row") else
-           "The measured rows of this model, GPU, engine, mode and workload in experiment 11 "
-           "(this configuration was not measured)")
-        + "</a> (floor and every named term per row).</p></div>")
+        f'<p><a href="{escape(best["served_link"])}">{escape(best["served_link_text"])}'
+        "</a> (floor and every named term per row).</p></div>")
 
 
 def candidates_html(ranking: dict | None) -> str:
