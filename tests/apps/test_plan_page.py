@@ -53,6 +53,8 @@ def test_a_hostile_upload_is_one_sentence_and_a_good_one_is_ranked(view):
     status = view.upload._status.object
     assert 'role="alert"' in status and "lacks the columns " in status and "<script>" not in status
     assert view.candidates.object == ""
+    # the input no longer names the refused file (it did, as if that file were in force)
+    assert view.upload._file.filename is None and view.upload._file.value is None
     view.upload._file.filename = "mine.csv"
     view.upload._file.value = GOOD
     html = view.candidates.object

@@ -102,7 +102,10 @@ class TableUpload(Viewer):
         return f"<p>Data: <em>{shown}</em></p>"
 
     def _say(self, sentence: str) -> None:
-        """The problem in one sentence, and beneath it what is still in force."""
+        """The problem in one sentence, and beneath it what is still in force; the file input
+        is emptied (it went on naming the refused file, as if it were in force)."""
+        if self._file.value is not None or self._file.filename:
+            self._file.clear()
         self._status.object = (f'<p class="lab-upload-problem" role="alert">{escape(sentence)}'
                                f"</p>{self._describe(self._in_force)}")
 

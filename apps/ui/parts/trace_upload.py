@@ -85,6 +85,10 @@ class TraceUpload(Viewer):
         return f"<p>Trace: <em>{shown}</em></p>"
 
     def _say(self, sentence: str) -> None:
+        """The problem in one sentence; the file input is emptied (it went on naming the
+        refused file, as if it were in force)."""
+        if self._file.value is not None or self._file.filename:
+            self._file.clear()
         self._status.object = f'<p class="lab-upload-problem" role="alert">{escape(sentence)}</p>'
 
     def _note_html(self, result) -> str:
