@@ -235,6 +235,11 @@ def test_facets_share_one_colour_scale(served):
     assert len(figs) == 3
     mappers = {(f.right[0].color_mapper.low, f.right[0].color_mapper.high) for f in figs}
     assert len(mappers) == 1
+    # each panel names the variable with its unit and the facet's value with its own
+    label = axis_label(view._ds["step_time_s"])
+    assert [f.title.text for f in figs] == [
+        f"{label} at tp {tp} {'GPU' if tp == 1 else 'GPUs'}" for tp in view._ds.tp.values]
+    assert figs[0].title.text == f"{label} at tp 1 GPU" and "(ms)" in label
 
 
 def test_lines_draw_one_line_per_value(served):

@@ -160,6 +160,15 @@ def grid_constants(ds: xr.Dataset) -> dict:
     return dict(constants) if isinstance(constants, dict) else {}
 
 
+def facet_title(ds: xr.Dataset, variable: str, facet: str, value) -> str:
+    """One small multiple's title: the variable with its unit, and the facet's value with
+    its own ("Ideal decode step time (ms) at tp 2 GPUs"; the panels said only "tp 2")."""
+    unit = display_label(ds[facet])[1] if facet in ds.coords else ""
+    if plain(value) == 1 and len(unit) > 2 and unit.endswith("s"):
+        unit = unit[:-1]  # tp 1 GPU, batch 1 sequence (not "ms")
+    return f"{axis_label(ds[variable])} at {facet} {plain(value)}{' ' + unit if unit else ''}"
+
+
 def experiment_link(ds: xr.Dataset, row: dict, fixed: dict | None = None) -> str | None:
     """``?view=<experiment>&…`` opening the experiment page at a table row's configuration, or
     None when the dataset is no experiment's.
@@ -622,7 +631,7 @@ class GridExplorer(Viewer):
             panel = ds.sel({c.facet: value})
             marks = meets(panel, where) if where else None
             views.append(heatmap.show(panel, c.variable, c.x, c.y, clim=clim, marks=marks,
-                                      title=f"{c.facet} {plain(value)}"))
+                                      title=facet_title(ds, c.variable, c.facet, value)))
         return layout, views
 
     def _thinning_note(self) -> str:
@@ -637,7 +646,7 @@ class GridExplorer(Viewer):
                              "(the query reads every value)")
         if c.mode == "heatmap" and c.facet != NONE and self._ds.sizes[c.facet] > MAX_FACETS:
             notes.append(f"the first {MAX_FACETS} of {self._ds.sizes[c.facet]} {c.facet} "
-                         "values are drawn")
+                         "values are drawn (a query over the slice on screen reads them all)")
         return ("*" + escape("; ".join(notes)).capitalize() + ".*") if notes else ""
 
     # -- query --------------------------------------------------------------------------
