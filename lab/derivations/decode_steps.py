@@ -232,7 +232,6 @@ def _moe_decode_steps(record: dict, model: MoESpec, gpu: GPUSpec, peak_name: str
     nbytes = weight_bytes_text(precision)
     n_read = round(float(step_weight_params(model, batch)))
     n_act = int(active_linear_params(model))
-    touched = float(experts_touched(model.experts, model.experts_per_token, batch))
     n_all = int(all_experts_params(model))
     mla = model.kv_lora_rank > 0
     kv_tok_gpu = int(kv_shapes.kv_bytes_per_token_per_gpu(model, 1, kv_precision))
@@ -249,6 +248,8 @@ def _moe_decode_steps(record: dict, model: MoESpec, gpu: GPUSpec, peak_name: str
             _attention_phase_step(record),
         ]
         return steps + _step_and_memory(record, model, batch, gpu)
+    # after the dense branch: a dense model has no experts to touch (a division by 0)
+    touched = float(experts_touched(model.experts, model.experts_per_token, batch))
     reads = (f"{fmt_int(n_read)} params (shared + touched experts) × {nbytes} B, / {tp} "
              "(routers and MLA down-projections whole)")
     every = (f"{fmt_int(n_all)} params (shared + all {model.experts} experts) × {nbytes} B, "
