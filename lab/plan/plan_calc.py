@@ -17,7 +17,12 @@ import xarray as xr
 from lab.catalog.entries import ModelSpec
 from lab.derivations.decode_steps import Step
 from lab.errors import LabInputError, shown
-from lab.plan.plan_calibration import DEFAULT_QUANTILE, calibration_for, shipped_calibration
+from lab.plan.plan_calibration import (
+    DEFAULT_QUANTILE,
+    MAX_QUANTILE,
+    calibration_for,
+    shipped_calibration,
+)
 from lab.plan.plan_decide import (
     Targets,
     expected_tokens,
@@ -201,8 +206,8 @@ def calc_plan(model: str | ModelSpec = "llama-3.1-70b", gpu: str = "h200", budge
     and the public measured rows of this model × GPU × engine × workload. ``model``: a catalog
     id, a path to a ``config.json``, or a model already read (an uploaded ``config.json``:
     :func:`lab.catalog.lookup.model_from_config_bytes`)."""
-    if not 0.5 <= quantile < 1:
-        raise LabInputError(f"The band quantile must be from 0.5 to below 1, not "
+    if not 0.5 <= quantile <= MAX_QUANTILE:  # the page's bounds (the CLI took 0.995)
+        raise LabInputError(f"The band quantile must be from 0.5 to {MAX_QUANTILE}, not "
                             f"{shown(quantile)}.")
     targets = Targets(ttft_ms, tpot_ms, tokens_per_s_user)
     space = PlanSpace(model=model, gpu=gpu, budget=budget, engine=engine, isl=isl, osl=osl,

@@ -27,6 +27,9 @@ from lab.served.served_calc import METRICS, run_keys, served_table, term_designs
 DEFAULT_QUANTILE = 0.875
 """The band's conservative quantile: a plan's latency is read at the q-th quantile of its
 group's out-of-sample errors (chosen by ``calc plan --validate``, docs/model.md §12)."""
+MAX_QUANTILE = 0.99
+"""The most conservative band quantile a plan may ask for (a higher one reads the extreme of
+a few dozen errors)."""
 MIN_BAND_ROWS = 5
 """Fewest rows a narrower error sample (same model, nearby concurrency) needs to be used."""
 CONCURRENCY_OCTAVES = 1.0

@@ -16,7 +16,7 @@ from lab.catalog.entries import ModelSpec
 from lab.experiments.base import Card, Experiment, Prediction
 from lab.limits import MAX_CONTEXT, MAX_MS
 from lab.plan.plan_calc import calc_plan, plan_steps
-from lab.plan.plan_calibration import DEFAULT_QUANTILE
+from lab.plan.plan_calibration import DEFAULT_QUANTILE, MAX_QUANTILE
 from lab.plan.plan_space import ENGINES, MAX_BUDGET
 from lab.served.served_loader import SHIPPED_SOURCE
 from lab.units import fmt_count, fmt_number
@@ -78,7 +78,7 @@ class PlanDeployment(Experiment):
             "(lab.catalog.lookup.model_from_config_bytes), planned instead of ``model``; None: "
             "the catalog model. Never a widget: the page's upload sets it, and choosing a "
             "catalog model clears it.")
-    quantile = param.Number(default=DEFAULT_QUANTILE, bounds=(0.5, 0.99), step=0.05,
+    quantile = param.Number(default=DEFAULT_QUANTILE, bounds=(0.5, MAX_QUANTILE), step=0.05,
                             label="Band quantile",
                             doc="How conservative: latency read at this quantile of the "
                                 "group's out-of-sample errors, and the least chance of "

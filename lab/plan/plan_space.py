@@ -26,6 +26,7 @@ from lab.catalog import get_gpu, get_model
 from lab.catalog.entries import ModelSpec
 from lab.catalog.moe_spec import MoESpec
 from lab.errors import LabInputError, shown
+from lab.limits import MAX_CONTEXT
 from lab.models.inputs import DecodeInputs
 from lab.models.memory import sequence_capacity
 from lab.plan.plan_calibration import config_keys
@@ -202,11 +203,14 @@ def check_space(space: PlanSpace) -> None:
                             f"not {shown(space.budget)}.")
     for name in ("isl", "osl"):
         value = getattr(space, name)
-        if not isinstance(value, int) or value < 1:
-            raise LabInputError(f"{name} must be a whole number of tokens ≥ 1, not "
-                                f"{shown(value)}.")
-    get_model(space.model)
+        if not isinstance(value, int) or not 1 <= value <= MAX_CONTEXT:
+            raise LabInputError(f"{name} must be a whole number of tokens from 1 to "
+                                f"{MAX_CONTEXT:,}, not {shown(value)}.")
+    model = get_model(space.model)
     get_gpu(space.gpu)
+    if space.isl + space.osl > model.max_context:  # it was planned (200k tokens on Llama 3.1)
+        raise LabInputError(f"A request of isl + osl = {space.isl + space.osl:,} tokens exceeds "
+                            f"{model.name}'s maximum context of {model.max_context:,} tokens.")
 
 
 def gpus_used(mode, tp, dp, prefill_tp, prefill_dp, prefill_workers, decode_workers):

@@ -119,7 +119,13 @@ def test_the_ideal_engine_is_the_floor_and_an_unmeasured_group_is_marked():
      "The weights of DeepSeek-V3 at fp8 do not fit on 4 × NVIDIA H100 SXM"),
     ({"budget": 0}, "The GPU budget must be a whole number from 1 to 1,024, not 0."),
     ({"engine": "tgi"}, "Engine 'tgi' is not one of trtllm, vllm, sglang, ideal."),
-    ({"quantile": 1.5}, "The band quantile must be from 0.5 to below 1, not 1.5."),
+    ({"quantile": 1.5}, "The band quantile must be from 0.5 to 0.99, not 1.5."),
+    # the command line took these (the page's bounds were never checked there)
+    ({"quantile": 0.995}, "The band quantile must be from 0.5 to 0.99, not 0.995."),
+    ({"osl": 10**20}, "osl must be a whole number of tokens from 1 to 1,048,576, not "
+                      "100000000000000000000."),  # a traceback (OverflowError)
+    ({"isl": 200_000}, "A request of isl + osl = 201,024 tokens exceeds Llama 3.1 70B's "
+                       "maximum context of 131,072 tokens."),  # it was planned
 ])
 def test_a_plan_that_cannot_be_made_is_one_sentence(kwargs, sentence):
     with pytest.raises(LabInputError) as info:
