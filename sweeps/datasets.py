@@ -147,6 +147,7 @@ def open_dataset(name: str | os.PathLike, *, path: str | Path | None = None,
         StaleDatasetError,
         UnverifiedDatasetError,
         grid_name_of,
+        open_export,
         open_grid,
         open_grid_spec,
         stored_attribute,
@@ -169,6 +170,9 @@ def open_dataset(name: str | os.PathLike, *, path: str | Path | None = None,
         if path is not None:
             raise LabInputError("Give the dataset's path once: as the first argument or as "
                                 "path=, not both.")
+        exported = open_export(store_path)
+        if exported is not None:  # a selection the reader exported: opened as it is
+            return exported
         experiment = stored_attribute(store_path, md.ATTR_EXPERIMENT) \
             if store_path.is_dir() else None
         if experiment not in DATASET_NAMES:  # missing, not a lab store, or damaged: say which

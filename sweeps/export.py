@@ -220,6 +220,7 @@ def _write_file(ds: xr.Dataset, path: Path, fmt: str) -> None:
             sizes = tuple(ds.sizes.values())
             ds = ds.chunk(dict(zip(ds.sizes, choose_chunks(sizes, DEFAULT_CHUNK_CELLS),
                                    strict=True)))
+        ds.attrs[md.ATTR_EXPORTED] = 1  # opened as an export, not checked as a sweep's grid
         ds.to_zarr(path, mode="w-", consolidated=False, zarr_format=3)
         consolidate(path)
 

@@ -34,6 +34,9 @@ ATTR_COMPLETE = "sweep_complete"
 ATTR_DIGESTS = "file_digests"
 """``{store key: BLAKE2b digest}`` of every file of the store but its root metadata, recorded
 when the sweep completes; checked on open (every file present) and on every read."""
+ATTR_EXPORTED = "exported"
+"""Set to 1 on a Zarr export (``inference-lab export -o x.zarr``): a selection of a grid for
+the reader's own analysis, without the sweep's checksums (its files are not the sweep's)."""
 REQUIRED_ATTRS = (ATTR_EXPERIMENT, ATTR_NAME, ATTR_SPEC, ATTR_CATALOG, ATTR_VERSION, ATTR_HASH,
                   ATTR_COMPLETE)
 """Attributes every finished dataset carries."""

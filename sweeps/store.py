@@ -482,6 +482,37 @@ def checked_against_spec(ds: xr.Dataset, stored: ExperimentSpec, where: str | Pa
     return ds, spec
 
 
+def is_export(attrs: dict) -> bool:
+    """Whether root attributes ``attrs`` are a Zarr export's (``inference-lab export``): marked
+    so, or (an export written before the mark) carrying no checksums and an export's history."""
+    if attrs.get(md.ATTR_EXPORTED) in (1, "1", True):
+        return True
+    return md.ATTR_DIGESTS not in attrs and "export as zarr" in str(attrs.get("history", ""))
+
+
+def open_export(path: str | Path) -> xr.Dataset | None:
+    """The Zarr export at ``path`` as a lazy dataset (None when ``path`` is not one): its
+    files checked as every local store's are (regular files, bounded metadata and chunks), but
+    not against a sweep's checksums and grid spec, which an export of a selection does not
+    carry. It was reported as "stale … written before checksums" with advice that replaced it
+    with the whole grid."""
+    path = Path(path)
+    try:
+        attrs = _root_attrs(path) if path.is_dir() else {}
+    except CorruptDatasetError:
+        return None
+    if not is_export(attrs):
+        return None
+    _check_local_store(path)
+    try:
+        ds = xr.open_zarr(LocalStore(path, read_only=True), consolidated=False, zarr_format=3)
+    except Exception as exc:
+        raise CorruptDatasetError(f"The export at {path} is unreadable ({type(exc).__name__}: "
+                                  f"{exc}); export it again.") from None
+    ds.attrs.pop(md.ATTR_DIGESTS, None)
+    return cf_units(ds)
+
+
 def open_grid_spec(path: str | Path, *,
                    check_stale: bool = True) -> tuple[xr.Dataset, ExperimentSpec]:
     """:func:`open_grid`, and the dataset's stored grid spec as finalised now (what its hash

@@ -309,14 +309,31 @@ def read_served(paths, setup: vllm_bench.RunSetup | None = None) -> xr.Dataset:
     """A user's serving files from paths on this machine (``--measurements``; one path or
     several, their rows together, each id once)."""
     paths = [paths] if isinstance(paths, str | Path) else list(paths)
-    rows: list[dict] = []
-    names = []
+    per_file: list[tuple[str, bool, list[dict]]] = []
+    total = 0
     for path in paths:
         data, name = FILE.read_path(path)
-        rows += parse_rows(data, name, setup)
-        names.append(name)
-        if len(rows) > MAX_SERVED_ROWS:
+        parsed = parse_rows(data, name, setup)
+        per_file.append((name, vllm_bench.looks_like_json(FILE.text(data, name)), parsed))
+        total += len(parsed)
+        if total > MAX_SERVED_ROWS:
             raise LabInputError(f"The serving files hold more than {MAX_SERVED_ROWS:,} rows, the "
                                 "most the lab reads.")
-    joined = ", ".join(names)
-    return rows_dataset(_unique(rows, joined), own_source(joined))
+    joined = ", ".join(name for name, _, _ in per_file)
+    return rows_dataset(_unique(_folder_ids(per_file), joined), own_source(joined))
+
+
+def _folder_ids(per_file: list[tuple[str, bool, list[dict]]]) -> list[dict]:
+    """The rows of every file, a ``vllm bench serve`` result's ids (its file name) led by its
+    folder's name when another file's ids are the same: one folder per run, each holding a
+    ``run.json``, was refused as "the id 'run' appears more than once"."""
+    seen: dict[str, int] = {}
+    for _, _, rows in per_file:
+        for r in rows:
+            seen[r["id"]] = seen.get(r["id"], 0) + 1
+    out = []
+    for name, is_json, rows in per_file:
+        folder = Path(name).parent.name
+        clash = is_json and folder and any(seen[r["id"]] > 1 for r in rows)
+        out += [{**r, "id": f"{folder}/{r['id']}"} for r in rows] if clash else rows
+    return out

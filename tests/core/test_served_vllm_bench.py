@@ -133,6 +133,24 @@ def test_the_cli_reads_runs_with_the_setup_flags(tmp_path, capsys):
     assert "--gpu h100-sxm; --tp 1" in out and "show their floors only" in out
 
 
+def test_runs_in_a_folder_each_are_named_by_their_folder(tmp_path, capsys):
+    """One folder per run, each holding run.json, was refused: "the id 'run' appears more than
+    once"."""
+    paths = []
+    for folder, ttft in (("c32", 183.25), ("c64", 350.0)):
+        (tmp_path / folder).mkdir()
+        path = tmp_path / folder / "run.json"
+        path.write_text(json.dumps(vllm_result(mean_ttft_ms=ttft)))
+        paths.append(str(path))
+    assert main(["calc", "served", "--measurements", *paths, "--gpu", "h100-sxm", "--tp", "1",
+                 "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["counts"]["rows"] == 2 and record["selected"]["id"] == "c32/run"
+    assert main(["calc", "served", "--measurements", paths[0], paths[0], "--gpu", "h100-sxm",
+                 "--tp", "1"]) == 2  # the same file twice is still one run twice
+    assert "the id 'c32/run' appears more than once" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("args, sentence", [
     ([], "the run does not say its GPU and tensor-parallel degree (tp), which vllm bench serve "
          "does not save; give --gpu and --tp"),

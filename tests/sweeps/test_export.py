@@ -159,3 +159,29 @@ def test_a_store_of_another_experiment_than_named_is_refused(small_decode, tmp_p
     assert "holds the decode dataset, not context" in capsys.readouterr().err
     assert main(["export", "--dataset", str(small_decode), "--sel", "model=qwen3-8b",
                  "-o", str(tmp_path / "s.csv")]) == 0
+
+
+@pytest.mark.parametrize("marked", [True, False])
+def test_a_zarr_export_opens_again_and_is_never_called_stale(small_decode, tmp_path, capsys,
+                                                             marked):
+    """An export's store was "stale: written before datasets recorded file checksums", and the
+    advice (`sweep --experiment decode --out x.zarr`) replaced the reader's selection with the
+    whole grid. It opens as it is now; an export from before the mark too (``marked=False``)."""
+    import lab
+    from sweeps import metadata as md
+
+    out = tmp_path / "x.zarr"
+    assert main(["export", "--dataset", str(small_decode), "--sel", *SEL, "-o", str(out)]) == 0
+    if not marked:
+        meta = json.loads((out / "zarr.json").read_text())
+        del meta["attributes"][md.ATTR_EXPORTED]
+        (out / "zarr.json").write_text(json.dumps(meta))
+    opened = lab.open_dataset(str(out))
+    expected = select(open_grid(small_decode), SEL, "decode").load()
+    assert dict(opened.sizes) == dict(expected.sizes)
+    np.testing.assert_array_equal(opened["step_time_s"].values, expected["step_time_s"].values)
+    assert opened["step_time_s"].attrs["units"] == "s"
+    capsys.readouterr()
+    assert main(["export", "--dataset", str(out), "-o", str(tmp_path / "again.csv")]) == 0
+    assert "stale" not in capsys.readouterr().err
+    assert len(pd.read_csv(tmp_path / "again.csv")) == expected["step_time_s"].size
