@@ -25,8 +25,9 @@ def _run(args: argparse.Namespace) -> int:
                             "too.")
     data = read_served(args.measurements, setup) if args.measurements else None
     result = calc_served(data, args.row, rows=args.json and args.all_rows)
-    note = unfitted_sentence(result["counts"]["modelled"], result["counts"]["predicted"]) \
-        if args.measurements else ""
+    counts = result["counts"]
+    note = unfitted_sentence(counts["modelled"], counts["predicted"],
+                             counts["never_fitted_on"]) if args.measurements else ""
     if note:
         result["note"] = note
 

@@ -382,7 +382,10 @@ def calc_served(data: xr.Dataset | None = None, row_id: str | None = None,
                    "modelled": int(np.asarray(table["modelled"].values).sum()),
                    "predicted": int(np.isfinite(np.asarray(table["tpot_predicted_ms"].values))
                                     .sum()),
-                   "not_modelled": dict(reasons.most_common())},
+                   "not_modelled": dict(reasons.most_common()),
+                   "never_fitted_on": int((np.asarray(table["modelled"].values, dtype=bool)
+                                           & ~np.asarray(table["fit_on"].values, dtype=bool))
+                                          .sum())},
         "errors": overall,
         "groups": per_group,
         "coefficients": coefficients(table),

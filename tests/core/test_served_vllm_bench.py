@@ -112,6 +112,23 @@ def test_one_workload_cannot_be_refitted_and_shows_floors_only():
     assert unfitted_sentence(4, 4) == "" and unfitted_sentence(0, 0) == ""
 
 
+def test_rows_below_their_floor_are_named_as_why_they_cannot_be_refitted(tmp_path, capsys):
+    """Three workloads of rows measured below their floor (tp 1 by default) were told "each
+    needs runs of at least two workloads"; the reason is that no fit uses such a row."""
+    path = tmp_path / "mine.csv"
+    path.write_text("id,backend,model_path,system,mode,isl,osl,batch_size,silicon_ttft_ms,"
+                    "silicon_tpot_ms\n" + "".join(
+                        f"r{i},vllm,llama-3.1-70b,h200,agg,{isl},1024,16,200,15\n"
+                        for i, isl in enumerate((1024, 4096, 8192))))
+    assert main(["calc", "served", "--measurements", str(path), "--json"]) == 0
+    note = json.loads(capsys.readouterr().out)["note"]
+    assert note.startswith("None of your 3 modelled rows can be refitted: every one is measured "
+                           "below its TPOT floor") and "workloads" not in note
+    assert unfitted_sentence(5, 3, 1).endswith("workloads (1 row measured below its TPOT "
+                                               "floor, which no fit uses); those rows show "
+                                               "their floors only.")
+
+
 def test_the_cli_reads_runs_with_the_setup_flags(tmp_path, capsys):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(json.dumps(vllm_result()))
@@ -120,7 +137,7 @@ def test_the_cli_reads_runs_with_the_setup_flags(tmp_path, capsys):
                  "--tp", "1", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["counts"] == {"rows": 2, "distinct_runs": 2, "modelled": 2, "predicted": 2,
-                                "not_modelled": {}}
+                                "not_modelled": {}, "never_fitted_on": 0}
     assert record["selected"]["id"] == "a" and "note" not in record
     assert record["source"] == f"your measurements ({a}, {b})"
     assert main(["calc", "served", "--measurements", str(a), "--gpu", "h100-sxm", "--tp", "1",

@@ -338,7 +338,8 @@ class ServedPage(Viewer):
         table = exp.table()
         modelled = np.asarray(table["modelled"].values, dtype=bool)
         predicted = modelled & np.isfinite(np.asarray(table["tpot_predicted_ms"].values))
-        sentence = unfitted_sentence(int(modelled.sum()), int(predicted.sum()))
+        never = modelled & ~np.asarray(table["fit_on"].values, dtype=bool)
+        sentence = unfitted_sentence(int(modelled.sum()), int(predicted.sum()), int(never.sum()))
         return f'<p role="note">{escape(sentence)}</p>' if sentence else ""
 
     def __panel__(self):
