@@ -264,6 +264,26 @@ def test_compare_is_a_ratio_centred_on_one(served):
     assert mapper.low == -mapper.high
 
 
+def test_a_compared_dimension_on_an_axis_moves_off_it_with_its_values(served):
+    """compare=batch with batch on the x axis (a link) was moved to another dimension but kept
+    A = 16 and B = 8: a KeyError and a blank page. Moving x onto the compared dimension on the
+    page left the old chart under the new controls."""
+    view = served("?mode=compare&compare=batch&compare_a=16&compare_b=8")
+    c = view.choices
+    assert c.compare not in (c.x, c.y) and c.compare_a in c.values[c.compare]
+    assert "is compared" in said(view)
+    fig = view._area.objects[0].object
+    assert f"{c.compare} {c.compare_a}" in fig.title.text
+    view = served("?mode=compare&compare=batch&compare_a=16&compare_b=8&x=tp")
+    c = view.choices
+    assert (c.x, c.compare) == ("tp", "batch")
+    c.x = "batch"  # onto the compared dimension: the two swap
+    assert (c.x, c.compare) == ("batch", "tp") and c.compare_a in c.values["tp"]
+    fig = view._area.objects[0].object
+    assert fig.title.text.split(": ")[1].startswith(f"tp {c.compare_a}")
+    assert fig.xaxis.axis_label == axis_label(view._ds["batch"])
+
+
 def test_csv_is_what_is_on_screen(served):
     view = served("?x=tp&y=context&where=step_time_s<=0.01")
     buttons = [b for b in view._downloads.objects if getattr(b, "filename", "").endswith(".csv")]

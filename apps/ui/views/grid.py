@@ -304,6 +304,7 @@ class GridExplorer(Viewer):
         c = self.choices
         c.param.watch(self._compare_changed, "compare")
         c.param.watch(self._axes_changed, ["x", "y"])
+        c.param.watch(self._mode_changed, "mode")
         c.param.watch(self._where_changed, "where")
         c.param.watch(self._redraw, [n for n in c.url_names() if n not in QUERY_ONLY])
         c.param.watch(self._requery, c.url_names())
@@ -335,6 +336,7 @@ class GridExplorer(Viewer):
                 problems.append(f"The compared dimension must be off the axes, so "
                                 f"{free[0]} is compared.")
                 c.compare = free[0]
+                c.compare_values()  # A and B of the new dimension (a blank page: KeyError)
         if problems:
             self._say(" ".join(problems))
 
@@ -346,6 +348,21 @@ class GridExplorer(Viewer):
             setattr(c, other, event.old)
         if c.facet in (c.x, c.y):
             c.facet = NONE
+        self._compare_off_axes(event.old)
+
+    def _compare_off_axes(self, freed: str | None = None) -> None:
+        """In compare mode the compared dimension leaves an axis it was moved to: it takes the
+        dimension the axis ``freed`` (a swap), else the first one free (the chart stayed the
+        old one, with a KeyError in the log)."""
+        c = self.choices
+        if c.mode != "compare" or c.compare not in (c.x, c.y):
+            return
+        free = [d for d in c.dims if d not in (c.x, c.y)]
+        if free:
+            c.compare = freed if freed in free else free[0]
+
+    def _mode_changed(self, *_events) -> None:
+        self._compare_off_axes()
 
     def _compare_changed(self, *_events) -> None:
         self.choices.compare_values()
