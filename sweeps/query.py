@@ -188,8 +188,9 @@ def _block_reduce(objective, fx, fy, mask, offset, shape, k, highest, y_sign=1.0
     if local.size > k:
         score = -values if highest else values
         edge = np.partition(score, k - 1)[k - 1]
-        better = np.nonzero(score < edge)[0]
-        tied = np.nonzero(score == edge)[0]
+        tol = TIE_RELATIVE * abs(edge)  # 49558.32550700354 and …353 are one figure
+        better = np.nonzero(score < edge - tol)[0]
+        tied = np.nonzero(np.abs(score - edge) <= tol)[0]
         room = k - better.size  # ties at the edge: the lowest latency first
         if tied.size > room:
             tied = tied[np.argpartition(latency(tied), room - 1)[:room]]
@@ -245,10 +246,26 @@ PARETO_SAMPLE_POINTS = 4096
 """About how many points that sample holds."""
 
 
+TIE_RELATIVE = 1e-12
+"""Two figures closer than this, relative to their size, are the same figure: the same
+tokens/s reached by two paths of floating-point arithmetic (49,558.32550700354 and …353) tie."""
+
+
+def _rounded(values: np.ndarray, bits: int = 40) -> np.ndarray:
+    """``values`` with their mantissa rounded to ``bits`` bits (about 12 significant digits;
+    non-finite values kept): figures that differ only by floating-point rounding compare
+    equal. For the few cells a query keeps, never a whole chunk."""
+    mantissa, exponent = np.frexp(np.asarray(values, dtype=float))
+    rounded = np.ldexp(np.round(mantissa * 2.0**bits) / 2.0**bits, exponent)
+    return np.where(np.isfinite(values), rounded, values)
+
+
 def _pareto_sorted(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """:func:`pareto` by one sort of every point."""
+    """:func:`pareto` by one sort of every point (``y`` compared to about 12 significant digits:
+    a point 1e-11 higher at a longer latency was kept on the frontier)."""
     if x.size == 0:
         return np.zeros(0, dtype=int)
+    y = _rounded(y)
     order = np.lexsort((-y, x))
     best = np.maximum.accumulate(y[order])
     keep = np.ones(order.size, dtype=bool)
@@ -290,8 +307,10 @@ def run_query(ds: xr.Dataset, objective: str, highest: bool, frontier: tuple[str
     top = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, int)
     top_values = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
     top_latency = np.concatenate([p[6] for p in parts]) if parts else np.zeros(0)
-    # best first; a tie goes to the lower frontier latency, then to the first cell
-    order = np.lexsort((top, top_latency, -top_values if highest else top_values))[:k]
+    # best first; a tie (equal to about 12 significant digits) goes to the lower frontier latency,
+    # then to the first cell
+    ranked = _rounded(top_values)
+    order = np.lexsort((top, top_latency, -ranked if highest else ranked))[:k]
     fid = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, int)
     fx = np.concatenate([p[3] for p in parts]) if parts else np.zeros(0)
     fy = np.concatenate([p[4] for p in parts]) if parts else np.zeros(0)
