@@ -75,7 +75,8 @@ def plan_arrays(plan: xr.Dataset) -> dict:
 
 COEFFICIENT_TERMS = {"k_prefill": "prefill", "k_step_one": "step", "t_layer_ms": "fixed",
                      "t_moe_layer_ms": "moe", "k_comm": "collective", "k_queue": "queue",
-                     "t_first_ms": "fixed", "k_chunk": "chunk"}
+                     "t_first_ms": "fixed", "k_chunk": "chunk", "k_queue_chunk": "queue_chunk",
+                     "k_slots": "slots"}
 """Experiment 11's term (:data:`~lab.served.served_calc.TERMS`) each fitted coefficient
 multiplies; a coefficient not listed is named by itself."""
 
@@ -87,7 +88,12 @@ def term_name(metric: str, mode: str, j: int) -> str:
     if j >= len(names):
         return f"fitted term {j + 1}"
     key = COEFFICIENT_TERMS.get(names[j])
-    return f"{TERM_NAMES.get((metric, key), names[j])} ({names[j]})"
+    name = TERM_NAMES.get((metric, key), OWN_TERM_NAMES.get(names[j], names[j]))
+    return f"{name[:1].upper()}{name[1:]} ({names[j]})"  # not .capitalize(): "moe", "K_queue"
+
+
+OWN_TERM_NAMES = {"k_inferred": "floor of a decode worker whose batch is inferred"}
+"""Names of fitted terms experiment 11 shows inside another (its disaggregated floor)."""
 
 
 def meet_chances(plan: xr.Dataset, arrays: dict, targets: Targets,
@@ -378,7 +384,7 @@ def config_steps(r: dict) -> list[Step]:
                           ms(r["tpot_term_allreduce_ms"])))
         j = 1
         while f"tpot_fitted_term_{j}_ms" in r:
-            name = term_name("tpot", r["mode"], j - 1).capitalize()
+            name = term_name("tpot", r["mode"], j - 1)
             steps.append(Step(name, "fitted on the group's measured rows",
                               ms(r[f"tpot_fitted_term_{j}_ms"])))
             j += 1
@@ -390,7 +396,7 @@ def config_steps(r: dict) -> list[Step]:
     if r["calibrated"]:
         j = 1
         while f"ttft_fitted_term_{j}_ms" in r:
-            steps.append(Step(term_name("ttft", r["mode"], j - 1).capitalize(), "fitted on "
+            steps.append(Step(term_name("ttft", r["mode"], j - 1), "fitted on "
                               "the group's measured rows", ms(r[f"ttft_fitted_term_{j}_ms"])))
             j += 1
     steps += [
@@ -398,10 +404,11 @@ def config_steps(r: dict) -> list[Step]:
              ms(r["ttft_ms"])),
         Step("Band (upper edge)", "the group's out-of-sample errors at the band quantile",
              f"TPOT {ms(r['tpot_upper_ms'])}, TTFT {ms(r['ttft_upper_ms'])}"),
-        Step("Tokens/s per user", f"1000 / {ms(r['tpot_ms'])}",
+        Step("Tokens/s per user", f"1,000 ms/s / {ms(r['tpot_ms'])}",
              fmt_number(r["tokens_per_s_user"], 1)),
-        Step("Tokens/s per GPU", f"{r['concurrency']:,} · {r['osl']:,} / ({ms(r['ttft_ms'])} + "
-             f"{r['osl'] - 1:,} · {ms(r['tpot_ms'])}) / {fmt_count(r['gpus'], 'GPU')}",
+        Step("Tokens/s per GPU", f"{r['concurrency']:,} · {r['osl']:,} tokens / (({ms(r['ttft_ms'])}"
+             f" + {r['osl'] - 1:,} · {ms(r['tpot_ms'])}) / 1,000 ms/s) / "
+             f"{fmt_count(r['gpus'], 'GPU')}",
              fmt_number(r["tokens_per_s_gpu"], 1)),
     ]
     return steps

@@ -564,3 +564,15 @@ def test_with_no_pick_how_sure_is_not_uncalibrated():
     assert experiment.result["best"] is None
     card = next(c for c in experiment.cards() if c.label == "How sure")
     assert (card.value, card.caption) == ("n/a", "no configuration is picked")
+
+
+def test_the_derivation_names_its_terms_and_its_arithmetic_holds():
+    """"K_queue_chunk (k_queue_chunk)" and "Fixed time per moe layer" (str.capitalize), and
+    tokens/s per GPU written as ms over ms (followed literally it gave 0.69, not 692.6)."""
+    steps = {s["label"]: s for s in calc_plan()["best"]["steps"]}
+    assert "Decode steps the queued prompts' chunks ride (k_queue_chunk)" in steps
+    assert "Fixed time per MoE layer × MoE layers (t_moe_layer_ms)" in steps
+    assert not any(name.startswith("K_") for name in steps)
+    per_gpu = steps["Tokens/s per GPU"]["expression"]
+    assert "/ 1,000 ms/s) /" in per_gpu and steps["Tokens/s per user"]["expression"].startswith(
+        "1,000 ms/s / ")
