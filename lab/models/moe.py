@@ -83,7 +83,9 @@ def experts_touched(experts: ArrayLike, top_k: ArrayLike, batch: ArrayLike) -> A
     ``E · (1 − (1 − k/E)^B)`` under uniform, independent routing: ``k`` at ``B = 1``, rising
     with the batch towards ``E`` (every expert read).
     """
-    return experts * (1.0 - (1.0 - top_k / experts) ** batch)
+    # np.power, not **: Python's float pow and numpy's differ in the last bit (Kimi K2.5 at
+    # batch 3 and 8), and a grid cell must equal the point call
+    return experts * (1.0 - np.power(1.0 - top_k / experts, batch))
 
 
 def step_weight_params(model, batch: ArrayLike) -> ArrayLike:

@@ -86,7 +86,7 @@ def expected_tokens(k: ArrayLike, alpha: ArrayLike) -> ArrayLike:
     """
     below = alpha < 1
     a = where(below, alpha, 0.0)  # no 0/0 at α = 1
-    return where(below, (1.0 - a ** (k + 1)) / (1.0 - a), k + 1.0)
+    return where(below, (1.0 - np.power(a, k + 1)) / (1.0 - a), k + 1.0)  # as a grid computes
 
 
 def verify_pairs(k: ArrayLike, context: ArrayLike) -> ArrayLike:

@@ -206,3 +206,17 @@ def test_fp8_kv_halves_the_kv_bytes_and_leaves_the_weights(default_decode):
     assert f"{fp8['step_time_s'].item() * 1e3:.2f}" == "5.76"
     assert f"{bf16['step_time_s'].item() * 1e3:.2f}" == "7.04"
     assert (fp8["max_sequences"].item(), bf16["max_sequences"].item()) == (96, 48)
+
+
+@pytest.mark.parametrize("batch", [3, 8])
+def test_moe_cells_are_bit_identical_to_the_point_call(default_decode, batch):
+    """Kimi K2.5's experts touched at batch 3 and 8 differed in the last bit between a grid
+    cell (numpy's pow) and calc (Python's float pow): 10,034,118,656.000021 bytes against
+    …000008. Equal, not close."""
+    inputs = {"model": "kimi-k2.5", "gpu": "gb300", "tp": 8, "precision": "fp8",
+              "kv_precision": "fp8", "batch": batch, "context": 3072}
+    record = calc_decode(DecodeConfig(**inputs))
+    cell = default_decode.sel(inputs).compute()
+    for name in ("linear_weight_bytes", "hbm_time_s", "step_time_s",
+                 "aggregate_tokens_per_s_per_gpu"):
+        assert cell[name].values.item() == record[name], name
