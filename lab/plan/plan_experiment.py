@@ -84,6 +84,21 @@ class PlanDeployment(Experiment):
                                 "group's out-of-sample errors, and the least chance of "
                                 "meeting the targets a pick needs.")
 
+    @staticmethod
+    def grid_link_inputs(values: dict, row: dict) -> dict:
+        """A ``plan`` grid cell's coordinates ``values`` as this page's inputs: its ``isl/osl``
+        workload as ``isl`` and ``osl``, and the GPUs of the cell (``row["gpus"]``) as the
+        budget (the grid's "Open" carried neither, so every row opened the default 1024/1024
+        plan on 8 GPUs). The cell's predicted latencies are no targets, so none travels."""
+        out = dict(values)
+        workload = str(values.get("workload", ""))
+        if workload.count("/") == 1 and all(p.isdigit() for p in workload.split("/")):
+            out["isl"], out["osl"] = (int(p) for p in workload.split("/"))
+        gpus = row.get("gpus")
+        if isinstance(gpus, int | float) and gpus == gpus and gpus >= 1:
+            out["budget"] = int(gpus)
+        return out
+
     def _refresh(self, *events) -> None:
         """Recompute; a catalog model chosen while an uploaded one is in force replaces it
         (cleared without a second calculation)."""

@@ -486,3 +486,16 @@ def test_figures_equal_but_for_rounding_tie_in_the_ranking_and_the_frontier():
     big = xr.concat([ds] * 3000, dim="one").assign_coords(one=np.arange(3000))  # sampled path
     assert sorted(set(run_query(big, "rate", True, ("step", "rate"), []).frontier["batch"])) \
         == [128, 384]
+
+
+def test_a_plan_cells_link_opens_its_workload_on_its_gpus():
+    """The plan grid's "Open" carried neither the cell's workload nor its GPUs: every row opened
+    the default 1024/1024 plan on 8 GPUs. Its predicted latencies are no targets."""
+    ds = lab.open_dataset("plan")
+    row = {"model": "llama-3.1-70b", "gpu": "h200", "engine": "vllm", "weight_precision": "fp8",
+           "layout": "tp4", "serving": "agg", "concurrency": 64, "workload": "8192/1024",
+           "gpus": 4, "tpot_ms": 12.5, "ttft_ms": 300.0}
+    link = experiment_link(ds, row)
+    assert link.startswith("?view=plan&model=llama-3.1-70b&gpu=h200&budget=4&engine=vllm"
+                           "&isl=8192&osl=1024")
+    assert "tpot_ms" not in link and "ttft_ms" not in link

@@ -185,6 +185,9 @@ def experiment_link(ds: xr.Dataset, row: dict, fixed: dict | None = None) -> str
     names = url_inputs(cls)
     given = {**grid_constants(ds), **(fixed or {}),
              **{d: row[d] for d in ds.dims if d in row}}
+    translate = getattr(cls, "grid_link_inputs", None)  # a cell's coordinates as page inputs
+    if translate is not None:
+        given = translate(given, row)
     values = {n: url_text(cls.param[n], plain(given[n])) for n in names if n in given}
     return "?" + urlencode({"view": found.slug, **values})
 
