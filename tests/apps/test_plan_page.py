@@ -189,3 +189,25 @@ def test_no_two_frontier_labels_overlap_on_a_phone(inputs):
         for b in boxes[i + 1:]:
             assert not (a[0] < b[1] and b[0] < a[1] and a[2] < b[3] and b[2] < a[3]), \
                 f"{a[4]!r} overlaps {b[4]!r}"
+
+
+def test_the_chart_data_downloads_as_every_experiment_pages_does(view):
+    """Experiments 11 and 12 had no "Chart data (CSV)": the planner's frontier could not leave
+    the page."""
+    import io
+
+    import pandas as pd
+
+    buttons = [w for w in view.__panel__().select(pn.widgets.Widget)
+               if getattr(w, "filename", None) == "plan-chart.csv"]
+    assert len(buttons) == 1 and buttons[0].label == "Chart data (CSV)"
+    text = buttons[0].callback().getvalue()
+    assert "# model = llama-3.1-70b" in text and "# isl = 1024" in text
+    frame = pd.read_csv(io.StringIO(text), comment="#")
+    result = view.experiment.result
+    frontier = frame[frame["source"] == "frontier"]
+    assert len(frontier) == sum(len(p) for p in result["frontier"].values())
+    assert len(frame[frame["source"] == "measured"]) == len(result["measured"])
+    pick = frame[frame["source"] == "pick"].iloc[0]
+    assert pick["tokens_per_s_gpu"] == pytest.approx(result["best"]["tokens_per_s_gpu"])
+    assert pick["label"] == result["best"]["label"]

@@ -176,3 +176,18 @@ def test_a_page_given_its_experiment_makes_no_other(page_path, monkeypatch):
         page = page_class(experiment=experiment)
     pn.state._locations.pop(doc, None)
     assert page.experiment is experiment and made == []
+
+
+def test_the_chart_data_downloads_as_every_experiment_pages_does(view):
+    """Experiment 11 had no "Chart data (CSV)"."""
+    import io
+
+    import pandas as pd
+
+    buttons = [w for w in view.__panel__().select(pn.widgets.Widget)
+               if getattr(w, "filename", None) == "served-chart.csv"]
+    assert len(buttons) == 1 and buttons[0].label == "Chart data (CSV)"
+    text = buttons[0].callback().getvalue()
+    frame = pd.read_csv(io.StringIO(text), comment="#")
+    assert len(frame) == view.experiment.chart_data().sizes["row"] > 1000
+    assert "# engine = all" in text and "tpot_measured_ms" in frame

@@ -18,11 +18,13 @@ import holoviews as hv
 import numpy as np
 import panel as pn
 import param
+import xarray as xr
 from bokeh.models import Legend
 from panel.viewable import Viewer
 
 from apps.ui.parts.calculation import CalculationView
 from apps.ui.parts.cards import CardsView
+from apps.ui.parts.downloads import chart_csv_button
 from apps.ui.parts.input_widgets import InputMessage, input_panel
 from apps.ui.parts.model_upload import ModelConfigUpload
 from apps.ui.parts.prediction import PredictionView
@@ -37,6 +39,7 @@ from apps.ui.views.plan_study_view import study_html
 from lab.errors import LabInputError
 from lab.plan.plan_calc import UNCALIBRATED_CANDIDATE, rank_candidates
 from lab.plan.plan_candidates import parse_candidates
+from lab.plan.plan_chart_table import plan_chart_table
 from lab.plan.plan_decide import Targets
 from lab.plan.plan_experiment import PlanDeployment
 from lab.plan.plan_study import study_summary
@@ -408,9 +411,19 @@ class PlanPage(Viewer):
             except LabInputError as exc:
                 self.upload._say(str(exc))
 
+    def _chart_data(self) -> tuple[xr.Dataset, dict]:
+        """What the chart draws, as every experiment page's "Chart data (CSV)" offers (none
+        when no plan could be made), and the inputs it came from."""
+        result = self.experiment.result or {}
+        empty = {"frontier": {}, "measured": [], "best": None}
+        return (plan_chart_table(result if "frontier" in result else empty),
+                result.get("inputs", {}))
+
     def __panel__(self):
+        download = chart_csv_button(self._chart_data, "plan-chart.csv", "Chart data (CSV)")
         charts = pn.Column(self.busy, self.best, self.chart,
                            pn.pane.Markdown(f"*{CHART_NOTE}*", sizing_mode="stretch_width"),
+                           download,
                            self.candidates, self.study, sizing_mode="stretch_width")
         return experiment_page(
             self.experiment, intro=INTRO, prediction=[self.prediction],

@@ -17,11 +17,13 @@ import numpy as np
 import panel as pn
 import panel_material_ui as pmui
 import param
+import xarray as xr
 from bokeh.models import HoverTool
 from panel.viewable import Viewer
 
 from apps.ui.parts.calculation import CalculationView
 from apps.ui.parts.cards import CardsView
+from apps.ui.parts.downloads import chart_csv_button
 from apps.ui.parts.input_widgets import InputMessage, input_panel
 from apps.ui.parts.prediction import PredictionView
 from apps.ui.parts.table_upload import TableUpload
@@ -342,9 +344,19 @@ class ServedPage(Viewer):
         sentence = unfitted_sentence(int(modelled.sum()), int(predicted.sum()), int(never.sum()))
         return f'<p role="note">{escape(sentence)}</p>' if sentence else ""
 
+    def _chart_data(self) -> tuple[xr.Dataset, dict]:
+        """The rows the scatter draws (every modelled row the filters keep, measured,
+        predicted and each term) and the inputs they came from, as every experiment page's
+        "Chart data (CSV)" offers (this page had none)."""
+        exp = self.experiment
+        inputs = (exp.result or {}).get("inputs", {})
+        return exp.chart_data(), inputs
+
     def __panel__(self):
+        download = chart_csv_button(self._chart_data, "served-chart.csv", "Chart data (CSV)")
         charts = pn.Column(self.busy, self.refit, self.scatter,
                            pn.pane.Markdown(f"*{CHART_NOTE}*", sizing_mode="stretch_width"),
+                           download,
                            self.flag, *self.bars.values(), sizing_mode="stretch_width")
         definitions = pn.pane.Markdown(DEFINITIONS, stylesheets=[PROSE_CSS],
                                        sizing_mode="stretch_width",
