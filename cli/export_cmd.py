@@ -21,9 +21,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from sweeps.files import ignore_file_size_signal
+    from sweeps.files import ignore_file_size_signal, interrupt_on_terminate
 
     ignore_file_size_signal()
+    interrupt_on_terminate()
     from sweeps.export import check_output, format_for, select, write
     from sweeps.object_store import is_url
 

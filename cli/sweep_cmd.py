@@ -18,9 +18,10 @@ def _run(args: argparse.Namespace) -> int:
 
 def _sweep(args: argparse.Namespace) -> int:
     from sweeps.allocator import tune_allocator
-    from sweeps.files import ignore_file_size_signal
+    from sweeps.files import ignore_file_size_signal, interrupt_on_terminate
 
     ignore_file_size_signal()
+    interrupt_on_terminate()
     tune_allocator()  # this process exists to compute the grid (threaded scheduler included)
     from sweeps.grid_files import load_grid
     from sweeps.job import plan_sweep, run_sweep

@@ -191,6 +191,20 @@ def replace(new: Path, target: Path) -> None:
     remove(backup)
 
 
+def interrupt_on_terminate() -> None:
+    """Make ``SIGTERM`` (``kill``, ``timeout``, a scheduler ending a job) interrupt the command
+    as Ctrl-C does, so its temporary output is removed and it says "interrupted." (a sweep
+    stopped so left a 3.5 GB temporary store beside its target until the next sweep there).
+    Only the main thread may set a handler; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def interrupt(_signum, _frame) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def ignore_file_size_signal() -> None:
     """Past a file size limit (``ulimit -f``) make writes fail with ``EFBIG`` instead of the
     process being killed by ``SIGXFSZ``, so a partial output is removed and the error is one
