@@ -100,9 +100,11 @@ def test_switching_dataset_replaces_its_inputs_in_the_url(served):
 @pytest.mark.parametrize(("search", "words"), [
     ("?x=nope", "x=nope is not one of model, gpu"),
     ("?facet=__class__", "facet=__class__ is not one of none, model"),
-    ("?where=__import__('os')", "The link&#x27;s where= was not applied, so the page shows "
-     "where=: &#x27;__import__(&#x27;os&#x27;)&#x27; is not a constraint; write constraints like "
-     "step_time_s&lt;=0.05,fits==1 (a variable, &lt;= &gt;= &lt; &gt; == or !=, a number)."),
+    # one sentence (it read "… so the page shows where=: '…' is not a constraint; …")
+    ("?where=__import__('os')", "The link&#x27;s where= was not applied (&#x27;__import__("
+     "&#x27;os&#x27;)&#x27; is not a constraint; write constraints like "
+     "step_time_s&lt;=0.05,fits==1 (a variable, &lt;= &gt;= &lt; &gt; == or !=, a number)), so "
+     "the page shows no where= (its default)."),
     ("?where=step_time_s<=0.05;fits==1", "&#x27;step_time_s&lt;=0.05;fits==1&#x27; is not a "
      "constraint; write constraints like step_time_s&lt;=0.05,fits==1"),
     ("?where=nothing<3", "&#x27;nothing&#x27; is not a variable of this dataset; constraints "

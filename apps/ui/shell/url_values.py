@@ -141,14 +141,16 @@ def url_problems(experiment: param.Parameterized, names: list[str],
             accepted[name] = value
             continue
         current = parameter.serialize(getattr(experiment, name))
+        shows = (f"{name}={quoted(current) if isinstance(parameter, CheckedText) else current}"
+                 if current not in ("", None) else f"no {name}= (its default)")
         own = (parameter.check(value) if isinstance(parameter, CheckedText)
                and parameter.check is not None and isinstance(value, str) else None)
         if own:  # the text's own sentence (e.g. where=: too long, too many constraints)
-            problems.append(f"The link's {name}= was not applied, so the page shows "
-                            f"{name}={quoted(current)}: {own[0].lower()}{own[1:]}")
+            problems.append(f"The link's {name}= was not applied ({own[0].lower()}"
+                            f"{own[1:].rstrip('.')}), so the page shows {shows}.")
             continue
         problems.append(f"The link's {name}={quoted(raw[name])} is not "
-                        f"{allowed_text(parameter)}, so the page shows {name}={current}.")
+                        f"{allowed_text(parameter)}, so the page shows {shows}.")
     return accepted, problems
 
 
