@@ -3,7 +3,8 @@
 The subcommands are the experiments of :mod:`lab.experiments.registry`, in order. Each is
 generated from its experiment's ``param`` class (:mod:`cli.calc_generic`), except those
 :data:`HAND_WRITTEN` names: experiment 9's ``calc measured`` and experiment 11's ``calc
-served``, whose inputs are files of measurements rather than the parameters of their pages.
+served``, whose inputs are files of measurements rather than the parameters of their pages, and
+experiment 12's ``calc plan`` (its ``--validate`` study and ``--candidates`` file).
 """
 
 from __future__ import annotations

@@ -238,9 +238,10 @@ def reason_for(row: dict, model_id: str, gpu_id: str, precision: str,
     if not gpu_id:
         return f"GPU {row['system']} is not in the lab's catalog"
     if precision in FP4_FORMATS and not get_gpu(gpu_id).has_fp4:
-        return f"{FORMAT_NAMES[precision]} weights on the {gpu_id}, a GPU without an FP4 peak"
+        return (f"{FORMAT_NAMES[precision]} weights on the {get_gpu(gpu_id).name}, a GPU without "
+                "an FP4 peak")
     if precision == "fp8" and not get_gpu(gpu_id).has_fp8:  # its floor would be undefined
-        return f"FP8 weights on the {gpu_id}, a GPU without an FP8 peak"
+        return f"FP8 weights on the {get_gpu(gpu_id).name}, a GPU without an FP8 peak"
     if precision not in ("bf16", "fp8", *FP4_FORMATS, *EXPERT_ONLY_FORMATS):
         return f"weight format {precision} is not modelled"
     if row["concurrency"] < 1:

@@ -576,6 +576,6 @@ def test_fp8_rows_on_a_gpu_without_fp8_are_not_modelled():
             b"b,vllm,llama-3.1-8b,a100-sxm-80gb,agg,1024,1024,8,1,bf16,50,8\n")
     table = served_table(parse_served(text, "own.csv"))
     assert table["modelled"].values.tolist() == [False, True]
-    assert table["reason"].values[0] == ("FP8 weights on the a100-sxm-80gb, a GPU without an "
-                                         "FP8 peak")
+    assert table["reason"].values[0] == ("FP8 weights on the NVIDIA A100 SXM 80GB, a GPU "
+                                         "without an FP8 peak")
     assert np.isnan(table["tpot_predicted_ms"].values[0])

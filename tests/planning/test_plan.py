@@ -137,7 +137,7 @@ def test_each_refused_configuration_says_why_in_one_sentence():
     rows = enumerate_rows(PlanSpace(model="llama-3.1-70b", gpu="h200", budget=16))
     plan = predict(rows, shipped_calibration(), 0.9)
     reasons = set(plan["reason"].values.tolist()) - {""}
-    assert "NVFP4 weights on the h200, a GPU without an FP4 peak." in reasons
+    assert "NVFP4 weights on the NVIDIA H200 SXM, a GPU without an FP4 peak." in reasons
     assert any(r.startswith("tp 16 does not divide the 8 KV heads") for r in reasons)
     assert any("do not fit on 1 × NVIDIA H200 SXM" in r for r in reasons)
     assert all(r.endswith(".") and r.count(". ") == 0 for r in reasons)
