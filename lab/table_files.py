@@ -25,6 +25,7 @@ import xarray as xr
 
 from lab.errors import LabInputError, shown
 from lab.limits import MAX_MEASUREMENT_BYTES
+from lab.units import fmt_count
 from lab.user_files import check_named, read_user_file
 
 UPLOAD_NAME_CHARS = 80
@@ -114,8 +115,8 @@ class TableFile:
                     raise LabInputError(f"{self.what} file {name} has more than "
                                         f"{self.max_rows:,} rows, the most the lab reads.")
                 if len(cells) != len(header):
-                    raise LabInputError(f"{where}: it has {len(cells)} values where the header "
-                                        f"names {len(header)}.")
+                    raise LabInputError(f"{where}: it has {fmt_count(len(cells), 'value')} "
+                                        f"where the header names {len(header)}.")
                 yield count, where, dict(zip(header, cells, strict=True))
         except csv.Error as exc:
             raise LabInputError(f"{self.what} file {name} is not a readable CSV "
