@@ -501,3 +501,15 @@ def test_a_plan_cells_link_opens_its_workload_on_its_gpus():
     assert link.startswith("?view=plan&model=llama-3.1-70b&gpu=h200&budget=4&engine=vllm"
                            "&isl=8192&osl=1024")
     assert "tpot_ms" not in link and "ttft_ms" not in link
+
+
+def test_colour_bars_and_the_frontier_write_plain_numbers(served):
+    """The context grid's colour bar read "8.000e+13", the frontier's axes "1.400e+14" and
+    "50000"; every one writes plain numbers with thousands separators now."""
+    from apps.ui.plots.charts import PLAIN_NUMBER_JS
+
+    view = served("?scope=dataset")
+    bar = view._area.objects[0].object.right[0]
+    assert bar.formatter.code == PLAIN_NUMBER_JS
+    fig = view._query.objects[2].object
+    assert fig.xaxis[0].formatter.code == fig.yaxis[0].formatter.code == PLAIN_NUMBER_JS

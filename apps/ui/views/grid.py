@@ -35,7 +35,7 @@ from apps.ui.panel_compat import DimensionSlider
 from apps.ui.parts.downloads import WholeDatasetDownload, chart_csv
 from apps.ui.parts.input_extras import catalog_options
 from apps.ui.parts.input_widgets import InputMessage
-from apps.ui.plots.charts import TOOLS, axis_label, display_label, themed
+from apps.ui.plots.charts import TOOLS, axis_label, display_label, plain_ticks, themed
 from apps.ui.shell.busy import BusyNote
 from apps.ui.shell.held_size import BUTTON_WIDTH
 from apps.ui.shell.url_sync import UrlInputs, url_inputs, url_text
@@ -822,6 +822,8 @@ class GridExplorer(Viewer):
                      output_backend="canvas", x_axis_type="log" if positive else "linear",
                      x_axis_label=axis_label(self._ds[c.latency]),
                      y_axis_label=axis_label(self._ds[c.throughput]))
+        fig.xaxis[0].formatter = plain_ticks()  # 50,000, not 50000 or 1.400e+14
+        fig.yaxis[0].formatter = plain_ticks()
         source = ColumnDataSource(data)
         fig.step(x="lat", y="thr", source=source, mode="after", color="#0072B2")
         points = fig.scatter(x="lat", y="thr", source=source, size=7, color="#0072B2")

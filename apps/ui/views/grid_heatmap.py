@@ -30,7 +30,14 @@ from bokeh.models import (
 from bokeh.palettes import Cividis256, RdBu11
 from bokeh.plotting import figure
 
-from apps.ui.plots.charts import TOOLS, axis_label, capitalized, display_label, themed
+from apps.ui.plots.charts import (
+    TOOLS,
+    axis_label,
+    capitalized,
+    display_label,
+    plain_ticks,
+    themed,
+)
 from apps.ui.shell.theme import OKABE_ITO
 
 DIVERGING = tuple(reversed(RdBu11))
@@ -253,7 +260,9 @@ class Heatmap:
                               fill_color={"field": VALUE, "transform": self.mapper})
         self.hover = HoverTool(renderers=[self.cells], tooltips=[])
         fig.add_tools(self.hover)
-        self.bar = ColorBar(color_mapper=self.mapper, ticker=BasicTicker())
+        # plain numbers with separators (the bar read "8.000e+13" and "14000")
+        self.bar = ColorBar(color_mapper=self.mapper, ticker=BasicTicker(),
+                            formatter=plain_ticks())
         fig.add_layout(self.bar, "right")
         self.crosses = fig.scatter(x=X, y=Y, source=ColumnDataSource({X: [], Y: []}),
                                    legend_label=OVER_LABEL, marker="x", color="black",
