@@ -249,6 +249,11 @@ def test_lines_draw_one_line_per_value(served):
     fig = view._area.objects[0].object
     lines = [r for r in fig.renderers if type(r.glyph).__name__ == "Line"]
     assert len(lines) == 3 and fig.legend[0].items[0].label.value == "batch 1"
+    # a point over its memory budget is hollow (the lines drew such cells as deployable)
+    points = [r for r in fig.renderers if type(r.glyph).__name__ == "Scatter"]
+    fits = view.current()["fits"].transpose("batch", "context").values
+    drawn = [np.asarray(p.data_source.data["fill_alpha"]) for p in points]
+    assert (np.concatenate(drawn) == 0).sum() == (~fits).sum() > 0
 
 
 def test_compare_is_a_ratio_centred_on_one(served):
@@ -513,3 +518,15 @@ def test_colour_bars_and_the_frontier_write_plain_numbers(served):
     assert bar.formatter.code == PLAIN_NUMBER_JS
     fig = view._query.objects[2].object
     assert fig.xaxis[0].formatter.code == fig.yaxis[0].formatter.code == PLAIN_NUMBER_JS
+
+
+def test_an_empty_table_says_why_without_constraints(served):
+    """"No cell meets the constraints." with the constraints box empty (memory was why)."""
+    from sweeps.query import QueryResult
+
+    view = served("?scope=view")
+    empty = QueryResult(best=pd.DataFrame(), frontier=pd.DataFrame(), met=0, cells=4)
+    assert view._table_html(empty).endswith(">No cell is valid and fits in memory.</p>")
+    view.choices.where = "step_time_s<=0"
+    assert view._table_html(empty).endswith(
+        ">No cell is valid, fits in memory and meets the constraints.</p>")

@@ -785,8 +785,11 @@ class GridExplorer(Viewer):
             opener = (f'<td><a class="lab-grid-open" href="{escape(link)}">Open</a></td>'
                       if link else "<td></td>")
             rows.append(f"<tr>{opener}{cells}</tr>")
-        if not rows:
-            return '<p class="lab-grid-table">No cell meets the constraints.</p>'
+        if not rows:  # said with no constraints too, where memory was the reason
+            parts = ["is valid", *(["fits in memory"] if "fits" in self._ds else []),
+                     *(["meets the constraints"] if c.where else [])]
+            why = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+            return f'<p class="lab-grid-table">No cell {why}.</p>'
         # The objective by its long name and units, as on every axis (not the raw name).
         title = escape(f"Best cells by {axis_label(self._ds[c.objective])} "
                        f"({c.best} first)")

@@ -378,19 +378,27 @@ def lines_figure(ds: xr.Dataset, variable: str, x: str, by: str):
                  output_backend="canvas", x_axis_label=axis_label(ds[x]),
                  y_axis_label=axis_label(ds[variable]))
     colors = tuple(dict.fromkeys((*OKABE_ITO, "#000000")))  # each colour once
+    # a point over its memory budget is hollow, as on the experiment pages (the lines drew
+    # configurations that cannot be deployed as if they could)
+    fits = (np.asarray(ds["fits"].transpose(by, x).values, dtype=bool)
+            if "fits" in ds and set(ds["fits"].dims) == {by, x} else np.ones(ys.shape, bool))
     renderers = []
     for k, name in enumerate(labels(ds[by])):
         keep = np.isfinite(ys[k]) & ((ys[k] > 0) if logy else True)
         source = ColumnDataSource({x: np.asarray(xs)[keep].tolist(), variable: ys[k][keep],
-                                   by: [name] * int(keep.sum())})
-        renderers.append(fig.line(x=x, y=variable, source=source, line_width=2,
-                                  color=colors[k % len(colors)],
-                                  line_dash=LINE_DASHES[k // len(colors) % len(LINE_DASHES)],
-                                  legend_label=f"{by} {name}"))
+                                   by: [name] * int(keep.sum()),
+                                   "fill_alpha": np.where(fits[k][keep], 1.0, 0.0),
+                                   "fits": np.where(fits[k][keep], "yes", "no (hollow)")})
+        color, legend = colors[k % len(colors)], f"{by} {name}"
+        fig.line(x=x, y=variable, source=source, line_width=2, color=color,
+                 line_dash=LINE_DASHES[k // len(colors) % len(LINE_DASHES)], legend_label=legend)
+        renderers.append(fig.scatter(x=x, y=variable, source=source, size=6, line_width=1.5,
+                                     color=color, fill_alpha="fill_alpha", legend_label=legend))
     fig.add_tools(HoverTool(renderers=renderers, tooltips=[
         (capitalized(display_label(ds[by])[0] or by), f"@{{{by}}}"),
         (axis_label(ds[x]), f"@{{{x}}}{{0,0.[00]}}" if numeric else f"@{{{x}}}"),
-        (axis_label(ds[variable]), f"@{{{variable}}}{{0,0.[0000]}}")]))
+        (axis_label(ds[variable]), f"@{{{variable}}}{{0,0.[0000]}}"),
+        *([("Fits the memory budget", "@fits")] if "fits" in ds else [])]))
     fig.legend.click_policy = "hide"
     fig.add_layout(fig.legend[0], "right")
     return themed(fig)
