@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import tomllib
+import unicodedata
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -193,8 +194,8 @@ def gpu_from_entry(entry: dict, where: str, *, default_id: str) -> GPUSpec:
     gpu_id = _text(entry, "id", default_id) or default_id
     return GPUSpec(
         id=gpu_id,
-        name=_text(entry, "name", gpu_id) or gpu_id,
-        vendor=_text(entry, "vendor"),
+        name=one_line(_text(entry, "name", gpu_id)) or gpu_id,
+        vendor=one_line(_text(entry, "vendor")),
         capacity_bytes=_gpu_figure(entry, "capacity_gb", where) * GB,
         hbm_bw=_gpu_figure(entry, "hbm_bandwidth_tbps", where) * TB_PER_S,
         peak_bf16=_gpu_figure(entry, "bf16_tflops", where) * TFLOPS,
@@ -304,15 +305,20 @@ MAX_MODEL_NAME_CHARS = 80
 """Longest name a model read from a ``config.json`` keeps, characters."""
 
 
+def one_line(text: str, limit: int = MAX_MODEL_NAME_CHARS) -> str:
+    """A name from a reader's file as the lab shows it: control characters dropped (an escape
+    sequence from a file reached the terminal), every run of whitespace one space (a newline
+    split the pasteable ``Inputs:`` line), cut to ``limit`` characters with ``…``."""
+    text = "".join(ch for ch in text if unicodedata.category(ch)[0] != "C" or ch.isspace())
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def config_name(entry: object, fallback: str) -> str:
-    """The name of a model read from a ``config.json``: its ``_name_or_path`` on one line,
-    every run of whitespace one space, cut to :data:`MAX_MODEL_NAME_CHARS` with ``…``;
-    ``fallback`` when it has none."""
+    """The name of a model read from a ``config.json``: its ``_name_or_path`` as
+    :func:`one_line` shows it; ``fallback`` when it has none."""
     name = _text(entry, "_name_or_path") if isinstance(entry, dict) else ""
-    name = " ".join(name.split())
-    if len(name) > MAX_MODEL_NAME_CHARS:
-        name = name[:MAX_MODEL_NAME_CHARS - 1] + "…"
-    return name or fallback
+    return one_line(name) or fallback
 
 
 def parse_config_json(text: str, where: str) -> object:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -193,3 +194,25 @@ def test_a_misspelt_gpu_field_is_refused_not_ignored(tmp_path):
     with pytest.raises(CatalogError, match=r"'fp8_tflop' is not a GPU field; the fields are "
                                            r"id, name, .*fp8_tflops"):
         load_gpu_file(path)
+
+
+def test_a_name_from_a_file_reaches_the_terminal_on_one_line_without_escapes(tmp_path, capsys):
+    """A GPU TOML's name with an escape sequence sent it to the terminal, a newline split the
+    pasteable Inputs: line, and a 500-character name was printed whole; a config.json's
+    _name_or_path kept its escape too."""
+    from cli.main import main
+
+    path = tmp_path / "evil.toml"
+    path.write_text('name = "evil\\u001b[31mRED\\nsecond line' + "x" * 500 + '"\n'
+                    "capacity_gb = 80\nhbm_bandwidth_tbps = 3\nbf16_tflops = 900\n")
+    assert main(["calc", "decode", "--gpu", str(path)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "\x1b" not in first and "on evil[31mRED second line" in first
+    assert first.endswith(f"(--gpu {path}); --tp 1 --precision bf16 --batch 8 --context 8192 "
+                          "--budget 0.9 --reserve-gb 4 --page 16") and "x" * 100 not in first
+    config = tmp_path / "m" / "config.json"
+    config.parent.mkdir()
+    shipped = Path(__file__).resolve().parents[1] / "data" / "hf_configs" / "mixtral-8x7b-v0.1"
+    config.write_text(json.dumps({**json.loads((shipped / "config.json").read_text()),
+                                  "_name_or_path": "a\x1bb\nc"}))
+    assert get_model(str(config)).name == "ab c"
