@@ -36,7 +36,9 @@ def _write(tmp_path, text, name="t.csv"):
     (HEADER + "1,0,5,0\n", "row 2: output_tokens must be at least 1"),
     (HEADER + "1,0,5,x\n", "row 2: output_tokens is not a number"),
     (HEADER + "1,nan,5,5\n", "row 2: arrival_s must be a finite number"),
-    (HEADER + "1,0,5\n", "row 2: has 3 value(s)"),
+    (HEADER + "1,0,5\n", "row 2: has 3 values but"),
+    (HEADER + "1,0,5,5\x00\n", "is not a text CSV file (it holds NUL bytes)"),
+    (HEADER + '"' + "x" * 200_000 + '",0,1,1\n', "a cell is longer than 131,072 characters"),
     (HEADER + "1,0,5,5\n1,1,5,5\n", "row 3: request_id 1 repeats row 2"),
     (HEADER + ",0,5,5\n", "row 2: request_id is empty"),
 ])

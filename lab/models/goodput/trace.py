@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 from lab.errors import LabInputError, shown
 from lab.limits import MAX_ARRIVAL_S, MAX_REQUEST_TOKENS
 from lab.models.goodput.trace_csv import COLUMNS, TraceCells, read_cells
+from lab.units import fmt_count
 
 __all__ = ["COLUMNS", "Trace", "load_trace", "make_trace"]
 
@@ -231,8 +232,8 @@ def _raise_row_error(cells: TraceCells, row: int, name: str) -> None:
     """Raise the sentence for data row ``row``: the first check it fails, in column order."""
     where = f"{name}, row {row + 2}"
     if cells.short_row is not None and row == cells.short_row[0]:
-        raise LabInputError(f"{where}: has {cells.short_row[1]} value(s) but the header names "
-                            f"{cells.header_width} columns.")
+        raise LabInputError(f"{where}: has {fmt_count(cells.short_row[1], 'value')} but the "
+                            f"header names {cells.header_width} columns.")
     rid = cells.ids[row].as_py()
     if not rid:
         raise LabInputError(f"{where}: request_id is empty.")
