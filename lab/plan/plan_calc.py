@@ -168,7 +168,11 @@ def how_sure(plan: xr.Dataset, index: int, targets: Targets, calibration,
                                         limit / r[f"{metric}_ms"], r["config_key"])
             shares.append(share)
             rows = max(rows, n)
-    share = float(min(shares)) if shares else 1.0
+    if not shares:  # no target: every configuration meets, nothing to be sure of
+        return {"share": 1.0, "rows": 0,
+                "sentence": "With no target, every configuration meets; the pick is the one "
+                            "with the most tokens/s per GPU."}
+    share = float(min(shares))
     if chance is not None and np.isfinite(chance):
         share = float(chance)
     return {"share": share, "rows": rows,

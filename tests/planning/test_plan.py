@@ -576,3 +576,11 @@ def test_the_derivation_names_its_terms_and_its_arithmetic_holds():
     per_gpu = steps["Tokens/s per GPU"]["expression"]
     assert "/ 1,000 ms/s) /" in per_gpu and steps["Tokens/s per user"]["expression"].startswith(
         "1,000 ms/s / ")
+
+
+def test_with_no_target_the_card_says_so():
+    """With every target 0 (none) the card said "a chance of 100 %, read from 0 out-of-sample
+    errors"."""
+    best = calc_plan(ttft_ms=None, tpot_ms=None, tokens_per_s_user=None)["best"]
+    assert best["sure"]["sentence"] == ("With no target, every configuration meets; the pick is "
+                                        "the one with the most tokens/s per GPU.")
