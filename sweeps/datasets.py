@@ -182,8 +182,12 @@ def open_dataset(name: str | os.PathLike, *, path: str | Path | None = None,
     if loader is not None:  # not a grid: the record's loader (docs/architecture.md), CF units
         return cf_units(loader())
     if name not in DATASET_NAMES:
-        raise LabInputError(f"There is no dataset '{name}'; valid: {', '.join(DATASET_NAMES)}, "
-                            "or the path of a .zarr store a sweep wrote.")
+        from lab.experiments.registry import experiments
+
+        loaded = [r.slug for r in experiments() if r.dataset is not None]  # measured, served
+        raise LabInputError(f"There is no dataset '{name}'; valid: "
+                            f"{', '.join([*DATASET_NAMES, *loaded])}, or the path of a .zarr "
+                            "store a sweep wrote.")
     grid_kind(name)
     target = Path(path) if path is not None else dataset_path(name)
     if has_leftovers(target):

@@ -76,7 +76,7 @@ def test_missing_without_compute(data):
 def test_unknown_name():
     with pytest.raises(LabInputError, match=re.escape(
             "There is no dataset 'decoder'; valid: decode, prefill, prefix, goodput, context")
-            + r".*, or the path of a \.zarr store a sweep wrote\.$"):
+            + r".*, plan, measured, served, or the path of a \.zarr store a sweep wrote\.$"):
         lab.open_dataset("decoder")
 
 
