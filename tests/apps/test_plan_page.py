@@ -211,3 +211,19 @@ def test_the_chart_data_downloads_as_every_experiment_pages_does(view):
     pick = frame[frame["source"] == "pick"].iloc[0]
     assert pick["tokens_per_s_gpu"] == pytest.approx(result["best"]["tokens_per_s_gpu"])
     assert pick["label"] == result["best"]["label"]
+
+
+def test_a_plan_that_cannot_be_made_draws_a_labelled_empty_chart():
+    """DeepSeek-V3 on one H100 drew an empty chart with axes "x" and "y"."""
+    from lab.plan.plan_experiment import PlanDeployment
+
+    doc = Document()
+    with set_curdoc(doc):
+        page = PlanPage(experiment=PlanDeployment(model="deepseek-v3", gpu="h100-sxm", budget=1))
+        page.__panel__().get_root(doc)
+        chart = page._chart(None)
+    assert page.experiment.result is None and "do not fit" in page.experiment.error
+    assert chart.opts.get().kwargs["title"] == "No plan to draw: see the sentence by the inputs"
+    assert [d.label for d in (*chart.kdims, *chart.vdims)] == [
+        "Output tokens/s per user", "Output tokens/s per GPU"]
+    pn.state._locations.pop(doc, None)

@@ -392,8 +392,11 @@ class PlanPage(Viewer):
 
     def _chart(self, _result):
         exp = self.experiment
-        if exp.result is None:
-            return self._last if self._last is not None else hv.Curve([])
+        if exp.result is None:  # the last plan drawn stays; with none, a labelled empty chart
+            return self._last if self._last is not None else hv.Curve(
+                [], kdims=[hv.Dimension("user", label="Output tokens/s per user")],
+                vdims=[hv.Dimension("gpu", label="Output tokens/s per GPU")]).opts(
+                title="No plan to draw: see the sentence by the inputs")
         self._last = frontier_chart(exp.result)
         return self._last
 
