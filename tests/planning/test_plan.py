@@ -584,3 +584,11 @@ def test_with_no_target_the_card_says_so():
     best = calc_plan(ttft_ms=None, tpot_ms=None, tokens_per_s_user=None)["best"]
     assert best["sure"]["sentence"] == ("With no target, every configuration meets; the pick is "
                                         "the one with the most tokens/s per GPU.")
+
+
+def test_the_per_user_card_names_the_band_edge_not_an_upper_value():
+    """Budget 3 read "TPOT 17.39 ms (upper 17.31)": an "upper" below the prediction."""
+    from lab.plan.plan_experiment import PlanDeployment
+
+    card = next(c for c in PlanDeployment(budget=3).cards() if c.label == "Per user")
+    assert "at the band's edge" in card.caption and "upper" not in card.caption
