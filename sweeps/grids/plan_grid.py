@@ -132,7 +132,7 @@ SCHEMA = Schema(
              default=["agg", "disagg-1p1d", "disagg-1p2d", "disagg-2p2d"]),
         Rule("concurrency", "int", "clients in flight", "requests", 1, MAX_CONCURRENCY,
              default=list(CONCURRENCIES)),
-        Rule("workload", "str", "isl/osl", "tokens",
+        Rule("workload", "str", "workload isl/osl", "tokens",
              default=["1024/1024", "8192/1024", "1024/8192"]),
     ),
     constants=(
