@@ -14,17 +14,18 @@ from sweeps.paths import DATASET_NAMES
 
 
 def _run(args: argparse.Namespace) -> int:
+    from sweeps.files import interrupt_on_terminate
     from sweeps.object_store import parse_storage_options, using_storage_options
 
-    with using_storage_options(parse_storage_options(args.storage_option)):
+    with interrupt_on_terminate(), using_storage_options(
+            parse_storage_options(args.storage_option)):
         return _export(args)
 
 
 def _export(args: argparse.Namespace) -> int:
-    from sweeps.files import ignore_file_size_signal, interrupt_on_terminate
+    from sweeps.files import ignore_file_size_signal
 
     ignore_file_size_signal()
-    interrupt_on_terminate()
     from sweeps.export import check_output, format_for, select, write
     from sweeps.object_store import is_url
 

@@ -10,18 +10,19 @@ from sweeps.paths import DATASET_NAMES
 
 
 def _run(args: argparse.Namespace) -> int:
+    from sweeps.files import interrupt_on_terminate
     from sweeps.object_store import parse_storage_options, using_storage_options
 
-    with using_storage_options(parse_storage_options(args.storage_option)):
+    with interrupt_on_terminate(), using_storage_options(
+            parse_storage_options(args.storage_option)):
         return _sweep(args)
 
 
 def _sweep(args: argparse.Namespace) -> int:
     from sweeps.allocator import tune_allocator
-    from sweeps.files import ignore_file_size_signal, interrupt_on_terminate
+    from sweeps.files import ignore_file_size_signal
 
     ignore_file_size_signal()
-    interrupt_on_terminate()
     tune_allocator()  # this process exists to compute the grid (threaded scheduler included)
     from sweeps.grid_files import load_grid
     from sweeps.job import plan_sweep, run_sweep

@@ -191,18 +191,27 @@ def replace(new: Path, target: Path) -> None:
     remove(backup)
 
 
-def interrupt_on_terminate() -> None:
-    """Make ``SIGTERM`` (``kill``, ``timeout``, a scheduler ending a job) interrupt the command
-    as Ctrl-C does, so its temporary output is removed and it says "interrupted." (a sweep
-    stopped so left a 3.5 GB temporary store beside its target until the next sweep there).
-    Only the main thread may set a handler; elsewhere this does nothing."""
+@contextlib.contextmanager
+def interrupt_on_terminate():
+    """While inside, ``SIGTERM`` (``kill``, ``timeout``, a scheduler ending a job) interrupts
+    the command as Ctrl-C does, so its temporary output is removed and it says "interrupted."
+    (a sweep stopped so left a 3.5 GB temporary store beside its target until the next sweep
+    there). A second ``SIGTERM`` while that cleanup runs is ignored, and the previous handler
+    comes back on leaving (a notebook calling ``main`` keeps its own). Only the main thread may
+    set a handler; elsewhere this changes nothing."""
     if threading.current_thread() is not threading.main_thread():
+        yield
         return
 
     def interrupt(_signum, _frame) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the cleanup is not cut short
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, interrupt)
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def ignore_file_size_signal() -> None:

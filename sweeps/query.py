@@ -251,25 +251,31 @@ TIE_RELATIVE = 1e-12
 tokens/s reached by two paths of floating-point arithmetic (49,558.32550700354 and …353) tie."""
 
 
-def _rounded(values: np.ndarray, bits: int = 40) -> np.ndarray:
-    """``values`` with their mantissa rounded to ``bits`` bits (about 12 significant digits;
-    non-finite values kept): figures that differ only by floating-point rounding compare
-    equal. For the few cells a query keeps, never a whole chunk."""
-    mantissa, exponent = np.frexp(np.asarray(values, dtype=float))
-    rounded = np.ldexp(np.round(mantissa * 2.0**bits) / 2.0**bits, exponent)
-    return np.where(np.isfinite(values), rounded, values)
+def _tie_groups(values: np.ndarray, highest: bool) -> np.ndarray:
+    """Rank groups of ``values`` (0 best): values within :data:`TIE_RELATIVE` of their
+    neighbour in the ranking share a group, whatever their bits (a fixed rounding split two
+    figures 4e-16 apart at a bin edge)."""
+    if values.size == 0:
+        return np.zeros(0, dtype=int)
+    order = np.argsort(-values if highest else values, kind="stable")
+    ranked = values[order]
+    scale = np.maximum(np.abs(ranked[1:]), np.abs(ranked[:-1]))
+    starts = np.abs(np.diff(ranked)) > TIE_RELATIVE * scale
+    groups = np.empty(values.size, dtype=int)
+    groups[order] = np.concatenate([[0], np.cumsum(starts)])
+    return groups
 
 
 def _pareto_sorted(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """:func:`pareto` by one sort of every point (``y`` compared to about 12 significant digits:
-    a point 1e-11 higher at a longer latency was kept on the frontier)."""
+    """:func:`pareto` by one sort of every point; a point stays only when its ``y`` beats the
+    best before it by more than :data:`TIE_RELATIVE` (one 1e-11 higher at a longer latency
+    was kept on the frontier)."""
     if x.size == 0:
         return np.zeros(0, dtype=int)
-    y = _rounded(y)
     order = np.lexsort((-y, x))
     best = np.maximum.accumulate(y[order])
     keep = np.ones(order.size, dtype=bool)
-    keep[1:] = y[order][1:] > best[:-1]
+    keep[1:] = y[order][1:] > best[:-1] + TIE_RELATIVE * np.abs(best[:-1])
     return order[keep]
 
 
@@ -307,10 +313,9 @@ def run_query(ds: xr.Dataset, objective: str, highest: bool, frontier: tuple[str
     top = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, int)
     top_values = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
     top_latency = np.concatenate([p[6] for p in parts]) if parts else np.zeros(0)
-    # best first; a tie (equal to about 12 significant digits) goes to the lower frontier latency,
-    # then to the first cell
-    ranked = _rounded(top_values)
-    order = np.lexsort((top, top_latency, -ranked if highest else ranked))[:k]
+    # best first; a tie (within TIE_RELATIVE, as in each chunk) goes to the lower frontier
+    # latency, then to the first cell
+    order = np.lexsort((top, top_latency, _tie_groups(top_values, highest)))[:k]
     fid = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, int)
     fx = np.concatenate([p[3] for p in parts]) if parts else np.zeros(0)
     fy = np.concatenate([p[4] for p in parts]) if parts else np.zeros(0)

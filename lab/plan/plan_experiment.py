@@ -7,6 +7,10 @@ the ``plan`` grid (:mod:`sweeps.grids.plan_grid`).
 
 from __future__ import annotations
 
+import math
+import numbers
+import re
+
 import numpy as np
 import param
 import xarray as xr
@@ -91,12 +95,12 @@ class PlanDeployment(Experiment):
         budget (the grid's "Open" carried neither, so every row opened the default 1024/1024
         plan on 8 GPUs). The cell's predicted latencies are no targets, so none travels."""
         out = dict(values)
-        workload = str(values.get("workload", ""))
-        if workload.count("/") == 1 and all(p.isdigit() for p in workload.split("/")):
-            out["isl"], out["osl"] = (int(p) for p in workload.split("/"))
+        workload = re.fullmatch(r"([0-9]+)/([0-9]+)", str(values.get("workload", "")))
+        if workload:
+            out["isl"], out["osl"] = int(workload[1]), int(workload[2])
         gpus = row.get("gpus")
-        if isinstance(gpus, int | float) and gpus == gpus and gpus >= 1:
-            out["budget"] = int(gpus)
+        if isinstance(gpus, numbers.Real) and math.isfinite(gpus) and 1 <= gpus <= MAX_BUDGET:
+            out["budget"] = int(gpus)  # a larger deployment than a plan may hold: not carried
         return out
 
     def _refresh(self, *events) -> None:

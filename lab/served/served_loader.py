@@ -331,9 +331,16 @@ def _folder_ids(per_file: list[tuple[str, bool, list[dict]]]) -> list[dict]:
     for _, _, rows in per_file:
         for r in rows:
             seen[r["id"]] = seen.get(r["id"], 0) + 1
+    clashing = [i for i, (_, is_json, rows) in enumerate(per_file)
+                if is_json and any(seen[r["id"]] > 1 for r in rows)]
+    folders = {i: Path(per_file[i][0]).parent.parts for i in clashing}
+    depth = 1  # the fewest trailing folders that tell the clashing files apart (a/x, b/x)
+    distinct = len(set(folders.values()))  # the same file twice stays one id twice
+    while depth < max((len(f) for f in folders.values()), default=0) and len(
+            {f[-depth:] for f in folders.values()}) < distinct:
+        depth += 1
     out = []
-    for name, is_json, rows in per_file:
-        folder = Path(name).parent.name
-        clash = is_json and folder and any(seen[r["id"]] > 1 for r in rows)
-        out += [{**r, "id": f"{folder}/{r['id']}"} for r in rows] if clash else rows
+    for i, (_, _, rows) in enumerate(per_file):
+        prefix = "/".join(p for p in folders[i][-depth:] if p != "/") if i in folders else ""
+        out += [{**r, "id": f"{prefix}/{r['id']}"} for r in rows] if prefix else rows
     return out

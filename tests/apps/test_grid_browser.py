@@ -77,8 +77,10 @@ def test_facets_lines_and_compare(grid_url, lab_page, console_errors):
                             "layout-FlexBox")).not_to_have_count(0)
     titles = lab_page.evaluate("""() => { const t = [];
       for (const doc of Bokeh.documents) for (const m of doc._all_models.values())
-        if (m.type === 'Title' && /^tp /.test(m.text)) t.push(m.text); return t.sort(); }""")
-    assert titles == ["tp 1", "tp 2", "tp 8"]
+        if (m.type === 'Title' && / at tp /.test(m.text)) t.push(m.text); return t.sort(); }""")
+    # each panel names the variable with its unit and the facet's value with its own
+    assert [t.split(" at ")[1] for t in titles] == ["tp 1 GPU", "tp 2 GPUs", "tp 8 GPUs"]
+    assert all(t.startswith("Ideal decode step time (ms)") for t in titles)
     open_page(lab_page, grid_url + "&mode=lines&x=context&y=batch")
     assert lab_page.evaluate(LINES) == 3
     open_page(lab_page, grid_url + "&mode=compare&compare=precision&compare_a=fp8"

@@ -490,6 +490,12 @@ def test_figures_equal_but_for_rounding_tie_in_the_ranking_and_the_frontier():
     result = run_query(ds, "rate", True, ("step", "rate"), [], k=3)
     assert list(result.best["batch"]) == [384, 512, 1024]  # the lowest latency first
     assert sorted(result.frontier["batch"]) == [128, 384]
+    # 4.4e-16 apart across a rounding edge: still one figure (a fixed rounding split them)
+    pair = xr.Dataset({"rate": (("one", "batch"), [[32768.0007358494915, 32768.000735849135]]),
+                       "step": (("one", "batch"), [[2.0, 1.0]])},
+                      coords={"one": [0], "batch": [8, 4]})
+    edge = run_query(pair, "rate", True, ("step", "rate"), [], k=2)
+    assert list(edge.best["batch"]) == [4, 8] and list(edge.frontier["batch"]) == [4]
     big = xr.concat([ds] * 3000, dim="one").assign_coords(one=np.arange(3000))  # sampled path
     assert sorted(set(run_query(big, "rate", True, ("step", "rate"), []).frontier["batch"])) \
         == [128, 384]
@@ -530,3 +536,18 @@ def test_an_empty_table_says_why_without_constraints(served):
     view.choices.where = "step_time_s<=0"
     assert view._table_html(empty).endswith(
         ">No cell is valid, fits in memory and meets the constraints.</p>")
+
+
+def test_in_a_notebook_an_axis_onto_the_compared_dimension_swaps_them(document):
+    """In a notebook (reads not deferred) the swap raised KeyError: A changed, the redraw ran,
+    and B still held the old dimension's value."""
+    ds = xr.Dataset({"v": (("a", "b", "c"), np.arange(27.0).reshape(3, 3, 3) + 1)},
+                    coords={"a": [1, 2, 3], "b": [10, 20, 30], "c": [5, 6, 7]})
+    view = GridExplorer(ds)
+    view.__panel__().get_root(document)
+    c = view.choices
+    c.mode = "compare"
+    axis, compared = c.x, c.compare
+    c.x = compared
+    assert (c.x, c.compare) == (compared, axis)
+    assert c.compare_a in c.values[axis] and c.compare_b in c.values[axis]

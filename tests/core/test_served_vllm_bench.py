@@ -280,3 +280,13 @@ def test_an_empty_file_with_run_flags_says_it_is_empty(tmp_path, capsys):
                  "--tp", "1"]) == 2
     err = capsys.readouterr().err
     assert "has no data rows" in err and "is a CSV" not in err
+
+
+def test_runs_in_same_named_folders_are_told_apart_by_more_of_their_path():
+    """x/a/run.json and y/a/run.json were both named a/run and refused again."""
+    from lab.served.served_loader import _folder_ids
+
+    ids = [r["id"] for r in _folder_ids([("x/a/run.json", True, [{"id": "run"}]),
+                                         ("y/a/run.json", True, [{"id": "run"}]),
+                                         ("own.csv", False, [{"id": "q"}])])]
+    assert ids == ["x/a/run", "y/a/run", "q"]

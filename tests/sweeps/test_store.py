@@ -297,3 +297,17 @@ def test_a_terminated_sweep_removes_its_temporary_store_and_keeps_the_old(tmp_pa
     assert proc.returncode == 130 and err.strip().endswith("inference-lab: interrupted.")
     assert not list(tmp_path.glob("decode.zarr.tmp-*"))
     np.testing.assert_array_equal(open_grid(out).step_time_s.values, before)
+
+
+def test_the_terminate_handler_is_the_callers_again_afterwards():
+    """A notebook calling main(["sweep", …]) kept the sweep's SIGTERM handler for good."""
+    from sweeps.files import interrupt_on_terminate
+
+    before = signal.getsignal(signal.SIGTERM)
+    with interrupt_on_terminate():
+        assert signal.getsignal(signal.SIGTERM) is not before
+    assert signal.getsignal(signal.SIGTERM) is before
+    with pytest.raises(KeyboardInterrupt), interrupt_on_terminate():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(1)  # the handler raises here
+    assert signal.getsignal(signal.SIGTERM) is before

@@ -101,10 +101,11 @@ class TableUpload(Viewer):
         shown = escape(shown_name(name)) if name else self.shipped_text
         return f"<p>Data: <em>{shown}</em></p>"
 
-    def _say(self, sentence: str) -> None:
+    def _say(self, sentence: str, refused: bool = True) -> None:
         """The problem in one sentence, and beneath it what is still in force; the file input
-        is emptied (it went on naming the refused file, as if it were in force)."""
-        if self._file.value is not None or self._file.filename:
+        of a ``refused`` file is emptied (it went on naming the refused file, as if it were in
+        force). A problem with the file in force (a plan that cannot rank it) keeps it."""
+        if refused and (self._file.value is not None or self._file.filename):
             self._file.clear()
         self._status.object = (f'<p class="lab-upload-problem" role="alert">{escape(sentence)}'
                                f"</p>{self._describe(self._in_force)}")

@@ -188,11 +188,16 @@ class GridChoices(param.Parameterized):
         """List the compared dimension's values as A and B (the first two, unless the ones in
         force are still offered)."""
         values = self.values.get(self.compare, [])
-        self.param.compare_a.objects = self.param.compare_b.objects = values
+        changes = {}
         if self.compare_a not in values:
-            self.compare_a = values[-1] if values else None
+            changes["compare_a"] = values[-1] if values else None
         if self.compare_b not in values:
-            self.compare_b = values[0] if values else None
+            changes["compare_b"] = values[0] if values else None
+        # all at once: a widget given the new list set A alone, and a redraw then read B of the
+        # old dimension (a KeyError)
+        with param.parameterized.batch_call_watchers(self):
+            self.param.compare_a.objects = self.param.compare_b.objects = values
+            self.param.update(changes)
 
     @property
     def in_use(self) -> set[str]:

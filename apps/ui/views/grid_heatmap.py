@@ -380,8 +380,9 @@ def lines_figure(ds: xr.Dataset, variable: str, x: str, by: str):
     colors = tuple(dict.fromkeys((*OKABE_ITO, "#000000")))  # each colour once
     # a point over its memory budget is hollow, as on the experiment pages (the lines drew
     # configurations that cannot be deployed as if they could)
-    fits = (np.asarray(ds["fits"].transpose(by, x).values, dtype=bool)
-            if "fits" in ds and set(ds["fits"].dims) == {by, x} else np.ones(ys.shape, bool))
+    known = "fits" in ds and set(ds["fits"].dims) == {by, x}  # else: not said either way
+    fits = (np.asarray(ds["fits"].transpose(by, x).values, dtype=bool) if known
+            else np.ones(ys.shape, bool))
     renderers = []
     for k, name in enumerate(labels(ds[by])):
         keep = np.isfinite(ys[k]) & ((ys[k] > 0) if logy else True)
@@ -398,7 +399,7 @@ def lines_figure(ds: xr.Dataset, variable: str, x: str, by: str):
         (capitalized(display_label(ds[by])[0] or by), f"@{{{by}}}"),
         (axis_label(ds[x]), f"@{{{x}}}{{0,0.[00]}}" if numeric else f"@{{{x}}}"),
         (axis_label(ds[variable]), f"@{{{variable}}}{{0,0.[0000]}}"),
-        *([("Fits the memory budget", "@fits")] if "fits" in ds else [])]))
+        *([("Fits the memory budget", "@fits")] if known else [])]))
     fig.legend.click_policy = "hide"
     fig.add_layout(fig.legend[0], "right")
     return themed(fig)

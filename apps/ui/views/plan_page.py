@@ -411,8 +411,8 @@ class PlanPage(Viewer):
         if table is not None and self.experiment.result is not None:
             try:
                 self.upload._rank(table)
-            except LabInputError as exc:
-                self.upload._say(str(exc))
+            except LabInputError as exc:  # the file stays in force (and in its input)
+                self.upload._say(str(exc), refused=False)
 
     def _chart_data(self) -> tuple[xr.Dataset, dict]:
         """What the chart draws, as every experiment page's "Chart data (CSV)" offers (none
