@@ -551,3 +551,18 @@ def test_in_a_notebook_an_axis_onto_the_compared_dimension_swaps_them(document):
     c.x = compared
     assert (c.x, c.compare) == (compared, axis)
     assert c.compare_a in c.values[axis] and c.compare_b in c.values[axis]
+
+
+def test_a_link_applied_after_the_page_is_built_is_corrected_as_at_first(served, document):
+    """The browser's first address reaches the server after the page is built; its clashing
+    compare= and facet= were applied as they were (a KeyError and a TypeError in the log)."""
+    view = served("")
+    location = pn.state._locations[document]
+    location.search = "?mode=compare&compare=batch&compare_a=16&compare_b=8"
+    c = view.choices
+    assert c.mode == "compare" and c.compare not in (c.x, c.y)
+    assert c.compare_a in c.values[c.compare] and c.compare_b in c.values[c.compare]
+    assert f"{c.compare} {c.compare_a}" in view._area.objects[0].object.title.text
+    location.search = "?mode=heatmap&facet=batch&x=batch"
+    assert (c.x, c.facet) == ("batch", "none")
+    assert "The small multiples must be a third dimension" in said(view)

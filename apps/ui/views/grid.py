@@ -308,6 +308,7 @@ class GridExplorer(Viewer):
         c.param.watch(self._compare_changed, "compare")
         c.param.watch(self._axes_changed, ["x", "y"])
         c.param.watch(self._mode_changed, "mode")
+        c.param.watch(self._facet_changed, "facet")
         c.param.watch(self._where_changed, "where")
         c.param.watch(self._redraw, [n for n in c.url_names() if n not in QUERY_ONLY])
         c.param.watch(self._requery, c.url_names())
@@ -368,7 +369,21 @@ class GridExplorer(Viewer):
         self._compare_off_axes()
 
     def _compare_changed(self, *_events) -> None:
-        self.choices.compare_values()
+        """A new compared dimension lists its own A and B; one on an axis (a link applied after
+        the page was built, as the browser's first address is) moves off it first."""
+        c = self.choices
+        if c.mode == "compare" and c.compare in (c.x, c.y):
+            self._compare_off_axes()  # sets compare again: this runs for the new one
+            return
+        c.compare_values()
+
+    def _facet_changed(self, *_events) -> None:
+        """Small multiples on an axis (a link applied after the page was built) are none:
+        drawn, they raised a TypeError in the server's log."""
+        c = self.choices
+        if c.facet in (c.x, c.y):
+            self._say("The small multiples must be a third dimension, so none are shown.")
+            c.facet = NONE
 
     def _where_changed(self, *events) -> None:
         """Constraints typed on the page: the grammar's sentence, and the old text kept."""
@@ -562,7 +577,16 @@ class GridExplorer(Viewer):
         """Draw the current choices (unless they are drawn already: an axis swap changes x
         and y in one go), once their slice is read (off the loop on a server); the busy note
         shows until the redraw has gone out."""
-        if self.choices is None or self._draw_key() == self._drawn:
+        if self.choices is None:
+            return
+        c = self.choices
+        if c.facet in (c.x, c.y) or (c.mode == "compare" and c.compare in (c.x, c.y)):
+            # a link applied after the page was built may clash; its fix redraws (watchers
+            # of one batch of changes are called in no order this can rely on)
+            self._facet_changed()
+            self._compare_off_axes()
+            return
+        if self._draw_key() == self._drawn:
             return
 
         def draw(read: tuple | None) -> None:
