@@ -184,6 +184,9 @@ def check_output(path: str | Path) -> Path:
         raise LabInputError(f"Could not write {path}: {files.os_reason(exc)}; nothing was "
                             "written.") from None
     if present and not files.lab_written(path):
+        if path.is_file() and export_record.changed_since(path):  # not "did not write"
+            raise LabInputError(f"{path} was exported by this tool but has changed since, so it "
+                                "is yours and not replaced; give a new name with -o.")
         what = "a folder" if path.is_dir() else "a file"
         raise LabInputError(f"{path} is {what} this tool did not write, so it is not replaced; "
                             "give a new name with -o.")

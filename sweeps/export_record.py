@@ -90,6 +90,13 @@ def remember(path: Path) -> None:
                 tmp.unlink()
 
 
+def changed_since(path: Path) -> bool:
+    """True when ``path`` is a CSV this lab exported that has changed since (edited, or
+    replaced by another file): the reader's now."""
+    recorded = _read().get(_key(path))
+    return recorded is not None and _fingerprint(path) != recorded
+
+
 def written_here(path: Path) -> bool:
     """True when ``path`` is a CSV this lab exported and nobody has changed since."""
     fingerprint = _fingerprint(path)

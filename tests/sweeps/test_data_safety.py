@@ -434,7 +434,9 @@ def test_an_export_edited_since_is_the_users(small_decode, tmp_path, capsys):
     edited = out.read_bytes()
     capsys.readouterr()
     assert main(_export(small_decode, str(out))) == 2
-    assert "is a file this tool did not write" in _one_sentence(capsys.readouterr().err)
+    # it was this tool's export; the sentence said it was not
+    assert "was exported by this tool but has changed since, so it is yours and not replaced" \
+        in _one_sentence(capsys.readouterr().err)
     assert out.read_bytes() == edited
 
 
