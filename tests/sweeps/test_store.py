@@ -123,20 +123,27 @@ def _sweep_cmd(grid: Path, out: Path) -> list[str]:
             "--scheduler", "threads", "--quiet"]
 
 
-def test_killed_sweep_leaves_old_dataset_and_rerun_completes(tmp_path):
+def _sweep_writing_over_a_dataset(tmp_path: Path, stderr) -> tuple:
+    """A sweep of a larger grid over a small dataset, once it writes chunks: ``(out, the
+    dataset's step times before, the grid file, the running process)``."""
     out = write_small(tmp_path / "decode.zarr")
     before = open_grid(out).step_time_s.values
     grid = tmp_path / "big.toml"
     grid.write_text('name = "big"\n[decode]\nchunk_cells = 4096\n'
                     'model = ["llama-3.1-8b", "qwen3-8b", "llama-3.1-70b"]\n', encoding="utf-8")
     proc = subprocess.Popen(_sweep_cmd(grid, out), cwd=REPO, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=stderr, text=True)
     deadline = time.monotonic() + 60
     written = []
     while time.monotonic() < deadline and not written and proc.poll() is None:
         written = list(tmp_path.glob("decode.zarr.tmp-*/step_time_s/c/*"))
         time.sleep(0.01)
     assert written, "the sweep never started writing chunks"
+    return out, before, grid, proc
+
+
+def test_killed_sweep_leaves_old_dataset_and_rerun_completes(tmp_path):
+    out, before, grid, proc = _sweep_writing_over_a_dataset(tmp_path, subprocess.DEVNULL)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
@@ -279,19 +286,7 @@ def test_removed_catalog_entry_makes_dataset_stale(small_decode, monkeypatch):
 def test_a_terminated_sweep_removes_its_temporary_store_and_keeps_the_old(tmp_path):
     """SIGTERM (kill, timeout, a job scheduler) left the temporary store beside its target
     (3.5 GB for the large preset) until the next sweep there; Ctrl-C already cleaned up."""
-    out = write_small(tmp_path / "decode.zarr")
-    before = open_grid(out).step_time_s.values
-    grid = tmp_path / "big.toml"
-    grid.write_text('name = "big"\n[decode]\nchunk_cells = 4096\n'
-                    'model = ["llama-3.1-8b", "qwen3-8b", "llama-3.1-70b"]\n', encoding="utf-8")
-    proc = subprocess.Popen(_sweep_cmd(grid, out), cwd=REPO, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    written = []
-    while time.monotonic() < deadline and not written and proc.poll() is None:
-        written = list(tmp_path.glob("decode.zarr.tmp-*/step_time_s/c/*"))
-        time.sleep(0.01)
-    assert written, "the sweep never started writing chunks"
+    out, before, _, proc = _sweep_writing_over_a_dataset(tmp_path, subprocess.PIPE)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and err.strip().endswith("inference-lab: interrupted.")
