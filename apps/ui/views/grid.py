@@ -334,13 +334,11 @@ class GridExplorer(Viewer):
         if c.facet in (c.x, c.y):
             problems.append("The small multiples must be a third dimension, so none are shown.")
             c.facet = NONE
-        if c.mode == "compare" and c.compare in (c.x, c.y):
-            free = [d for d in c.dims if d not in (c.x, c.y)]
-            if free:
-                problems.append(f"The compared dimension must be off the axes, so "
-                                f"{free[0]} is compared.")
-                c.compare = free[0]
-                c.compare_values()  # A and B of the new dimension (a blank page: KeyError)
+        moved = self._compare_off_axes()
+        if moved:
+            problems.append(f"The compared dimension must be off the axes, so {moved} is "
+                            "compared.")
+            c.compare_values()  # A and B of the new dimension (a blank page: KeyError)
         if problems:
             self._say(" ".join(problems))
 
@@ -354,16 +352,18 @@ class GridExplorer(Viewer):
             c.facet = NONE
         self._compare_off_axes(event.old)
 
-    def _compare_off_axes(self, freed: str | None = None) -> None:
+    def _compare_off_axes(self, freed: str | None = None) -> str | None:
         """In compare mode the compared dimension leaves an axis it was moved to: it takes the
         dimension the axis ``freed`` (a swap), else the first one free (the chart stayed the
-        old one, with a KeyError in the log)."""
+        old one, with a KeyError in the log). Returns the dimension it moved to, if any."""
         c = self.choices
         if c.mode != "compare" or c.compare not in (c.x, c.y):
-            return
+            return None
         free = [d for d in c.dims if d not in (c.x, c.y)]
-        if free:
-            c.compare = freed if freed in free else free[0]
+        if not free:
+            return None
+        c.compare = freed if freed in free else free[0]
+        return c.compare
 
     def _mode_changed(self, *_events) -> None:
         self._compare_off_axes()
