@@ -566,3 +566,26 @@ def test_a_link_applied_after_the_page_is_built_is_corrected_as_at_first(served,
     location.search = "?mode=heatmap&facet=batch&x=batch"
     assert (c.x, c.facet) == ("batch", "none")
     assert "The small multiples must be a third dimension" in said(view)
+
+
+def test_an_unknown_key_is_told_once_the_datasets_inputs_exist(served):
+    """The grid's keys depend on the dataset (its dimensions), so a misspelt one is judged by
+    the dataset's own reader, and a key of the dataset is never called unknown."""
+    view = served("?view=grid&dataset=decode&batchh=8&x=tp&tp=2")
+    assert ("The link&#x27;s batchh= (did you mean batch=?) is not an input of this page, so "
+            "it was ignored.") in said(view)
+    keys = [p.split("=", 1)[0] for p in pn.state.location.search[1:].split("&")]
+    assert "batchh" not in keys and {"view", "dataset", "x", "tp"} <= set(keys)
+    assert view.choices.x == "tp"
+    good = served("?view=grid&dataset=decode&x=tp&batch=8&mode=lines")
+    assert "not an input" not in said(good)
+
+
+def test_a_facets_title_shows_its_value_in_the_units_it_names():
+    """A facet over a dimension stored in seconds was titled "at slo 0.05 ms"."""
+    from apps.ui.views.grid import facet_title
+
+    ds = xr.Dataset({"y": (("slo", "batch"), np.ones((2, 2)), {"units": "s", "long_name": "t"})},
+                    coords={"slo": ("slo", [0.05, 1.0], {"units": "s"}), "batch": [1, 2]})
+    assert facet_title(ds, "y", "slo", ds.slo.values[0]) == "T (ms) at slo 50 ms"
+    assert facet_title(ds, "y", "batch", ds.batch.values[0]) == "T (ms) at batch 1 sequence"

@@ -226,3 +226,36 @@ def test_url_values_of_nan_and_markup_are_refused_on_the_derivation_page(documen
         DEFAULTS.batch, DEFAULTS.context, DEFAULTS.tp, DEFAULTS.precision, DEFAULTS.budget)
     assert "<script>" not in view.message.object and "&lt;script&gt;" in view.message.object
     assert exp.error is None
+
+
+def query_keys() -> list[str]:
+    return [p.split("=", 1)[0] for p in pn.state.location.search[1:].split("&")]
+
+
+def test_a_misspelt_key_is_told_with_the_input_it_meant_and_dropped(document):
+    """``?bacth=64`` changed nothing and the page said nothing: a reader saw batch 1 and could
+    not tell why. The key is named, the likely input offered, and the address cleaned."""
+    view = page(document, "batch", "?view=batch&bacth=64&tp=2")
+    assert view.experiment.tp == 2 and view.experiment.batch == DEFAULTS.batch
+    assert ("The link&#x27;s bacth= (did you mean batch=?) is not an input of this page, so it "
+            "was ignored.") in message(view)
+    assert "bacth" not in query_keys() and "tp" in query_keys()
+
+
+def test_several_unknown_keys_make_one_sentence_and_a_later_address_is_judged_too(document):
+    view = page(document, "batch", "?view=batch&a=1&b=2&c=3&d=4&e=5")
+    assert ("The link&#x27;s a=, b=, c= and 2 more keys are not inputs of this page, so they "
+            "were ignored.") in message(view)
+    pn.state.location.search = "?view=batch&Model=qwen2.5-7b"
+    assert ("The link&#x27;s Model= (did you mean model=?) is not an input of this page, so it "
+            "was ignored.") in message(view)
+    assert "a=" not in message(view)  # the first address's sentence is replaced
+    assert view.experiment.model == DEFAULTS.model and "Model" not in query_keys()
+
+
+def test_the_keys_a_sidebar_link_carries_are_not_unknown_on_a_page_without_them(document):
+    """The sidebar carries model, GPU and precision (and the theme) to every page; a page
+    without one of those inputs ignores it without a word."""
+    view = page(document, "goodput", "?view=goodput&theme=dark&precision=fp8&model=llama-3.1-8b")
+    assert "not an input" not in message(view)
+

@@ -22,18 +22,34 @@ leaves the page, as after any other edit of a web form.
 from __future__ import annotations
 
 import collections
+import difflib
 import json
+import weakref
 from collections.abc import Callable, Sequence
 from urllib.parse import parse_qsl, urlencode
 
 import panel as pn
 import param
 
+from apps.ui.shell.browser_state import CARRIED
 from apps.ui.shell.url_values import quoted, strict_selectors, url_problems
 
 MAX_URL_VALUE_CHARS = 256
 """Longest query value a page reads, characters (no input's value is longer; a longer one is
 refused unparsed: a 5,000-digit number would exceed Python's integer-string limit)."""
+
+PAGE_KEYS = ("view", "theme", *CARRIED)
+"""Query keys any page may carry that its inputs need not hold: the page's name, the theme,
+and what a sidebar link carries (:data:`apps.ui.shell.browser_state.CARRIED`; ignored without
+a word where the page has no such input, since the lab's own links put them there)."""
+
+MAX_UNKNOWN_NAMED = 3
+"""Most unknown query keys one sentence names (the rest are counted)."""
+
+_LAST_WRITTEN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""Page location → the query any :class:`UrlInputs` of the page last wrote into it. A page's
+own write is never judged as a link by its other reader: two readers that know different keys
+(each dropping what it does not know) would otherwise rewrite the address in turn forever."""
 
 Report = Callable[[str | None], None]
 """Where a page's one-sentence messages go (``InputMessage.say``)."""
@@ -54,6 +70,23 @@ def screened(search: str) -> tuple[list[tuple[str, str]], list[str]]:
         else:
             kept.append((key, value))
     return kept, problems
+
+
+def unknown_keys_sentence(keys: Sequence[str], names: Sequence[str]) -> str:
+    """One sentence for query ``keys`` that are no input of the page (whose inputs are
+    ``names``): each quoted, with the input a misspelt one most likely meant."""
+    def one(key: str) -> str:
+        close = difflib.get_close_matches(key.lower(), names, n=1, cutoff=0.7)
+        return f"{quoted(key)}= (did you mean {close[0]}=?)" if close else f"{quoted(key)}="
+
+    shown = [one(k) for k in keys[:MAX_UNKNOWN_NAMED]]
+    more = len(keys) - len(shown)
+    if more:
+        shown.append(f"{more:,} more key{'s' if more > 1 else ''}")
+    listed = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+    are = "is not an input" if len(keys) == 1 else "are not inputs"
+    them = "it was" if len(keys) == 1 else "they were"
+    return f"The link's {listed} {are} of this page, so {them} ignored."
 
 
 def as_search(pairs: list[tuple[str, str]]) -> str:
@@ -121,13 +154,21 @@ class UrlInputs:
     location (a notebook, a unit test without one) nothing is synced. A link naming one of
     ``unlinkable`` (an input a link may not set: a file on the server) is told so in one
     sentence and that key is dropped from the URL, which then shows only what is in force.
+    A key that is no input of the page (a misspelt one) is told so in one sentence too, with
+    the input it most likely meant, and dropped: beside ``names`` and ``unlinkable`` the page
+    knows :data:`PAGE_KEYS` and ``others`` (the keys of the page's other URL reader). With
+    ``others`` None this reader judges no key it does not hold (the page's other reader does:
+    the grid explorer's dataset, read before the dataset's own inputs exist).
     """
 
     def __init__(self, target: param.Parameterized, names: Sequence[str], report: Report, *,
                  first: Sequence[str] = (), after_first: Callable[[], None] | None = None,
-                 lenient: Sequence[str] = (), unlinkable: Sequence[str] = ()):
+                 lenient: Sequence[str] = (), unlinkable: Sequence[str] = (),
+                 others: Sequence[str] | None = ()):
         self.target, self.names, self.report = target, list(names), report
         self.unlinkable = [n for n in unlinkable if n not in self.names]
+        self.known = (None if others is None else
+                      {*self.names, *self.unlinkable, *PAGE_KEYS, *others})
         self.first = [n for n in first if n in self.names]
         self.after_first = after_first
         strict_selectors(target, [n for n in self.names if n not in lenient])
@@ -163,6 +204,9 @@ class UrlInputs:
         problems += [f"The link's {quoted(name)}= names a file, which a page never opens from "
                      "a link (upload one on the page), so it was ignored."
                      for name in dict(pairs) if name in self.unlinkable]
+        unknown = [] if self.known is None else [k for k in dict(pairs) if k not in self.known]
+        if unknown:
+            problems.append(unknown_keys_sentence(unknown, self.names))
         counts = collections.Counter(key for key, _ in pairs)
         for name in self.names:
             if counts[name] > 1:  # which one was meant is unknown: neither is taken
@@ -186,22 +230,24 @@ class UrlInputs:
 
     def _to_url(self, *_events) -> None:
         """Write every input in force into the URL's query; other keys are kept (over-long
-        values dropped, keys a link may not set too), each synced key once."""
+        values dropped, keys a link may not set and keys no input of the page holds too),
+        each synced key once."""
         pairs, _ = screened(self.location.search)
-        pairs = [(k, v) for k, v in pairs if k not in self.unlinkable]
+        pairs = [(k, v) for k, v in pairs if k not in self.unlinkable
+                 and (self.known is None or k in self.known)]
         values = {n: url_text(self.target.param[n], getattr(self.target, n))
                   for n in self.names if getattr(self.target, n) is not None}
         query = dict(pairs)
         query.update(values)
         search = as_search(list(query.items()))
-        self._written = search
+        self._written = _LAST_WRITTEN[self.location] = search
         if search != self.location.search:
             self.location.search = search
 
     def _from_url(self, event) -> None:
         """A URL changed from the browser: apply what the page accepts, report the rest."""
-        if event.new == self._written:  # the page's own write, maybe seen late in a batch
-            return
+        if event.new in (self._written, _LAST_WRITTEN.get(self.location)):
+            return  # the page's own write (maybe seen late in a batch, or its other reader's)
         problems = self._apply(event.new)
         self.report(" ".join(problems) if problems else None)
         self._to_url()

@@ -163,10 +163,14 @@ def grid_constants(ds: xr.Dataset) -> dict:
 def facet_title(ds: xr.Dataset, variable: str, facet: str, value) -> str:
     """One small multiple's title: the variable with its unit, and the facet's value with
     its own ("Ideal decode step time (ms) at tp 2 GPUs"; the panels said only "tp 2")."""
-    unit = display_label(ds[facet])[1] if facet in ds.coords else ""
-    if plain(value) == 1 and len(unit) > 2 and unit.endswith("s"):
+    _, unit, factor = display_label(ds[facet]) if facet in ds.coords else ("", "", 1.0)
+    shown = plain(value)
+    if factor != 1.0 and isinstance(shown, (int, float)):  # 0.05 s is "50 ms"
+        shown = float(f"{shown * factor:.6g}")
+        shown = int(shown) if shown.is_integer() else shown
+    if shown == 1 and len(unit) > 2 and unit.endswith("s"):
         unit = unit[:-1]  # tp 1 GPU, batch 1 sequence (not "ms")
-    return f"{axis_label(ds[variable])} at {facet} {plain(value)}{' ' + unit if unit else ''}"
+    return f"{axis_label(ds[variable])} at {facet} {shown}{' ' + unit if unit else ''}"
 
 
 def experiment_link(ds: xr.Dataset, row: dict, fixed: dict | None = None) -> str | None:
@@ -233,7 +237,7 @@ class GridExplorer(Viewer):
             self.param.dataset.objects = dataset_names()
             if self.dataset is None:
                 self.dataset = "decode"
-            self._dataset_url = UrlInputs(self, ["dataset"], self._report)
+            self._dataset_url = UrlInputs(self, ["dataset"], self._report, others=None)
             self._open(self.dataset)
             self.param.watch(self._switch, "dataset")
         else:
@@ -302,7 +306,7 @@ class GridExplorer(Viewer):
         # Without a page location (a notebook) UrlInputs syncs nothing.
         self._url = UrlInputs(self.choices, self.choices.url_names(), self._report,
                               first=["compare"], after_first=self.choices.compare_values,
-                              lenient=["compare_a", "compare_b"])
+                              lenient=["compare_a", "compare_b"], others=["dataset"])
         self._fix_axes()
         c = self.choices
         c.param.watch(self._compare_changed, "compare")
