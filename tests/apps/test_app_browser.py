@@ -134,9 +134,14 @@ def test_url_round_trips_the_state(lab_url, lab_page, browser):
 
 
 def test_invalid_inputs_show_the_reason(lab_url, lab_page, console_errors):
-    open_page(lab_page, url(lab_url, "batch", model="qwen2.5-7b", tp=8))
+    open_page(lab_page, url(lab_url, "batch", model="qwen2.5-7b", tp=8, bacth=64))
     expect(lab_page.locator(".lab-error").first).to_contain_text("does not divide")
     expect(lab_page.locator(CARD_VALUES)).to_have_count(0)
+    # a misspelt key is named with the input it meant, and leaves the address
+    expect(lab_page.locator(".lab-input-problem").first).to_have_text(
+        "The link's bacth= (did you mean batch=?) is not an input of this page, so it was "
+        "ignored.")
+    expect(lab_page).not_to_have_url(re.compile(r"bacth="))
     assert console_errors == []
 
 
