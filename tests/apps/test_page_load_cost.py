@@ -93,6 +93,12 @@ def test_loading_a_page_sends_no_theme_patches_and_shows_a_still_loader(slug, la
     lab_page.locator("canvas").first.wait_for(state="visible")
     patched = set(re.findall(r'"attr":"(\w+)"', "".join(sent)))
     assert sent and not (patched & THEME_ATTRS), sorted(patched & THEME_ATTRS)
+    # panel-material-ui's bundle is loaded by the browser's own loader (a script, cached
+    # compiled), not fetched and re-imported from a blob by es-module-shims on every load
+    loaded = lab_page.evaluate("() => performance.getEntriesByType('resource')"
+                               ".filter(e => e.name.includes('panel-material-ui.bundle.js'))"
+                               ".map(e => e.initiatorType)")
+    assert loaded == ["script"], loaded
     assert console_errors == []
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 from importlib.metadata import version
+from pathlib import Path
 
 import panel as pn
 import panel_material_ui as pmui
@@ -64,3 +65,25 @@ def test_the_page_gate_wraps_panels_page_handler():
     assert inspect.iscoroutinefunction(inspect.unwrap(DocHandler.get))
     assert inspect.iscoroutinefunction(inspect.unwrap(DocHandler.get_session))
     assert "_lab_gate" not in vars(DocHandler)  # installed by the server's setup only
+
+
+def test_the_widget_bundle_imports_nothing_so_the_browser_may_load_it_natively():
+    """``native_bundle_import.js`` hands panel-material-ui's bundle to the browser's own
+    ``import()``: valid only while the bundle imports no other module (es-module-shims would
+    resolve such an import through Panel's import map; the browser would not)."""
+    source = panel_compat.BUNDLE_PATH.read_text(encoding="utf-8")
+    assert "export{" in source.replace(" ", "")  # an ES module
+    assert panel_compat.bundle_imports(source) == []
+    assert panel_compat.bundle_imports('x=1;import{a}from"b"') == ['x=1;import{a}from"b"']
+    assert panel_compat.bundle_imports('f();import("./c.js")') != []
+    assert panel_compat.bundle_imports('s="@import url(x.css)"') == []
+
+
+def test_every_page_head_loads_the_native_bundle_script():
+    from panel.io.resources import Resources
+
+    script = Path(panel_compat.__file__).parent / "native_bundle_import.js"
+    assert script.is_file() and "panel-material-ui" in script.read_text(encoding="utf-8")
+    files = Resources(mode="server").js_files
+    assert any(f.endswith("NativeBundleImport/__javascript__/native_bundle_import.js")
+               for f in files), files
