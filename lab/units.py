@@ -65,10 +65,39 @@ def fmt_count(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+"""Digits (and minus) as superscripts, for a power of ten (``10¹⁹⁸``)."""
+
+PLAIN_RANGE = (1e-6, 1e15)
+"""Magnitudes written out in full; outside it a number reads ``3.000 × 10¹⁹⁸`` (a float's
+digits past its 17th are not the number's)."""
+
+
+def fmt_sig(value: float, digits: int = 4) -> str:
+    """``value`` to ``digits`` significant digits, written out with thousands separators
+    (``100,000``, ``0.0005``) inside :data:`PLAIN_RANGE`, else as a power of ten
+    (``3.000 × 10¹⁹⁸``); a minus sign, never a hyphen."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    if value == 0:
+        return "0"
+    sign, size = (MINUS if value < 0 else ""), abs(value)
+    if not PLAIN_RANGE[0] <= size < PLAIN_RANGE[1]:
+        mantissa, exponent = f"{size:.{digits - 1}e}".split("e")
+        return f"{sign}{mantissa} × 10{str(int(exponent)).translate(SUPERSCRIPT)}"
+    rounded = float(f"{size:.{digits}g}")
+    decimals = max(digits - 1 - math.floor(math.log10(rounded)), 0)
+    text = f"{rounded:,.{decimals}f}"
+    return sign + (text.rstrip("0").rstrip(".") if "." in text else text)
+
+
 def fmt_int(value: float) -> str:
-    """Format a count rounded to the nearest integer with thousands separators (``8,192``)."""
+    """Format a count rounded to the nearest integer with thousands separators (``8,192``);
+    beyond 10¹⁵ as a power of ten (:func:`fmt_sig`), whose digits a float does hold."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
+    if isinstance(value, float) and abs(value) >= PLAIN_RANGE[1]:
+        return fmt_sig(value)
     return f"{round(value):,}".replace("-", MINUS)
 
 

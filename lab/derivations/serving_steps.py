@@ -18,6 +18,7 @@ from lab.units import (
     fmt_number,
     fmt_percent,
     fmt_rate,
+    fmt_sig,
 )
 
 
@@ -136,7 +137,7 @@ def context_steps(record: dict) -> list[Step]:
     return [
         Step("Pairs", pair_expr, pairs),
         Step("Linear part", f"a × n = {_ms(a)} ms × {n:,}", fmt_ms(record["linear_time_s"])),
-        Step("Attention part", f"c × pairs = {c * NS_PER_S:,.4g} ns × {_pairs(record['pairs'])}",
+        Step("Attention part", f"c × pairs = {fmt_sig(c * NS_PER_S)} ns × {_pairs(record['pairs'])}",
              fmt_ms(record["attention_time_s"])),
         Step("T(n)", f"{fmt_ms(record['linear_time_s'])} + {fmt_ms(record['attention_time_s'])}",
              fmt_ms(record["time_s"])),
@@ -145,7 +146,7 @@ def context_steps(record: dict) -> list[Step]:
              fmt_ms(record["time_doubled_s"])),
         Step("Doubling ratio", f"{fmt_ms(record['time_doubled_s'])} / {fmt_ms(record['time_s'])}",
              f"{record['doubling_ratio']:.3f}×"),
-        Step("Crossover n*", f"2a / c − 1 = 2 × {_ms(a)} ms / {c * NS_PER_S:,.4g} ns − 1",
+        Step("Crossover n*", f"2a / c − 1 = 2 × {_ms(a)} ms / {fmt_sig(c * NS_PER_S)} ns − 1",
              f"{fmt_int(record['crossover_tokens'])} tokens"
              + (" (below 1: the attention part outweighs the linear one from the first token)"
                 if record["crossover_tokens"] < 1 else "")),

@@ -22,6 +22,15 @@ MODEL = "model configuration"
 """The ``--help`` group of the model, GPU and precision flags."""
 
 
+def past_crossover(crossover_tokens: float) -> str:
+    """Where attention takes over, as the end of a sentence (a crossover n* below 1 token: from
+    the first token, since with a = 0, or c large against a, the attention part is the larger
+    at every prompt length)."""
+    if crossover_tokens < 1:
+        return "it outweighs the linear part from the first token"
+    return f"past the crossover at {fmt_int(crossover_tokens)} tokens it dominates"
+
+
 class ContextGrowth(Experiment):
     """Context growth: T(n) = a·n + c·n(n+1)/2, the doubling ratio and the crossover."""
 
@@ -50,10 +59,12 @@ class ContextGrowth(Experiment):
 
     tokens = param.Integer(default=D["tokens"], bounds=(1, MAX_TOKENS_CONTEXT),
                            label="Prompt (tokens)", doc="Prompt tokens n.")
-    a_ms = param.Number(default=D["a_ms"], bounds=(0, MAX_MS), label="a (ms per token)",
+    a_ms = param.Number(default=D["a_ms"], bounds=(0, MAX_MS), step=0.001,
+                        label="a (ms per token)",
                         doc="Linear time per token over all layers, ms (synthetic).",
                         metadata=cli(unset=True, default_shown=f"{D['a_ms']:g}"))
-    c_ms = param.Number(default=D["c_ms"], bounds=(MIN_PAIR_COST_MS, MAX_MS), label="c (ms per pair)",
+    c_ms = param.Number(default=D["c_ms"], bounds=(MIN_PAIR_COST_MS, MAX_MS), step=1e-7,
+                        label="c (ms per pair)",
                         doc="Attention time per (query, key) pair over all layers and heads, ms.",
                         metadata=cli(unset=True, default_shown=f"{D['c_ms']:g}, synthetic"))
     window = param.Integer(default=0, bounds=(0, MAX_TOKENS_CONTEXT),
@@ -154,8 +165,7 @@ class ContextGrowth(Experiment):
             f"{r['doubling_ratio']:.2f}×. The linear part a·n doubles, but the attention part "
             f"counts pairs, {r['pairs']:,} growing to {r['pairs_doubled']:,} — nearly four "
             f"times. Attention is {fmt_number(r['attention_share'] * 100, 1)} % of the time "
-            f"here; past the crossover at {fmt_int(r['crossover_tokens'])} tokens it dominates "
-            f"and the ratio approaches 4."
+            f"here; {past_crossover(r['crossover_tokens'])} and the ratio approaches 4."
         )
 
     def chart_data(self):

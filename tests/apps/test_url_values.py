@@ -259,3 +259,12 @@ def test_the_keys_a_sidebar_link_carries_are_not_unknown_on_a_page_without_them(
     view = page(document, "goodput", "?view=goodput&theme=dark&precision=fp8&model=llama-3.1-8b")
     assert "not an input" not in message(view)
 
+
+
+def test_a_tiny_lower_bound_is_written_as_it_is_and_a_box_steps_by_the_inputs_size(document):
+    """c_ms=0 was refused as "not a number from 0 to 1,000,000,000" (its bound, 1e-200, printed
+    with six decimals); c's box stepped by 0.1 ms from 0.0000005 ms."""
+    view = page(document, "context", "?view=context&c_ms=0")
+    assert "c_ms=0 is not a number from 1e-200 to 1,000,000,000" in message(view)
+    steps = {w.name: w.step for w in view.inputs.select() if hasattr(w, "step")}
+    assert steps["c (ms per pair)"] == 1e-7 and steps["a (ms per token)"] == 0.001

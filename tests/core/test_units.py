@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lab.units import MINUS, fmt_int, fmt_number, fmt_percent
+from lab.units import MINUS, fmt_int, fmt_number, fmt_percent, fmt_sig
 
 
 @pytest.mark.parametrize(("value", "digits", "text"), [
@@ -35,3 +35,19 @@ def test_no_hyphen_and_no_negative_zero(value, digits):
         assert float(text[1:].replace(",", "")) > 0 and value < 0
     assert math.isclose(float(text.replace(MINUS, "-").replace(",", "")), value,
                         abs_tol=0.51 * 10 ** -digits, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (100000.5, "100,000"), (0.0005, "0.0005"), (1234.5678, "1,235"), (7.0, "7"), (0.0, "0"),
+    (3e198, "3.000 × 10¹⁹⁸"), (-2.5e-9, "−2.500 × 10⁻⁹"), (1e15, "1.000 × 10¹⁵"),
+])
+def test_significant_digits_are_written_out_or_as_a_power_of_ten(value, text):
+    """The context derivation wrote c as "1e+05 ns", and a crossover of 3e198 tokens as 199
+    digits, most of them not the number's."""
+    assert fmt_sig(value) == text
+
+
+def test_a_count_past_a_floats_digits_is_a_power_of_ten():
+    assert fmt_int(3e198) == "3.000 × 10¹⁹⁸"
+    assert fmt_int(123_456_789_012_345.0) == "123,456,789,012,345"
+    assert fmt_int(10**20) == f"{10**20:,}"  # an exact integer keeps its digits

@@ -96,3 +96,26 @@ def test_the_chart_draws_at_every_input_in_bounds(a_ms, c_ms, tokens):
     data = ContextGrowth(a_ms=a_ms, c_ms=c_ms, tokens=tokens).chart_data()
     assert data.sizes["tokens"] >= 2
     assert int(data["tokens"].max()) <= 4 * MAX_TOKENS_CONTEXT
+
+
+def test_a_crossover_beyond_any_prompt_and_one_below_a_token_read_as_numbers():
+    """With c at its floor the crossover printed 199 digits, most of them a float's noise, and
+    c read "1e+05 ns"; with a = 0 the text said "past the crossover at −1 tokens it dominates"."""
+    from lab.experiments.context_growth_experiment import ContextGrowth
+
+    far = ContextGrowth(a_ms=0.1, c_ms=1e-200)
+    crossover = next(s for s in far.steps() if s.label == "Crossover n*")
+    assert crossover.text().endswith("= 2.000 × 10¹⁹⁹ tokens")
+    wide = ContextGrowth(c_ms=0.1000005)
+    attention = next(s for s in wide.steps() if s.label == "Attention part")
+    assert "c × pairs = 100,000 ns ×" in attention.text()
+    none = ContextGrowth(a_ms=0)
+    assert "it outweighs the linear part from the first token" in none.explanation()
+    assert "−1 tokens it dominates" not in none.explanation()
+
+
+def test_the_pair_and_token_costs_step_by_their_own_size():
+    """A stepper's ↑ took c from 0.0000005 to 0.1000005 ms (a step of 0.1)."""
+    from lab.experiments.context_growth_experiment import ContextGrowth
+
+    assert ContextGrowth.param.c_ms.step == 1e-7 and ContextGrowth.param.a_ms.step == 0.001

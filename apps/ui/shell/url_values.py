@@ -46,9 +46,12 @@ def quoted(value: object) -> str:
 
 
 def _number(value: float) -> str:
-    """A bound as a reader writes it: ``1,048,576``, ``0.01`` (never ``1.04858e+06``)."""
+    """A bound as a reader writes it: ``1,048,576``, ``0.01`` (never ``1.04858e+06``); a
+    bound too small for six decimals in Python's notation (``1e-200``, not ``0``)."""
     if float(value).is_integer():
         return f"{int(value):,}"
+    if 0 < abs(value) < 1e-6:
+        return repr(float(value))
     return f"{value:,.6f}".rstrip("0").rstrip(".")
 
 
