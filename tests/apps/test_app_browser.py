@@ -118,6 +118,30 @@ def test_prediction_reveal(lab_url, lab_page):
     expect(answer).to_contain_text("7.04 ms")
 
 
+FOCUSED = """() => { let el = document.activeElement;
+  while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
+  return el ? [el.tagName, el.textContent.trim().slice(0, 40)] : null; }"""
+"""The element the keyboard is on, inside the shadow roots: tag and text."""
+
+
+def test_the_prediction_from_the_keyboard_keeps_the_focus(lab_url, lab_page):
+    """An arrow key in the choices committed one and left the focus on the page's body, and so
+    did Enter on the reveal button: a keyboard reader lost their place twice."""
+    open_page(lab_page, url(lab_url, "tp"))
+    group = lab_page.get_by_role("radiogroup", name="Your prediction")
+    group.get_by_role("radio").first.focus()
+    lab_page.keyboard.press("ArrowRight")  # the first choice after "Not sure yet"
+    reveal = lab_page.get_by_role("button", name="Reveal the answer")
+    expect(reveal).to_be_enabled()
+    assert lab_page.evaluate(FOCUSED)[0] == "INPUT"  # still on the choices
+    lab_page.keyboard.press("Tab")
+    assert lab_page.evaluate(FOCUSED) == ["BUTTON", "Reveal the answer"]
+    lab_page.keyboard.press("Enter")
+    expect(lab_page.locator(".lab-answer")).to_contain_text("Yes, 8× sooner")
+    lab_page.wait_for_timeout(500)  # the answer's round trip is over: nothing took the focus
+    assert lab_page.evaluate(FOCUSED) == ["BUTTON", "Reveal the answer"]
+
+
 def test_url_round_trips_the_state(lab_url, lab_page, browser):
     open_page(lab_page, url(lab_url, "batch"))
     expect(lab_page.locator(CARD_VALUES).first).to_have_text("7.04 ms")

@@ -74,7 +74,7 @@ def test_the_prediction_locks_on_the_first_choice():
     choices, answer = exp.prediction.choices, exp.prediction.answer
     wrong = next(c for i, c in enumerate(choices) if i != answer)
     view.choice = wrong
-    assert view._choices.disabled and not view._button.disabled
+    assert not view._choices.disabled and view._choices.sx and not view._button.disabled
     view.choice = choices[answer]  # a later choice sent anyway is set back
     assert view.choice == wrong
     view.param.trigger("reveal")

@@ -13,6 +13,9 @@ from apps.ui.shell.held_size import BUTTON_WIDTH
 from apps.ui.shell.plain_text import shown_error
 from lab.experiments.base import Experiment
 
+LOCKED_CHOICES = {"& .MuiFormControlLabel-root:not(:has(.Mui-checked))": {"opacity": 0.45}}
+"""How the choices look once the first is the answer: the others dimmed (Material UI ``sx``)."""
+
 UNDECIDED = "Not sure yet"
 """The choice selected before the reader commits to one."""
 
@@ -54,7 +57,7 @@ class PredictionView(Viewer):
     experiment = param.ClassSelector(class_=Experiment, doc="The experiment asked about.")
     choice = param.Selector(default=UNDECIDED, objects=[UNDECIDED], label="Your prediction",
                             doc="Pick an answer before revealing it.")
-    reveal = param.Event(label="Reveal the answer", doc="Show the answer and why.")
+    reveal = param.Event(label="Reveal the answer", doc="Reveal the answer, and why it holds.")
     revealed = param.Boolean(default=False, doc="Whether the answer is shown.")
     committed = param.String(default=None, allow_None=True,
                              doc="The reader's first choice: the choices lock on it and the "
@@ -65,7 +68,7 @@ class PredictionView(Viewer):
         prediction = self.experiment.prediction
         self.param.choice.objects = [UNDECIDED, *prediction.choices]
         # As wide as the column and the button fixed, from the start (apps.ui.shell.held_size).
-        self._choices = pmui.RadioBoxGroup.from_param(self.param.choice, label="", inline=True,
+        self._choices = pmui.RadioBoxGroup.from_param(self.param.choice, inline=True,
                                                       sizing_mode="stretch_width")
         self._button = pmui.Button.from_param(self.param.reveal, variant="contained",
                                               color="primary", disabled=True,
@@ -81,13 +84,17 @@ class PredictionView(Viewer):
 
     def _lock(self, *_events) -> None:
         """The first choice is the answer: the choices lock on it (a later one sent anyway is
-        set back) and the reveal opens."""
+        set back; the others dim) and the reveal opens. Neither control is disabled once used:
+        a disabled control drops the keyboard's focus, and an arrow key's choice, or Enter on
+        the reveal, left a keyboard reader on the page's body. Pressing the reveal again
+        changes nothing."""
         if self.committed is None and self.choice != UNDECIDED:
             self.committed = self.choice
         elif self.committed is not None and self.choice != self.committed:
             self.choice = self.committed
-        self._button.disabled = self.revealed or self.committed is None
-        self._choices.disabled = self.committed is not None
+        self._button.disabled = self.committed is None
+        if self.committed is not None and not self._choices.sx:
+            self._choices.sx = LOCKED_CHOICES
 
     @param.depends("reveal", watch=True)
     def _on_reveal(self) -> None:
