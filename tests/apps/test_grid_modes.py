@@ -589,3 +589,14 @@ def test_a_facets_title_shows_its_value_in_the_units_it_names():
                     coords={"slo": ("slo", [0.05, 1.0], {"units": "s"}), "batch": [1, 2]})
     assert facet_title(ds, "y", "slo", ds.slo.values[0]) == "T (ms) at slo 50 ms"
     assert facet_title(ds, "y", "batch", ds.batch.values[0]) == "T (ms) at batch 1 sequence"
+
+
+def test_a_repeated_axis_is_applied_by_neither_value_as_the_page_says(served):
+    """``x=batch&x=context`` said "none of its values was applied" while x became context: the
+    dataset's reader had rewritten the address, keeping the last, before the axes' reader read
+    it."""
+    default_x = served("?view=grid&dataset=decode").choices.x
+    view = served("?view=grid&dataset=decode&x=tp&x=context")
+    assert "The link gives x= 2 times, so none of its values was applied." in said(view)
+    assert view.choices.x == default_x
+    assert pn.state.location.search.count("x=") == 1

@@ -268,3 +268,13 @@ def test_a_tiny_lower_bound_is_written_as_it_is_and_a_box_steps_by_the_inputs_si
     assert "c_ms=0 is not a number from 1e-200 to 1,000,000,000" in message(view)
     steps = {w.name: w.step for w in view.inputs.select() if hasattr(w, "step")}
     assert steps["c (ms per pair)"] == 1e-7 and steps["a (ms per token)"] == 0.001
+
+
+def test_a_repeated_page_name_is_told_and_the_address_keeps_the_page_shown(document):
+    """``?view=batch&view=memory`` showed experiment 1 while the address became view=memory:
+    a reload or a shared link opened another page."""
+    view = page(document, "batch", "?view=batch&view=memory")
+    assert ("The link gives view= 2 times, so the first, &#x27;batch&#x27;, is used."
+            in message(view))
+    assert [v for k, v in (p.split("=", 1) for p in pn.state.location.search[1:].split("&"))
+            if k == "view"] == ["batch"]

@@ -212,6 +212,12 @@ class UrlInputs:
             if counts[name] > 1:  # which one was meant is unknown: neither is taken
                 problems.append(f"The link gives {quoted(name)}= {counts[name]} times, so "
                                 "none of its values was applied.")
+        if self.known is not None:  # the page's name and theme: the page reads the first
+            for key in PAGE_KEYS[:2]:
+                if counts[key] > 1:
+                    first = next(v for k, v in pairs if k == key)
+                    problems.append(f"The link gives {key}= {counts[key]} times, so the first, "
+                                    f"'{quoted(first)}', is used.")
         pairs = [(k, v) for k, v in pairs if not (k in self.names and counts[k] > 1)]
         clean = as_search(pairs)
         rest = [n for n in self.names if n not in self.first]
@@ -233,13 +239,18 @@ class UrlInputs:
         values dropped, keys a link may not set and keys no input of the page holds too),
         each synced key once."""
         pairs, _ = screened(self.location.search)
-        pairs = [(k, v) for k, v in pairs if k not in self.unlinkable
-                 and (self.known is None or k in self.known)]
-        values = {n: url_text(self.target.param[n], getattr(self.target, n))
-                  for n in self.names if getattr(self.target, n) is not None}
-        query = dict(pairs)
-        query.update(values)
-        search = as_search(list(query.items()))
+        query: dict[str, str] = {}
+        left: list[tuple[str, str]] = []  # repeats this reader leaves to the page's other one
+        for key, value in pairs:
+            if key in self.unlinkable or (self.known is not None and key not in self.known):
+                continue
+            if key not in query:
+                query[key] = value  # a repeated key keeps its first value, as the page reads
+            elif self.known is None and key not in self.names:
+                left.append((key, value))
+        query.update({n: url_text(self.target.param[n], getattr(self.target, n))
+                      for n in self.names if getattr(self.target, n) is not None})
+        search = as_search([*query.items(), *left])
         self._written = _LAST_WRITTEN[self.location] = search
         if search != self.location.search:
             self.location.search = search
