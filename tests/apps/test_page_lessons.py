@@ -8,7 +8,8 @@ import pytest
 
 from apps.ui.parts.calculation import CalculationView
 from apps.ui.parts.cards import CardsView
-from apps.ui.plots.chart_view import BUDGET_NOTE, ChartView
+from apps.ui.plots.chart_view import ChartView
+from apps.ui.plots.page_descriptions import BUDGET_NOTE
 from apps.ui.views.experiment_view import ExperimentView
 from lab.experiments.batch_bottleneck import BatchBottleneck
 from lab.experiments.context_growth_experiment import ContextGrowth
@@ -199,8 +200,9 @@ def test_prediction_reveals_after_a_choice_and_judges_the_first_one():
     view.choice = wrong
     assert not view._button.disabled
     view.param.trigger("reveal")
-    assert view.revealed and view._choices.disabled
+    assert view.revealed and view._choices.sx  # locked (dimmed), not disabled: keeps focus
     view.choice = exp.prediction.choices[exp.prediction.answer]
+    assert view.choice == wrong
     assert view._answer_text(True, view.choice, exp.result).startswith("<p><strong>Not quite")
 
 
@@ -495,3 +497,14 @@ def test_the_answer_is_worked_at_the_questions_inputs_when_the_reader_changed_th
     exp.param.update(**{name: cls.param[name].default for name in changes})
     assert unescape(view._answer_text(True, view.choice, exp.result)).endswith(
         f"{at_defaults}</p>")
+
+
+def test_each_caption_says_what_its_curves_are():
+    """Memory, prefix and goodput said their curves were "ideal phase costs", memory that its
+    markers were hollow over the budget (it draws none), and every page said "ideal" twice."""
+    for cls, words in ((SequencesFit, "memory accounting"), (PrefixOwnership, "blocks exactly"),
+                       (GoodputContract, "a simulation"), (ContextGrowth, "analytical model")):
+        text = caption(ChartView(experiment=cls()))
+        assert words in text and "phase costs" not in text and BUDGET_NOTE not in text, text
+    text = caption(ChartView(experiment=BatchBottleneck()))
+    assert "ideal phase costs" in text and BUDGET_NOTE in text and text.count("deal") == 1

@@ -9,11 +9,10 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
-from apps.ui.parts.budget import has_budget, with_fits
+from apps.ui.parts.budget import with_fits
 from apps.ui.parts.cards import error_html
 from apps.ui.parts.downloads import chart_csv_button
 from apps.ui.plots.batch_chart import BatchChart, batch_charts, power_of_two_rows
-from apps.ui.plots.charts import NOTE
 from apps.ui.plots.expert_chart import ExpertChart, expert_chart
 from apps.ui.plots.lessons import (
     CURRENT_WEIGHT,
@@ -32,12 +31,6 @@ from lab.models.moe import ROUTING_ASSUMPTION
 
 CHART_HEIGHT = 340
 """Height of each chart pane in px (the plots are 320 px tall plus their margins)."""
-
-BUDGET_NOTE = "Hollow markers exceed the chosen memory budget."
-"""Caption sentence on pages with a memory budget (experiments 1–4)."""
-
-CHART_NOTE = "The curves describe ideal phase costs, not measured performance."
-"""Caption under every chart."""
 
 
 
@@ -273,9 +266,9 @@ class ChartView(Viewer):
     def parts(self) -> list:
         """The busy note, the charts, why there are none, the caption and the CSV download, in
         order: an experiment page places them in its own column (one layout level fewer)."""
-        note = f"{BUDGET_NOTE} {CHART_NOTE}" if has_budget(self.experiment) else CHART_NOTE
+        note = description(self.experiment.slug).caption
         return [self._busy, self._grid, self._routing, self._why,
-                pn.pane.Markdown(f"*{note}* ({NOTE}; save a chart as PNG from its toolbar.)",
+                pn.pane.Markdown(f"*{note}* (Save a chart as PNG from its toolbar.)",
                                  sizing_mode="stretch_width"),
                 self._download]
 

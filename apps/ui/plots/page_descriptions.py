@@ -84,10 +84,19 @@ class PageDescription:
     """What its series charts draw; None: the chart data as they are."""
     lesson_marks: LessonMarks | None = None
     """The limit lines, feasible bands and crossovers for the current inputs; None: none."""
+    caption: str = ("Every curve is the lab's analytical model of the inputs, not a "
+                    "measurement.")
+    """The sentence under the charts: what the curves are."""
 
 
 # 1. Batch bottleneck: the batch chart; experiment 9's measured overlay goes with it.
-DECODE = PageDescription(chart="batch")
+BUDGET_NOTE = "Hollow markers exceed the chosen memory budget."
+"""What the decode family's hollow markers mean (experiments 1, 3 and 4)."""
+
+IDEAL_AND_BUDGET = f"The curves describe ideal phase costs, not measured performance. {BUDGET_NOTE}"
+"""The caption of the decode family's charts (experiments 1, 3 and 4)."""
+
+DECODE = PageDescription(chart="batch", caption=IDEAL_AND_BUDGET)
 
 
 # 2. Sequences that fit: log y axes, so halving reads the same at every context.
@@ -98,15 +107,18 @@ def sequences_lesson(ds: xr.Dataset, _inputs: dict) -> xr.Dataset:
 
 
 MEMORY = PageDescription(unused_inputs=("batch",),  # the sequences that fit ignore the batch
-                         lesson_data=sequences_lesson)
+                         lesson_data=sequences_lesson,
+                         caption="The curves are the lab's memory accounting (weights, KV "
+                                 "cache and reserve against the budget), not a measurement.")
 
 
 # 3. Tensor parallelism: the all-reduce latency counts only with the all-reduce estimate.
-TP = PageDescription(switches=(Switch("allreduce", on=("allreduce_latency_us",)),))
+TP = PageDescription(switches=(Switch("allreduce", on=("allreduce_latency_us",)),),
+                     caption=IDEAL_AND_BUDGET)
 
 
 # 4. Precision: BF16 and FP8 side by side whatever the precision input says.
-PRECISION = PageDescription(unused_inputs=("precision",))
+PRECISION = PageDescription(unused_inputs=("precision",), caption=IDEAL_AND_BUDGET)
 
 
 # 5. Prefill chunking: the TTFT deadline and the ITL limit as horizontal lines, the chunk
@@ -176,7 +188,9 @@ def prefix_lesson(ds: xr.Dataset, inputs: dict) -> xr.Dataset:
     })
 
 
-PREFIX = PageDescription(axis_inputs={"prefix_window": "prefix"}, lesson_data=prefix_lesson)
+PREFIX = PageDescription(axis_inputs={"prefix_window": "prefix"}, lesson_data=prefix_lesson,
+                         caption="The curves count KV bytes and blocks exactly, by the lab's "
+                                 "paged-cache accounting; they are not a measurement.")
 
 
 # 7. Goodput: attainment and good requests are goodput scaled (one curve), so neither is drawn;
@@ -203,7 +217,9 @@ def goodput_marks(inputs: dict, r: dict) -> list[Mark]:
 
 
 GOODPUT = PageDescription(uploads_trace=True, lesson_data=goodput_lesson,
-                          lesson_marks=goodput_marks)
+                          lesson_marks=goodput_marks,
+                          caption="The curves replay the trace on the lab's ideal step costs "
+                                  "(a simulation), not a measurement.")
 
 
 # 8. Context growth: the doubling ratio between its 2× and 4× bounds, the crossover marked;
