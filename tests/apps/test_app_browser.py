@@ -142,6 +142,31 @@ def test_the_prediction_from_the_keyboard_keeps_the_focus(lab_url, lab_page):
     assert lab_page.evaluate(FOCUSED) == ["BUTTON", "Reveal the answer"]
 
 
+UNNAMED = """() => { const out = [];
+  const walk = (root) => { for (const el of root.querySelectorAll('*')) {
+    if ((el.tagName === 'BUTTON' || (el.tagName === 'INPUT' && el.type !== 'hidden'))
+        && el.offsetParent !== null && !el.classList.contains('card-header')) {
+      const named = el.getAttribute('aria-label') || el.getAttribute('aria-labelledby')
+        || el.textContent.trim() || (el.labels && el.labels.length) || el.title;
+      if (!named) out.push(el.outerHTML.slice(0, 80));
+    }
+    if (el.shadowRoot) walk(el.shadowRoot); } };
+  walk(document); return out; }"""
+"""Visible buttons and inputs with no accessible name, inside every shadow root (a card's
+header is named by its title, drawn in a shadow root of its own: checked by role)."""
+
+
+@pytest.mark.parametrize("slug", ["decode", "speculative"])
+def test_every_button_and_box_of_an_experiment_has_a_name(lab_url, lab_page, slug):
+    """Every number box's − and + were icon-only buttons with no name ("button", twice per
+    input), and experiment 10's slider box an unnamed text box."""
+    open_page(lab_page, url(lab_url, slug))
+    lab_page.wait_for_function(f"() => ({UNNAMED})().length === 0", timeout=10_000)
+    label = "Batch (sequences)" if slug == "decode" else "Draft tokens k"
+    expect(lab_page.get_by_role("button", name=f"Increase {label}").first).to_be_visible()
+    expect(lab_page.get_by_role("button", name="Show the calculation")).to_be_visible()
+
+
 def test_url_round_trips_the_state(lab_url, lab_page, browser):
     open_page(lab_page, url(lab_url, "batch"))
     expect(lab_page.locator(CARD_VALUES).first).to_have_text("7.04 ms")

@@ -9,6 +9,9 @@
 - **Entered from the keyboard, their text is selected.** Tab into a box and type: what is
   typed replaces the value, as in a plain text box (Material UI re-draws the box unformatted
   on focus, dropping the selection, so "1" typed into "2,000" applied 20001).
+- **Their − and + buttons have names.** Material UI draws them as icons alone; each is named
+  after its input ("Decrease Batch (sequences)"), and an editable slider's box after its
+  slider, in the browser (:class:`TypedText`).
 - **A text the box cannot read is reported.** A box drops text that is not a number of its
   kind ("abc", "3.5" in a whole-number box) and shows the value in force again, without a
   word: the browser reports each text committed (Enter, or leaving a box after typing) to
@@ -180,9 +183,49 @@ class TypedText(pn.custom.JSComponent):
         setTimeout(() => requestAnimationFrame(select), 0);
       });
     }
+    function nameTheSteppers() {
+      // Once per window: Material UI's number box has icon-only − and + buttons, and an
+      // editable slider's box no label: a screen reader announced "button" and an unnamed
+      // text box. Each gets a name from its input's label ("Decrease Batch (sequences)"),
+      // now and whenever the reader reaches a control (a widget drawn later, or again).
+      if (window.__labNameSteppers) { return; }
+      window.__labNameSteppers = true;
+      const hosts = (root, out) => {
+        for (const el of root.querySelectorAll("*")) {
+          if ([...el.classList].some((c) => c.startsWith("lab-input-"))) { out.push(el); }
+          if (el.shadowRoot) { hosts(el.shadowRoot, out); }
+        }
+        return out;
+      };
+      const name = () => {
+        for (const host of hosts(document, [])) {
+          const root = host.shadowRoot || host;
+          const labelled = root.querySelector("label");
+          const label = labelled ? labelled.textContent.replace(/\\s+/g, " ").trim() : "";
+          if (!label) { continue; }
+          for (const box of root.querySelectorAll(".MuiInputBase-root")) {
+            const buttons = [...box.querySelectorAll("button")].filter(
+              (b) => !b.getAttribute("aria-label") && !b.textContent.trim());
+            if (buttons.length === 2) {
+              buttons[0].setAttribute("aria-label", "Decrease " + label);
+              buttons[1].setAttribute("aria-label", "Increase " + label);
+            }
+            const input = box.querySelector("input");
+            if (input && !input.labels?.length && !input.getAttribute("aria-label")
+                && !input.getAttribute("aria-labelledby")) {
+              input.setAttribute("aria-label", label);
+            }
+          }
+        }
+      };
+      for (const wait of [0, 500, 2000, 5000]) { setTimeout(name, wait); }
+      document.addEventListener("focusin", name, true);
+      document.addEventListener("pointerdown", name, true);
+    }
     export function render({ model }) {
       keepEditingAfterEnter();
       selectWhenTabbedInto();
+      nameTheSteppers();
       const edited = new WeakSet();
       let count = 0;
       const boxName = (event) => {
