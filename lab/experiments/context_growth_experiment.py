@@ -180,6 +180,6 @@ class ContextGrowth(Experiment):
         window = self.window or None
         out = context_metrics(grid, r["inputs"]["a_s"], r["inputs"]["c_s"], window,
                               self.layer_model())
-        return dataset("tokens", grid, "prompt tokens", "tokens", out, UNITS,
+        return dataset("tokens", grid, "prompt", "tokens", out, UNITS,
                        ("time_s", "linear_time_s", "attention_time_s", "attention_share",
                         "pairs", "doubling_ratio"))

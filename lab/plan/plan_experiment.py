@@ -74,7 +74,7 @@ class PlanDeployment(Experiment):
     tpot_ms = param.Number(default=0.0, bounds=(0, MAX_MS), label="TPOT at most (ms; 0 = none)",
                            doc="Time-per-output-token target, ms (0: none).")
     tokens_per_s_user = param.Number(default=50.0, bounds=(0, MAX_MS),
-                                     label="Tokens/s per user at least (0 = none)",
+                                     label="Tokens/s per user ≥ (0 = none)",
                                      doc="Per-user output speed target (0: none).")
     model_config = param.ClassSelector(
         class_=ModelSpec, default=None, allow_None=True, precedence=-1,

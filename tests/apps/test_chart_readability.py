@@ -156,3 +156,25 @@ def test_measured_heatmap_legend_sits_outside_the_cells(document):
     legends = [m for m in fig.below if isinstance(m, Legend)]
     assert legends and not [m for m in fig.center if isinstance(m, Legend)]
     assert [item.label.value for item in legends[0].items] == ["selected point"]
+
+
+def _luminance(hex_colour: str) -> float:
+    channels = [int(hex_colour.lstrip("#")[i:i + 2], 16) / 255 for i in (0, 2, 4)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def _contrast(a: str, b: str) -> float:
+    high, low = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_lines_that_name_no_series_read_on_both_themes():
+    """Experiment 1's attention phase, its ideal attention markers, the limit lines and the
+    expert ceiling were Okabe & Ito's black, invisible on the dark theme (#121212)."""
+    from apps.ui.plots.batch_chart import IDEAL_ATTENTION_COLOR, PHASES
+    from apps.ui.plots.expert_chart import CEILING_COLOR
+    from apps.ui.plots.lessons import MARK_COLOR
+
+    for colour in (IDEAL_ATTENTION_COLOR, PHASES[1][1], CEILING_COLOR, MARK_COLOR):
+        assert _contrast(colour, "#ffffff") >= 3 and _contrast(colour, "#121212") >= 3, colour

@@ -15,7 +15,7 @@ from lab.units import GB, TB_PER_S, TFLOPS
 UNITS_TEXT = """
 ### Units
 
-GB means 10⁹ bytes; GiB and KiB mean 2³⁰ and 2¹⁰ bytes. TB/s means 10¹² bytes per second and
+GB means 10⁹ bytes; GiB, MiB and KiB mean 2³⁰, 2²⁰ and 2¹⁰ bytes. TB/s means 10¹² bytes per second and
 TFLOPS 10¹² FLOP per second. Peaks are dense vendor figures (no structured sparsity), not achieved
 performance. Times show in ms on screen and are kept in seconds in the data; every figure keeps
 full precision and is rounded only for display.

@@ -48,7 +48,7 @@ from apps.ui.plots.charts import (
     set_log2_ticks,
     themed,
 )
-from apps.ui.shell.theme import HIGHLIGHT, OKABE_ITO, PRIMARY
+from apps.ui.shell.theme import HIGHLIGHT, NEUTRAL, OKABE_ITO, PRIMARY
 
 BATCH_SERIES = (("step_time_s", PRIMARY, "Step time"),
                 ("aggregate_tokens_per_s", OKABE_ITO[1], "Aggregate ceiling"))
@@ -62,7 +62,7 @@ HEIGHT = 320
 
 MEASURED_COLOR = OKABE_ITO[4]
 """Colour of the measured attention markers (filled diamonds)."""
-IDEAL_ATTENTION_COLOR = OKABE_ITO[7]
+IDEAL_ATTENTION_COLOR = NEUTRAL
 """Colour of the ideal attention phase markers beside them (hollow circles)."""
 MEASURED_LABEL = "◆ measured attention (real H100 SXM kernels × layers)"
 """Key of the measured markers (shown by the switch: a Bokeh legend added to a figure already
@@ -76,7 +76,7 @@ MS = 1e-3
 
 
 PHASES = (("linear_time_s", OKABE_ITO[5], "dashed", "linear phase"),
-          ("attention_time_s", OKABE_ITO[7], "dotdash", "attention phase (KV reads)"))
+          ("attention_time_s", NEUTRAL, "dotdash", "attention phase (KV reads)"))
 """The step-time figure's two phase lines (their sum is the step): variable, colour, dash,
 legend label."""
 

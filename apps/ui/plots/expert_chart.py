@@ -28,14 +28,14 @@ from apps.ui.plots.charts import (
     series_with_current,
     set_log2_ticks,
 )
-from apps.ui.shell.theme import HIGHLIGHT, OKABE_ITO
+from apps.ui.shell.theme import HIGHLIGHT, NEUTRAL, OKABE_ITO
 
 VARIABLE = "linear_weight_bytes"
 """The variable drawn: linear weight reads per GPU (B in the data, GB on screen)."""
 
 EXPERT_COLOR = OKABE_ITO[5]
 """Colour of the weight-read line."""
-CEILING_COLOR = OKABE_ITO[7]
+CEILING_COLOR = NEUTRAL
 """Colour of the every-expert line and its label."""
 
 HEIGHT = 320

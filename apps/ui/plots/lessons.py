@@ -18,10 +18,10 @@ from bokeh.plotting import figure
 
 from apps.ui.plots.charts import PADDING
 from apps.ui.plots.page_descriptions import Mark, description
-from apps.ui.shell.theme import OKABE_ITO
+from apps.ui.shell.theme import NEUTRAL, OKABE_ITO
 from lab.experiments.base import Experiment
 
-MARK_COLOR = OKABE_ITO[7]
+MARK_COLOR = NEUTRAL
 """Colour of limit lines and their labels."""
 
 BAND_COLOR = OKABE_ITO[2]

@@ -14,6 +14,11 @@ OKABE_ITO = (
 )
 """Okabe & Ito's palette, distinguishable with the common colour-vision deficiencies."""
 
+NEUTRAL = "#808080"
+"""The colour of lines and marks that name no series (a phase, a limit, a ceiling): mid grey,
+which reads on the light and the dark theme alike (3.9:1 on white, 4.7:1 on Material UI's dark
+#121212); Okabe & Ito's black vanished on the dark theme."""
+
 PRIMARY = OKABE_ITO[0]
 """Main series colour."""
 HIGHLIGHT = OKABE_ITO[3]
