@@ -92,7 +92,8 @@ def goodput_steps(record: dict) -> list[Step]:
              f"{fmt_count(n, 'request')}, {fmt_count(record['output_tokens'], 'output token')}"
              + (f", {record['rejected_requests']:,} rejected (never fit in memory)"
                 if record["rejected_requests"] else "")),
-        Step("Step cost", f"c0 + c1 × Σ admitted prompt tokens = {_ms(i['c0_s'])} + "
+        Step("Steps simulated", f"each costing c0 + c1 × Σ admitted prompt tokens = "
+             f"{_ms(i['c0_s'])} + "
              f"{_ms(i['c1_s'])} × Σ (0 if none), plus experiment 1's decode step for B "
              f"decoding requests over the sum of their lengths"
              + (f" (each length's own read per layer kind, summed / L: {record['layer_mix']})"

@@ -45,7 +45,7 @@ CHART_NOTE = ("Measured kernel times (not the lab's ideal) divided by the lab's 
 """Caption under the chart."""
 
 INTRO = ("Real kernels sit near the lab's floor once there is enough work — and far above it "
-         "when there is not. Every other page shows an ideal phase cost. This one puts real H100 "
+         "when there is not. Experiments 1–8 show ideal phase costs; this one puts real H100 "
          "kernel times beside the lab's floor for the same work, with the formulas of "
          "experiments 1 and 8.")
 """The page's introduction, under the headline."""

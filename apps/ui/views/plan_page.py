@@ -352,7 +352,8 @@ class CandidatesUpload(TableUpload):
         return (f"**Your candidates**: a CSV with the columns `{','.join(REQUIRED)}` of "
                 "experiment 11 (the measured times may be left out), optional `batch_size`, "
                 "`precision`, `tp_size`, …; each row is ranked by the planner (docs/model.md §12); "
-                "rows whose `model_path` is an uploaded config's `_name_or_path` are read as it")
+                "rows whose `model_path` is an uploaded config's `_name_or_path` are read as that "
+                "model.")
 
 
 class PlanPage(Viewer):
