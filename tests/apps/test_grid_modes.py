@@ -600,3 +600,20 @@ def test_a_repeated_axis_is_applied_by_neither_value_as_the_page_says(served):
     assert "The link gives x= 2 times, so none of its values was applied." in said(view)
     assert view.choices.x == default_x
     assert pn.state.location.search.count("x=") == 1
+
+
+def test_the_best_cells_table_writes_each_column_with_one_number_of_decimals(served):
+    """The table read 7.748, 10.33, 15.5, 20.66 in one column and batch 1024 beside 49,560;
+    each row's link had no heading and read only "Open"."""
+    from apps.ui.views.grid import column_decimals, table_text
+
+    assert column_decimals(np.array([7.748, 10.33, 15.5, 20.66])) == 2
+    assert column_decimals(np.array([49_558.3, 1_000.0])) == 0
+    assert column_decimals(np.array([0.000123, np.nan])) == 6
+    assert table_text(np.int64(1024)) == "1,024" and table_text("fp8") == "fp8"
+    view = served("?view=grid&dataset=decode")
+    html = next(p.object for p in view._query.objects
+                if "lab-grid-table" in str(getattr(p, "object", "")))
+    assert "<th>Page</th>" in html and 'aria-label="Open this cell on its experiment page"' in html
+    cells = [c for c in html.split("<td>")[1:] if c[:1].isdigit()]
+    assert cells and all("e+" not in c for c in cells)

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 from html import escape
 from urllib.parse import urlencode
 
+import numpy as np
 import panel as pn
 import panel_material_ui as pmui
 import param
@@ -44,7 +46,7 @@ from apps.ui.views.grid_choices import NONE, GridChoices, choices_for, plain, pl
 from apps.ui.views.grid_reads import LatestReads
 from lab.errors import LabInputError
 from lab.experiments.registry import record
-from lab.units import fmt_count
+from lab.units import fmt_count, fmt_number
 from sweeps.query import QueryResult, meets, parse_where, run_query
 
 WHERE_HELP = ("Constraints: `variable op number`, comma-separated, e.g. "
@@ -158,6 +160,28 @@ def grid_constants(ds: xr.Dataset) -> dict:
         return {}
     constants = spec.get("constants") if isinstance(spec, dict) else None
     return dict(constants) if isinstance(constants, dict) else {}
+
+
+TABLE_DIGITS = 4
+"""Significant digits of a column's largest figure in the best-cells table."""
+
+
+def column_decimals(values: np.ndarray) -> int:
+    """Decimals of one table column: :data:`TABLE_DIGITS` significant digits for its largest
+    finite figure (none past 1,000; at most 6)."""
+    finite = np.abs(values[np.isfinite(values)])
+    top = float(finite.max()) if finite.size else 0.0
+    if top == 0.0:
+        return 0
+    return int(min(max(TABLE_DIGITS - 1 - math.floor(math.log10(top)), 0), 6))
+
+
+def table_text(value) -> str:
+    """A table cell's coordinate: a whole number with thousands separators (1,024)."""
+    value = plain(value)
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
 
 
 def facet_title(ds: xr.Dataset, variable: str, facet: str, value) -> str:
@@ -799,19 +823,21 @@ class GridExplorer(Viewer):
         dims = [d for d in dims if d not in shared]
         shown = [n for n in dict.fromkeys([c.objective, c.latency, c.throughput]) if n]
         # a dimension by its short name (the table fits at 1440 px), its long one on hover
-        head = "<th></th>" + "".join(
+        head = "<th>Page</th>" + "".join(
             f'<th title="{escape(axis_label(self._ds[d]))}">{escape(d)}</th>' for d in dims)
         head += "".join(f"<th>{escape(axis_label(self._ds[n]))}</th>" for n in shown)
+        factors = {n: display_label(self._ds[n])[2] for n in shown}
+        decimals = {n: column_decimals(frame[n].to_numpy(dtype=float) * factors[n])
+                    for n in shown if n in frame}
         rows = []
         for row in frame.to_dict("records"):
-            cells = "".join(f"<td>{escape(str(row[d]))}</td>" for d in dims)
-            for n in shown:
-                value = float(row[n]) * display_label(self._ds[n])[2]
-                cells += f"<td>{value:,.0f}</td>" if abs(value) >= 1000 else (
-                    f"<td>{value:,.4g}</td>")  # 49,560, not 4.956e+04
+            cells = "".join(f"<td>{escape(table_text(row[d]))}</td>" for d in dims)
+            for n in shown:  # one number of decimals per column: 7.75, 10.33, not 7.748, 10.33
+                value = float(row[n]) * factors[n]
+                cells += f"<td>{fmt_number(value, decimals[n])}</td>"
             link = experiment_link(self._ds, row, c.at())
-            opener = (f'<td><a class="lab-grid-open" href="{escape(link)}">Open</a></td>'
-                      if link else "<td></td>")
+            opener = (f'<td><a class="lab-grid-open" href="{escape(link)}" aria-label="Open '
+                      f'this cell on its experiment page">Open</a></td>' if link else "<td></td>")
             rows.append(f"<tr>{opener}{cells}</tr>")
         if not rows:  # said with no constraints too, where memory was the reason
             parts = ["is valid", *(["fits in memory"] if "fits" in self._ds else []),
