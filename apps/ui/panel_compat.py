@@ -21,6 +21,8 @@ re-checks each hook here:
   requests pass an :class:`~apps.ui.server.page_gate.PageGate`, and wait on the page of
   :mod:`apps.ui.server.waiting_page`, both given by the caller; called by the server's start-up only
   (``apps/ui/views/serve_setup.py``);
+- :func:`markdown_stylesheets` (``pn.pane.Markdown``'s ``stylesheets`` default): inline code
+  readable on the light theme; installed when :mod:`apps.ui.views.app` is imported;
 - :func:`parse_query_value_by_value` (``Location.query_params``): one unparseable query value
   (a 5,000-digit number) no longer blanks the page; installed when :mod:`apps.ui.views.app` is
   imported;
@@ -410,6 +412,13 @@ async def _script_page(handler, gate, original_get, *args, **kwargs):
     finally:
         if ticket is not None:
             gate.leave(ticket)
+
+
+def markdown_stylesheets(css: str) -> None:
+    """Every Markdown pane made from now on has ``css`` among its stylesheets (the default of
+    ``pn.pane.Markdown.stylesheets``; a pane given stylesheets of its own keeps only those, so
+    they should hold ``css`` too)."""
+    pn.pane.Markdown.param.stylesheets.default = [css]
 
 
 def parse_query_value_by_value() -> None:

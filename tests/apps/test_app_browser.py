@@ -226,6 +226,14 @@ def test_csv_download_holds_the_figures_on_screen(lab_url, lab_page, tmp_path):
 def test_goodput_serves_an_uploaded_trace(lab_url, lab_page, console_errors):
     open_page(lab_page, url(lab_url, "goodput"))
     expect(lab_page.locator(CARD_VALUES).first).to_contain_text("req/s")
+    # the trace's column names (inline code) are in the text's colour: #82aaff was 2.3:1
+    colours = lab_page.evaluate("""() => { const out = [];
+      const walk = (root) => { for (const el of root.querySelectorAll('*')) {
+        if (el.tagName === 'CODE' && el.offsetParent !== null)
+          out.push([getComputedStyle(el).color, getComputedStyle(el.parentElement).color]);
+        if (el.shadowRoot) walk(el.shadowRoot); } };
+      walk(document); return out; }""")
+    assert colours and all(code == text for code, text in colours), colours
     trace = b"request_id,arrival_s,prompt_tokens,output_tokens\n1,0.0,100,5\n2,0.1,200,3\n"
     lab_page.set_input_files("input[type=file]", files=[
         {"name": "mine.csv", "mimeType": "text/csv", "buffer": trace}])

@@ -52,10 +52,18 @@ table.lab-steps td.result { font-variant-numeric: tabular-nums; white-space: now
 """.replace("FONT", FONT_STACK)
 """Styles of the "Show the calculation" table."""
 
+CODE_CSS = """
+code { color: inherit; background: rgba(127, 127, 127, 0.14); padding: 0 0.25em;
+  border-radius: 3px; }
+"""
+"""Inline code in the page's text colour on a faint grey: Panel's theme writes it in #82aaff,
+2.3:1 on white (text needs 4.5:1). Every Markdown pane has it (``apps.ui.panel_compat``'s
+:func:`~apps.ui.panel_compat.markdown_stylesheets`)."""
+
 PROSE_CSS = """
 :host { font-family: FONT; font-size: 1rem; line-height: 1.55; max-width: 860px;
   overflow-wrap: anywhere; }
-""".replace("FONT", FONT_STACK)
+""".replace("FONT", FONT_STACK) + CODE_CSS
 """Readable measure for long text (a commit hash or a path breaks rather than widen a
 phone's page)."""
 

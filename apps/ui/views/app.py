@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 import panel as pn
 import panel_material_ui as pmui
 
-from apps.ui.panel_compat import detach_busy, parse_query_value_by_value
+from apps.ui.panel_compat import detach_busy, markdown_stylesheets, parse_query_value_by_value
 from apps.ui.parts.input_extras import catalog_names
 from apps.ui.parts.source_tables import sources_page
 from apps.ui.shell.browser_state import (
@@ -22,7 +22,7 @@ from apps.ui.shell.browser_state import (
     BrowserState,
     follow_browser,
 )
-from apps.ui.shell.theme import FONT_STACK, HEADER_CSS, LOADER_CSS, MAIN_CSS
+from apps.ui.shell.theme import CODE_CSS, FONT_STACK, HEADER_CSS, LOADER_CSS, MAIN_CSS
 from apps.ui.shell.url_sync import OneHistoryEntry
 from apps.ui.shell.url_values import accepts, quoted
 from apps.ui.views.derivation import DerivationView
@@ -48,6 +48,7 @@ THEME = {"palette": {"primary": {"main": "#0072B2"}, "secondary": {"main": "#E69
 """MUI theme: Okabe–Ito blue and orange, local system fonts."""
 
 parse_query_value_by_value()  # a 5,000-digit query value must not blank the page
+markdown_stylesheets(CODE_CSS)  # inline code at the text's contrast, not #82aaff on white
 
 
 def requested_page() -> str:
