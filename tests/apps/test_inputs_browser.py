@@ -60,8 +60,9 @@ def test_the_prediction_is_the_first_choice(lab_url, lab_page):
     open_page(lab_page, url(lab_url, "prefill"))
     lab_page.get_by_role("radio", name="Yes, sooner").click()
     right = lab_page.get_by_role("radio", name="No, later")
-    expect(right).to_be_disabled()
-    right.click(force=True)  # a disabled choice: the click changes nothing
+    right.click()  # a later choice is set back: the first stays the answer
+    expect(lab_page.get_by_role("radio", name="Yes, sooner")).to_be_checked()
+    expect(right).not_to_be_checked()
     lab_page.locator("button", has_text="Reveal the answer").click()
     expect(lab_page.locator(".lab-answer")).to_contain_text("Not quite. The answer: No, later.")
 
