@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from lab.derivations.decode_steps import Step
 from lab.served.served_floors import PREFILL_CHUNK
-from lab.units import fmt_number
+from lab.units import fmt_number, fmt_sig
 
 
 def _ms(value) -> str:
@@ -28,7 +28,7 @@ def row_steps(r: dict, _gpu=None) -> list[Step]:
     if not r["modelled"]:
         return [*steps, Step("Not modelled", "", r["reason"])]
     steps += [
-        Step("TPOT floor", f"one ideal decode step of B = {r['batch_floor']:,} sequences per "
+        Step("TPOT floor", f"one ideal decode step of B = {fmt_sig(r['batch_floor'])} sequences per "
              f"worker at S = isl + osl/2 = {fmt_number(r['context_mid'], 0)} tokens, tp "
              f"{r['tp']}, attention DP {r['attention_dp']}, KV cache {r['kv_precision_floor']} "
              "(§0; with attention DP each rank decodes its own B/dp sequences)",
