@@ -180,7 +180,15 @@ def how_sure(plan: xr.Dataset, index: int, targets: Targets, calibration,
                         f"read from {rows:,} out-of-sample errors of {group} (same model and "
                         "nearby concurrency where there are enough, centred on this "
                         "configuration's own error on other workloads where it was measured; "
-                        "no likelier than the same layout at a lower concurrency)."}
+                        "no likelier than the same layout at a lower concurrency)."
+                        + (every_error_meets(rows) if share >= 1.0 and rows else "")}
+
+
+def every_error_meets(rows: int) -> str:
+    """What a chance of 100 % read from ``rows`` errors says (all of them meet): only that the
+    chance is at least ``0.05^(1/rows)``, at 95 % confidence (36 errors: 92 %)."""
+    return (f" Every one of the {rows:,} errors meets, which says only that the chance is at "
+            f"least {fmt_number(100 * 0.05 ** (1 / rows), 0)} % (95 % confidence).")
 
 
 def measured_rows(model: str, gpu: str, engine: str, isl: int, osl: int) -> list[dict]:

@@ -592,3 +592,15 @@ def test_the_per_user_card_names_the_band_edge_not_an_upper_value():
 
     card = next(c for c in PlanDeployment(budget=3).cards() if c.label == "Per user")
     assert "at the band's edge" in card.caption and "upper" not in card.caption
+
+
+def test_a_chance_of_100_percent_says_what_its_errors_allow():
+    """"How sure 100 %" read from 30 errors claimed a certainty the errors cannot give: with n
+    of n meeting, the chance is at least 0.05^(1/n) at 95 % confidence."""
+    from lab.plan.plan_calc import every_error_meets
+
+    assert "at least 92 % (95 % confidence)" in every_error_meets(36)
+    assert "at least 90 %" in every_error_meets(30)
+    r = calc_plan(engine="sglang", gpu="h200", ttft_ms=20000.0, tokens_per_s_user=5.0)
+    sure = r["best"]["sure"]
+    assert sure["share"] == 1.0 and every_error_meets(sure["rows"]) in sure["sentence"]
