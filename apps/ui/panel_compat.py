@@ -840,8 +840,9 @@ class NativeBundleImport(pn.custom.JSComponent):
     browser compiles it afresh each time and keeps no code cache. The bundle imports nothing,
     so the script hands just that URL to the browser's own ``import()`` (the shim again if it
     fails): same module, one copy per page, compiled code cached across loads. Measured in
-    Chromium on a repeat load of an experiment page: about 1.75 s of CPU → 1.4 s
-    (``benchmarks/bench_page_load.py``). The bundle's lack of imports is checked by
+    Chromium on repeat loads of experiment 1, two servers alternated: 2.17–2.35 s of CPU →
+    1.84–1.90 s (``benchmarks/bench_page_load.py``,
+    ``benchmarks/results/page-load-2026-12-07.json``). The bundle's lack of imports is checked by
     ``tests/apps/test_panel_compat.py``.
     """
 

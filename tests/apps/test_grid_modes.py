@@ -605,15 +605,26 @@ def test_a_repeated_axis_is_applied_by_neither_value_as_the_page_says(served):
 def test_the_best_cells_table_writes_each_column_with_one_number_of_decimals(served):
     """The table read 7.748, 10.33, 15.5, 20.66 in one column and batch 1024 beside 49,560;
     each row's link had no heading and read only "Open"."""
-    from apps.ui.views.grid import column_decimals, table_text
+    from apps.ui.views.grid import column_decimals, table_number, table_text
 
     assert column_decimals(np.array([7.748, 10.33, 15.5, 20.66])) == 2
     assert column_decimals(np.array([49_558.3, 1_000.0])) == 0
     assert column_decimals(np.array([0.000123, np.nan])) == 6
     assert table_text(np.int64(1024)) == "1,024" and table_text("fp8") == "fp8"
+    assert table_number(0.4, 0) == "0.4" and table_number(12_000.2, 0) == "12,000"
+    assert table_number(0.0, 0) == "0" and table_number(7.748, 2) == "7.75"
     view = served("?view=grid&dataset=decode")
     html = next(p.object for p in view._query.objects
                 if "lab-grid-table" in str(getattr(p, "object", "")))
     assert "<th>Page</th>" in html and 'aria-label="Open this cell on its experiment page"' in html
     cells = [c for c in html.split("<td>")[1:] if c[:1].isdigit()]
     assert cells and all("e+" not in c for c in cells)
+
+
+def test_an_unknown_key_in_an_address_changed_later_is_judged_too(served):
+    """The dataset's reader, which judges no key, took an address it left as it was for its
+    own write, and the axes' reader then skipped it: ``zz=`` stayed, unreported."""
+    view = served("?view=grid&dataset=decode")
+    pn.state.location.search = pn.state.location.search + "&zz=1"
+    assert "The link&#x27;s zz= is not an input of this page" in said(view)
+    assert "zz=" not in pn.state.location.search

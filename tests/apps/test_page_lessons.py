@@ -500,11 +500,14 @@ def test_the_answer_is_worked_at_the_questions_inputs_when_the_reader_changed_th
 
 
 def test_each_caption_says_what_its_curves_are():
-    """Memory, prefix and goodput said their curves were "ideal phase costs", memory that its
-    markers were hollow over the budget (it draws none), and every page said "ideal" twice."""
-    for cls, words in ((SequencesFit, "memory accounting"), (PrefixOwnership, "blocks exactly"),
-                       (GoodputContract, "a simulation"), (ContextGrowth, "analytical model")):
+    """Memory, prefix and goodput said their curves were "ideal phase costs", and every page
+    said "ideal" twice. Memory's markers are hollow where nothing fits, so it says so."""
+    for cls, words in ((PrefixOwnership, "blocks exactly"), (GoodputContract, "a simulation"),
+                       (ContextGrowth, "analytical model")):
         text = caption(ChartView(experiment=cls()))
         assert words in text and "phase costs" not in text and BUDGET_NOTE not in text, text
+    memory = ChartView(experiment=SequencesFit(budget=0.05))
+    assert 0.0 in chart_alphas(memory)
+    assert "memory accounting" in caption(memory) and BUDGET_NOTE in caption(memory)
     text = caption(ChartView(experiment=BatchBottleneck()))
     assert "ideal phase costs" in text and BUDGET_NOTE in text and text.count("deal") == 1

@@ -91,7 +91,7 @@ class PageDescription:
 
 # 1. Batch bottleneck: the batch chart; experiment 9's measured overlay goes with it.
 BUDGET_NOTE = "Hollow markers exceed the chosen memory budget."
-"""What the decode family's hollow markers mean (experiments 1, 3 and 4)."""
+"""What hollow markers mean (experiments 1–4: over the budget, nothing fits)."""
 
 IDEAL_AND_BUDGET = f"The curves describe ideal phase costs, not measured performance. {BUDGET_NOTE}"
 """The caption of the decode family's charts (experiments 1, 3 and 4)."""
@@ -109,7 +109,8 @@ def sequences_lesson(ds: xr.Dataset, _inputs: dict) -> xr.Dataset:
 MEMORY = PageDescription(unused_inputs=("batch",),  # the sequences that fit ignore the batch
                          lesson_data=sequences_lesson,
                          caption="The curves are the lab's memory accounting (weights, KV "
-                                 "cache and reserve against the budget), not a measurement.")
+                                 "cache and reserve against the budget), not a measurement. "
+                                 + BUDGET_NOTE)
 
 
 # 3. Tensor parallelism: the all-reduce latency counts only with the all-reduce estimate.

@@ -187,7 +187,8 @@ class TypedText(pn.custom.JSComponent):
       // Once per window: Material UI's number box has icon-only − and + buttons, and an
       // editable slider's box no label: a screen reader announced "button" and an unnamed
       // text box. Each gets a name from its input's label ("Decrease Batch (sequences)"),
-      // now and whenever the reader reaches a control (a widget drawn later, or again).
+      // now, in the page's first seconds, and whenever the keyboard reaches a control (a
+      // widget drawn later, or again).
       if (window.__labNameSteppers) { return; }
       window.__labNameSteppers = true;
       const hosts = (root, out) => {
@@ -218,9 +219,18 @@ class TypedText(pn.custom.JSComponent):
           }
         }
       };
-      for (const wait of [0, 500, 2000, 5000]) { setTimeout(name, wait); }
-      document.addEventListener("focusin", name, true);
-      document.addEventListener("pointerdown", name, true);
+      // At most one walk of the page per 250 ms, however many focus moves ask for one.
+      let last = -1e9, pending = false;
+      const soon = () => {
+        const wait = last + 250 - performance.now();
+        if (wait <= 0) { last = performance.now(); name(); return; }
+        if (!pending) {
+          pending = true;
+          setTimeout(() => { pending = false; last = performance.now(); name(); }, wait);
+        }
+      };
+      for (const wait of [0, 500, 2000, 5000, 10000]) { setTimeout(name, wait); }
+      document.addEventListener("focusin", soon, true);
     }
     export function render({ model }) {
       keepEditingAfterEnter();

@@ -251,8 +251,9 @@ class UrlInputs:
         query.update({n: url_text(self.target.param[n], getattr(self.target, n))
                       for n in self.names if getattr(self.target, n) is not None})
         search = as_search([*query.items(), *left])
-        self._written = _LAST_WRITTEN[self.location] = search
-        if search != self.location.search:
+        self._written = search
+        if search != self.location.search:  # recorded only when written: an address the
+            _LAST_WRITTEN[self.location] = search  # page left as it was is still judged
             self.location.search = search
 
     def _from_url(self, event) -> None:

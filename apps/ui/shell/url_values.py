@@ -47,10 +47,10 @@ def quoted(value: object) -> str:
 
 def _number(value: float) -> str:
     """A bound as a reader writes it: ``1,048,576``, ``0.01`` (never ``1.04858e+06``); a
-    bound too small for six decimals in Python's notation (``1e-200``, not ``0``)."""
+    bound under 0.001 in Python's notation (``1e-200``, not ``0``; ``1.5e-06``)."""
     if float(value).is_integer():
         return f"{int(value):,}"
-    if 0 < abs(value) < 1e-6:
+    if 0 < abs(value) < 1e-3:  # 0.0005, 1.5e-06, 1e-200: as Python writes them
         return repr(float(value))
     return f"{value:,.6f}".rstrip("0").rstrip(".")
 

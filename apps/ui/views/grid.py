@@ -46,7 +46,7 @@ from apps.ui.views.grid_choices import NONE, GridChoices, choices_for, plain, pl
 from apps.ui.views.grid_reads import LatestReads
 from lab.errors import LabInputError
 from lab.experiments.registry import record
-from lab.units import fmt_count, fmt_number
+from lab.units import fmt_count, fmt_number, fmt_sig
 from sweeps.query import QueryResult, meets, parse_where, run_query
 
 WHERE_HELP = ("Constraints: `variable op number`, comma-separated, e.g. "
@@ -174,6 +174,15 @@ def column_decimals(values: np.ndarray) -> int:
     if top == 0.0:
         return 0
     return int(min(max(TABLE_DIGITS - 1 - math.floor(math.log10(top)), 0), 6))
+
+
+def table_number(value: float, decimals: int) -> str:
+    """A table figure with its column's ``decimals``; one those would write as 0 with its own
+    significant digits (0.4 beside 12,000 read "0")."""
+    text = fmt_number(value, decimals)
+    if value != 0 and math.isfinite(value) and not text.strip("0.,−"):
+        return fmt_sig(value)
+    return text
 
 
 def table_text(value) -> str:
@@ -833,8 +842,7 @@ class GridExplorer(Viewer):
         for row in frame.to_dict("records"):
             cells = "".join(f"<td>{escape(table_text(row[d]))}</td>" for d in dims)
             for n in shown:  # one number of decimals per column: 7.75, 10.33, not 7.748, 10.33
-                value = float(row[n]) * factors[n]
-                cells += f"<td>{fmt_number(value, decimals[n])}</td>"
+                cells += f"<td>{table_number(float(row[n]) * factors[n], decimals[n])}</td>"
             link = experiment_link(self._ds, row, c.at())
             opener = (f'<td><a class="lab-grid-open" href="{escape(link)}" aria-label="Open '
                       f'this cell on its experiment page">Open</a></td>' if link else "<td></td>")
