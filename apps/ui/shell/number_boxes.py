@@ -219,15 +219,15 @@ class TypedText(pn.custom.JSComponent):
           }
         }
       };
-      // At most one walk of the page per 250 ms, however many focus moves ask for one.
-      let last = -1e9, pending = false;
+      // One walk of the page when the browser is idle, however many focus moves ask for one:
+      // never inside the focus move itself, whose box selects its text on the next frame
+      // (a walk there let the first typed key land before the selection).
+      let pending = false;
+      const idle = window.requestIdleCallback || ((fn) => setTimeout(fn, 200));
       const soon = () => {
-        const wait = last + 250 - performance.now();
-        if (wait <= 0) { last = performance.now(); name(); return; }
-        if (!pending) {
-          pending = true;
-          setTimeout(() => { pending = false; last = performance.now(); name(); }, wait);
-        }
+        if (pending) { return; }
+        pending = true;
+        idle(() => { pending = false; name(); }, { timeout: 1000 });
       };
       for (const wait of [0, 500, 2000, 5000, 10000]) { setTimeout(name, wait); }
       document.addEventListener("focusin", soon, true);
