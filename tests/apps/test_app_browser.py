@@ -156,6 +156,17 @@ UNNAMED = """() => { const out = [];
 header is named by its title, drawn in a shadow root of its own: checked by role)."""
 
 
+UNNAMED_PARTS = """() => { const out = [];
+  const walk = (root) => { for (const el of root.querySelectorAll('*')) {
+    if (/^H[1-6]$/.test(el.tagName) && !el.textContent.trim() && el.getAttribute('aria-hidden') !== 'true')
+      out.push(el.outerHTML.slice(0, 80));
+    if (el.tagName === 'CANVAS' && !el.closest('[aria-hidden=true]')
+        && el.getAttribute('aria-hidden') !== 'true') out.push('canvas ' + el.className);
+    if (el.shadowRoot) walk(el.shadowRoot); } };
+  walk(document); return out; }"""
+"""Empty headings and chart canvases a screen reader would list, inside every shadow root."""
+
+
 @pytest.mark.parametrize("slug", ["decode", "speculative"])
 def test_every_button_and_box_of_an_experiment_has_a_name(lab_url, lab_page, slug):
     """Every number box's − and + were icon-only buttons with no name ("button", twice per
@@ -164,7 +175,16 @@ def test_every_button_and_box_of_an_experiment_has_a_name(lab_url, lab_page, slu
     lab_page.wait_for_function(f"() => ({UNNAMED})().length === 0", timeout=10_000)
     label = "Batch (sequences)" if slug == "decode" else "Draft tokens k"
     expect(lab_page.get_by_role("button", name=f"Increase {label}").first).to_be_visible()
-    expect(lab_page.get_by_role("button", name="Show the calculation")).to_be_visible()
+    # the card's header says whether it is open; each chart is one image, named by its title
+    # and axes; an empty heading of the page's header is no heading (apps/ui/shell/page_semantics)
+    card = lab_page.get_by_role("button", name="Show the calculation")
+    expect(card).to_have_attribute("aria-expanded", "false")
+    card.click()
+    expect(card).to_have_attribute("aria-expanded", "true")
+    chart = ("Chart: Step time, Ideal decode step time (ms) against Batch (sequences)"
+             if slug == "decode" else "Chart: ")
+    expect(lab_page.get_by_role("img", name=chart).first).to_be_visible()
+    lab_page.wait_for_function(f"() => ({UNNAMED_PARTS})().length === 0", timeout=10_000)
 
 
 def test_url_round_trips_the_state(lab_url, lab_page, browser):

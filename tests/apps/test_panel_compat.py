@@ -87,3 +87,19 @@ def test_every_page_head_loads_the_native_bundle_script():
     files = Resources(mode="server").js_files
     assert any(f.endswith("NativeBundleImport/__javascript__/native_bundle_import.js")
                for f in files), files
+
+
+def test_every_page_head_loads_the_page_semantics_script():
+    """``page_semantics.js`` (card state, empty headings, chart names) is in every page's head,
+    pages without inputs included, and ships with the package."""
+    from panel.io.resources import Resources
+
+    import apps.ui.views.app  # noqa: F401 (what a served page imports)
+    from apps.ui.shell import page_semantics
+
+    script = Path(page_semantics.__file__).with_suffix(".js")
+    assert script.is_file() and "aria-expanded" in script.read_text(encoding="utf-8")
+    files = Resources(mode="server").js_files
+    assert any(f.endswith("PageSemantics/__javascript__/page_semantics.js") for f in files), files
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    assert '"ui/shell/page_semantics.js"' in pyproject

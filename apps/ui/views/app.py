@@ -16,6 +16,7 @@ import panel_material_ui as pmui
 from apps.ui.panel_compat import detach_busy, markdown_stylesheets, parse_query_value_by_value
 from apps.ui.parts.input_extras import catalog_names
 from apps.ui.parts.source_tables import sources_page
+from apps.ui.shell import page_semantics  # noqa: F401 (its script goes in every page's head)
 from apps.ui.shell.browser_state import (
     CARRIED,
     DERIVATION_CARRIED,
