@@ -32,6 +32,7 @@ from apps.ui.parts.downloads import DOWNLOAD_LOCK, WholeDatasetDownload, busy_se
 from apps.ui.parts.prediction import PredictionView
 from apps.ui.parts.trace_upload import MAX_UPLOAD_BYTES, UPLOAD_CHUNK_BYTES, TraceUpload
 from apps.ui.views.app import page_content
+from apps.ui.views.pages import page_slug
 from cli.main import build_parser
 from cli.serve_cmd import WEBSOCKET_MAX_MESSAGE_BYTES, panel_command
 from lab.experiments.goodput_contract import GoodputContract
@@ -57,6 +58,13 @@ def test_unknown_view_is_one_escaped_sentence(payload):
     assert "No page called" in html
     assert "<img" not in html and "<script" not in html and "<svg" not in html
     assert isinstance(pane, pn.pane.HTML) and 'href="javascript' not in html
+
+
+def test_a_page_name_in_capitals_or_with_spaces_opens_its_page():
+    assert [page_slug(s) for s in ("DECODE", " Decode ", "batch", "BATCH", "Grid", "SOURCES")] == [
+        "decode", "decode", "decode", "decode", "grid", "sources"]
+    assert page_slug("") == "" and page_slug("Decoder") == "Decoder"  # home; no such page
+    assert "No page called 'Decoder'" in page_content(page_slug("Decoder")).object
 
 
 def test_upload_file_name_is_shown_escaped_and_not_used_as_a_path():

@@ -89,9 +89,15 @@ def page_builder(slug: str) -> Callable | None:
 
 
 def page_slug(slug: str) -> str:
-    """The current slug of a page asked for by ``slug`` (a former slug maps to its new one)."""
-    found = record(slug)
-    return found.slug if found else slug
+    """The current slug of a page asked for by ``slug``: a former slug maps to its new one, and
+    a name typed in capitals or with spaces around it to the page it names (``?view=DECODE``
+    said "No page called 'DECODE'"); a name of no page is returned as given."""
+    for asked in (slug, slug.strip().lower()):
+        if (found := record(asked)) is not None:
+            return found.slug
+        if asked in {page.slug for page in FIXED_PAGES}:
+            return asked
+    return slug
 
 
 def href(slug: str) -> str:
