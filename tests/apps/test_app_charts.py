@@ -100,6 +100,7 @@ def test_other_experiment_charts_render(cls):
         assert fig.xaxis[0].axis_label.lower().startswith(
             str(ds[axis].attrs.get("long_name", axis)).split()[0].lower()[:3])
         assert any(type(t).__name__ == "SaveTool" for t in fig.toolbar.tools)
+        assert fig.toolbar.logo is None  # no link out of the lab, no Tab stop, on each chart
         data = chart.sources[0].data
         assert len(data[chart.layout.x]) == ds.sizes[chart.layout.x]
         # the first series is the dataset's own values along the axis, in one display unit
@@ -183,6 +184,7 @@ def test_heatmap_hover_shows_every_variable():
     assert "valid" in data and "step_time_s" in data
     assert sorted(np.asarray(data["step_time_s"], dtype=float)) == [0, 1, 2, 3, 4, 5]
     assert plot.state.title.text.endswith("(ms)")
+    assert plot.state.toolbar.logo is None  # the grid explorer's charts too
 
 
 def test_cards_show_the_acceptance_figures():
@@ -261,3 +263,12 @@ def test_chart_series_carry_no_unused_glyph_copies():
     renderers = [r for fig in figures for r in fig.renderers if isinstance(r, GlyphRenderer)]
     assert len(renderers) >= 20
     assert all(r.nonselection_glyph is None and r.muted_glyph is None for r in renderers)
+
+
+def test_holoviews_charts_drop_bokehs_logo_too():
+    """The charts HoloViews draws (experiments 9, 11, 12) take ``CANVAS`` as their Bokeh options:
+    no logo, so no link to bokeh.org and no Tab stop on them either."""
+    from apps.ui.plots.charts import CANVAS
+
+    fig = hv.render(hv.Curve([(1, 2), (2, 3)]).opts(backend_opts=CANVAS), backend="bokeh")
+    assert fig.toolbar.logo is None and fig.output_backend == "canvas"

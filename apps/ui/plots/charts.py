@@ -31,8 +31,10 @@ from apps.ui.shell.theme import CHART_LIGHT_STYLE
 from lab.unit_attrs import unit_label
 from lab.units import GB, GFLOP, MS
 
-CANVAS = {"plot.output_backend": "canvas"}
-"""Canvas output: in headless Chromium WebGL renders in software and repaints slower."""
+CANVAS = {"plot.output_backend": "canvas", "plot.toolbar.logo": None}
+"""Canvas output: in headless Chromium WebGL renders in software and repaints slower. And no
+Bokeh logo in the toolbar: a link to bokeh.org, a Tab stop on every chart leading out of the
+lab (:func:`themed` drops it from the figures the lab builds itself)."""
 
 DISPLAY_UNITS = {"s": ("ms", 1 / MS), "B": ("GB", 1 / GB), "FLOP": ("GFLOP", 1 / GFLOP)}
 """SI unit in the data → (unit on screen, factor)."""
@@ -203,11 +205,15 @@ def new_figure(title: str, x_label: str, y_label: str, height: int,
 
 def themed(fig: figure) -> figure:
     """``fig`` styled as the page's light theme styles it in the browser
-    (:data:`apps.ui.shell.theme.CHART_LIGHT_STYLE`), so the page need not restyle it on load.
+    (:data:`apps.ui.shell.theme.CHART_LIGHT_STYLE`), so the page need not restyle it on load,
+    and its toolbar without Bokeh's logo.
 
     Styles what ``fig`` holds now: call it again after adding a legend or a colour bar."""
     style = CHART_LIGHT_STYLE
     fig.update(**style["figure"])
+    # Bokeh's logo in the toolbar is a link to bokeh.org: a Tab stop on every chart that
+    # leads out of the lab.
+    fig.toolbar.logo = None
     if fig.title is not None:
         fig.title.update(**style["title"])
     kinds = ((Axis, "axis"), (Grid, "grid"), (Legend, "legend"), (ColorBar, "colorbar"),
