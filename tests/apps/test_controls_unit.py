@@ -362,3 +362,17 @@ def test_measured_chart_title_never_names_other_inputs_as_its_own(document):
     exp.tp = 3  # from a link: not measured
     assert exp.error is not None
     assert title().endswith(STALE) and "tp 3" not in title()
+
+
+def test_engines_are_named_as_their_projects_write_them_and_all_comes_first():
+    """The plan's and the served page's engine dropdowns read "vllm", "trtllm"; experiment 11's
+    model and GPU filters listed "all" last, its mode and workload filters first."""
+    from apps.ui.parts.input_extras import catalog_options
+
+    assert list(catalog_options("engine", ["all", "trtllm", "vllm", "sglang"]).items()) == [
+        ("all", "all"), ("TensorRT-LLM", "trtllm"), ("vLLM", "vllm"), ("SGLang", "sglang")]
+    assert catalog_options("engine", ["ideal"]) == {"Ideal (the lab's floor)": "ideal"}
+    gpus = list(catalog_options("gpu", ["h200", "all", "h100-sxm"]).items())
+    assert gpus == [("all", "all"), ("NVIDIA H100 SXM", "h100-sxm"), ("NVIDIA H200 SXM", "h200")]
+    assert list(catalog_options("model", ["org/unknown", "llama-3.1-8b"]).values()) == [
+        "llama-3.1-8b", "org/unknown"]  # an id the catalog does not know: as itself, last

@@ -21,6 +21,7 @@ from bokeh.models import NumeralTickFormatter
 from apps.ui.panel_compat import DimensionSlider, param_widgets
 from lab.catalog import get_model, gpu_catalog, model_catalog
 from lab.errors import LabInputError
+from lab.served.served_experiment import ALL
 
 LOG_RATIO = 256
 """A whole-number input whose upper bound is at least this many times its lower (≥ 1) gets a
@@ -118,8 +119,15 @@ def options_slider(owner: param.Parameterized, name: str, offered: Callable[[], 
     return slider
 
 
+ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang",
+                "ideal": "Ideal (the lab's floor)"}
+"""How a serving engine's id is written on a page (its projects' own spelling)."""
+
+
 def catalog_names(name: str) -> dict[str, str] | None:
-    """``{shown name: id}`` for the model or GPU dropdown, None for other inputs."""
+    """``{shown name: id}`` for the model, GPU or engine dropdown, None for other inputs."""
+    if name == "engine":
+        return {shown: key for key, shown in ENGINE_NAMES.items()}
     if name == "model":
         return {spec.name: key for key, spec in model_catalog().items()}
     if name == "gpu":
@@ -128,16 +136,17 @@ def catalog_names(name: str) -> dict[str, str] | None:
 
 
 def catalog_options(name: str, ids: list) -> dict[str, str] | None:
-    """``{shown name: id}`` of the ``ids`` a model or GPU dropdown offers, in catalog order
-    (an id the catalog does not know, e.g. from an older dataset, is shown as itself, last);
-    None for other inputs."""
+    """``{shown name: id}`` of the ``ids`` a model, GPU or engine dropdown offers, in catalog
+    order (an id the catalog does not know, e.g. from an older dataset, or "all", is shown as
+    itself, last); None for other inputs."""
     names = catalog_names(name)
     if names is None:
         return None
     offered = set(ids)
-    options = {label: key for label, key in names.items() if key in offered}
-    known = set(options.values())
-    options.update({str(key): key for key in ids if key not in known})
+    known = {label: key for label, key in names.items() if key in offered}
+    options = {ALL: ALL} if ALL in offered else {}  # experiment 11's filter "all" comes first
+    options.update(known)
+    options.update({str(key): key for key in ids if key not in options.values()})
     return options
 
 

@@ -24,6 +24,7 @@ from panel.viewable import Viewer
 from apps.ui.parts.calculation import CalculationView
 from apps.ui.parts.cards import CardsView
 from apps.ui.parts.downloads import chart_csv_button
+from apps.ui.parts.input_extras import ENGINE_NAMES
 from apps.ui.parts.input_widgets import InputMessage, input_panel
 from apps.ui.parts.prediction import PredictionView
 from apps.ui.parts.table_upload import TableUpload
@@ -66,9 +67,6 @@ CHART_NOTE = ("Each point is one measured run the lab models: measured TPOT agai
               "lab's out-of-sample prediction (floor + terms; the dashed line is perfect). "
               "Hover for a run's id, engine and GPU; click a point to show its terms below "
               "(its id goes in the Row id box).")
-
-ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
-"""How the engines of the data are named on the page."""
 
 
 def short_gpu_names() -> dict[str, str]:
@@ -214,13 +212,15 @@ class ServedUpload(TableUpload):
     def __init__(self, **params):
         super().__init__(**params)
         self._json: tuple[bytes, str] | None = None
-        choose = lambda label, values: pmui.Select(  # noqa: E731
-            label=label, options={NOT_STATED: "", **{str(v): v for v in values}}, value="",
+        choose = lambda label, options: pmui.Select(  # noqa: E731  (options: shown → value)
+            label=label, options={NOT_STATED: "", **options}, value="",
             sizing_mode="stretch_width")
-        self._gpu = choose("GPU of your vllm runs", gpu_catalog())
-        self._tp = choose("tp of your vllm runs", TP_CHOICES)
-        self._precision = choose("Precision (default: the checkpoint's)", PRECISIONS)
-        self._model = choose("Model (when model_id is a local path)", model_catalog())
+        named = lambda catalog: {spec.name: key for key, spec in catalog.items()}  # noqa: E731
+        self._gpu = choose("GPU of your vLLM runs", named(gpu_catalog()))
+        self._tp = choose("tp of your vLLM runs", {str(tp): tp for tp in TP_CHOICES})
+        self._precision = choose("Precision (default: the checkpoint's)",
+                                 {p: p for p in PRECISIONS})
+        self._model = choose("Model (when model_id is a local path)", named(model_catalog()))
         for widget in self.setup_inputs():
             widget.param.watch(self._setup_changed, "value")
 
