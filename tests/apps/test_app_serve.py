@@ -143,3 +143,37 @@ def test_start_up_computes_the_grids_the_explorer_lists(tmp_path, monkeypatch):
     assert prepare_datasets() == []
     assert sorted(p.name for p in (tmp_path / "data").glob("*.zarr")) == sorted(
         f"{name}.zarr" for name in GRIDS)
+
+
+def test_stopping_a_server_of_several_processes_stops_every_one(tmp_path):
+    """``serve --num-procs 2`` stopped with SIGTERM left both forked processes serving on the
+    port, orphaned (``apps/ui/server/end_with_parent.py``)."""
+    import os
+    import socket
+    import sys
+    import time
+
+    import psutil
+    from lab_browser import free_port, start_server, stop_server
+
+    port = free_port()
+    env = {**os.environ, "INFERENCE_LAB_DATA": str(tmp_path / "data"),
+           "XDG_STATE_HOME": str(tmp_path / "state")}
+    proc = start_server([sys.executable, "-m", "lab", "serve", "--port", str(port), "--address",
+                         "127.0.0.1", "--num-procs", "2"], port, path="/liveness", env=env)
+    children = psutil.Process(proc.pid).children()
+    assert len(children) == 2
+    log = stop_server(proc)  # SIGTERM to the first process only, as `kill PID` sends
+    gone, alive = psutil.wait_procs(children, timeout=30)
+    for child in alive:  # leave nothing running, then fail
+        child.kill()
+    assert alive == [], log
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # the port is closed: nothing answers on it
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) != 0:
+                break
+        time.sleep(0.2)
+    else:
+        raise AssertionError(f"port {port} still answers after the server was stopped")
+    assert app_errors(log) == []

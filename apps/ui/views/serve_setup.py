@@ -4,7 +4,8 @@ event loop (:func:`build_pages_off_loop`); check ``--basic-auth`` logins with
 :mod:`apps.ui.server.logins`; send no server path in any page (:func:`hide_server_paths`);
 discard a session soon after its reader left and return closed sessions' memory
 (:mod:`apps.ui.server.session_memory`); one pool of dask threads for every reading thread
-(:mod:`apps.ui.server.dask_threads`).
+(:mod:`apps.ui.server.dask_threads`); with ``--num-procs``, each forked process ends with the
+process that forked it (:mod:`apps.ui.server.end_with_parent`).
 
 ``inference-lab serve`` passes it; with plain Panel:
 ``panel serve apps/*.py --setup apps/ui/views/serve_setup.py``.
@@ -26,6 +27,7 @@ from apps.ui.panel_compat import (
     quiet_anonymous_autoload,
 )
 from apps.ui.server.dask_threads import share_dask_threads
+from apps.ui.server.end_with_parent import end_with_parent
 from apps.ui.server.logins import LOGINS_ENV, LoginThrottle, login_log_line, logins_for
 from apps.ui.server.page_gate import PageGate, configured_limit, default_limit
 from apps.ui.server.session_memory import LEFT_SESSION_LINGER_S, session_closed
@@ -34,6 +36,7 @@ from apps.ui.server.warmup import warm_up
 from apps.ui.views.app import build_page
 
 log = logging.getLogger("bokeh")
+end_with_parent()  # a process forked by --num-procs: stopped with the server's first process
 answer_long_requests()
 check_logins(LoginChecks(logins_for, LOGINS_ENV, LoginThrottle(), login_log_line))
 quiet_anonymous_autoload()
