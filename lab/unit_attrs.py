@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 COUNTED = ("tokens", "sequences", "GPUs", "FLOP", "requests", "blocks", "steps", "pairs",
-           "experts", "heads")
+           "experts", "heads", "layers")
 """What the lab counts: each label is a dimensionless count in a file (``counted_as``)."""
 RATE_SUFFIX = "/s"
 """Suffix of a count's rate label (``tokens/s``)."""

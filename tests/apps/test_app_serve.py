@@ -164,7 +164,7 @@ def test_stopping_a_server_of_several_processes_stops_every_one(tmp_path):
     children = psutil.Process(proc.pid).children()
     assert len(children) == 2
     log = stop_server(proc)  # SIGTERM to the first process only, as `kill PID` sends
-    gone, alive = psutil.wait_procs(children, timeout=30)
+    _gone, alive = psutil.wait_procs(children, timeout=30)
     for child in alive:  # leave nothing running, then fail
         child.kill()
     assert alive == [], log

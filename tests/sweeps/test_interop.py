@@ -225,3 +225,18 @@ def test_the_labels_charts_show_come_back_from_the_cf_attributes(default_grids, 
     assert unit_label(da.attrs) == label
     shown = {"B": "GB", "FLOP": "GFLOP"}.get(label, label)
     assert axis_label(da).endswith(f"({shown})")
+
+
+@pytest.mark.parametrize("name", ["measured", "served"])
+def test_every_variable_of_the_table_datasets_parses_with_plain_pint_and_udunits(name):
+    """Experiments 9's and 11's ``lab.open_dataset`` too (the README says every dataset):
+    experiment 11's ``layers`` and ``moe_layers`` read ``units = "layers"``, which neither
+    UDUNITS-2 nor pint parses."""
+    import lab
+
+    ds = lab.open_dataset(name)
+    units = {n: v.attrs["units"] for n, v in ds.variables.items() if "units" in v.attrs}
+    assert len(units) > 10  # ids and text have none
+    assert _unparsed(xr.Dataset({n: ((), 0, {"units": u}) for n, u in units.items()})) == []
+    for quantified in (ds.pint.quantify(), ds.pint.quantify(unit_registry=PLAIN_PINT)):
+        assert all(quantified[n].pint.units is not None for n in units if n in ds.data_vars)
