@@ -137,8 +137,8 @@ def catalog_names(name: str) -> dict[str, str] | None:
 
 def catalog_options(name: str, ids: list) -> dict[str, str] | None:
     """``{shown name: id}`` of the ``ids`` a model, GPU or engine dropdown offers, in catalog
-    order (an id the catalog does not know, e.g. from an older dataset, or "all", is shown as
-    itself, last); None for other inputs."""
+    order: experiment 11's "all" first, an id the catalog does not know (e.g. from an older
+    dataset) as itself, last; None for other inputs."""
     names = catalog_names(name)
     if names is None:
         return None
