@@ -38,8 +38,8 @@ class PlanDeployment(Experiment):
     headline = "More tokens per GPU. As long as each user still gets theirs."
     prediction = Prediction(
         question="Llama 3.1 70B on 8 H200 with vLLM, 1024/1024 tokens, at least 50 tokens/s per "
-                 "user and the first token within 2 s: which layout gives the most output tokens "
-                 "per GPU?",
+                 "user and the first token within 2 s: which layout does the planner pick, the "
+                 "most output tokens per GPU it can promise with both targets met?",
         choices=("One tp 8 worker", "Two tp 4 replicas", "tp 2 or tp 1 replicas",
                  "A disaggregated layout"),
         answer=0,

@@ -68,6 +68,10 @@ def error_card(metric: str, errors: dict) -> Card:
                 f"{pct(errors['floor']['median'])}")
 
 
+QUESTION_CONCURRENCY = 64
+"""The concurrency the prediction asks about, clients."""
+
+
 class FromFloorToServed(TableExperiment):
     """Measured served TPOT and TTFT beside the floor and the named terms of the gap."""
 
@@ -76,8 +80,8 @@ class FromFloorToServed(TableExperiment):
     title = "From floor to served"
     headline = "Real engines. Every term of the gap named."
     prediction = Prediction(
-        question="At concurrency 64, how far above the lab's decode floor is a real engine's "
-                 "time per output token (median over the modelled rows)?",
+        question=f"At concurrency {QUESTION_CONCURRENCY}, how far above the lab's decode floor "
+                 "is a real engine's time per output token (median over the modelled rows)?",
         choices=("Within 10 %", "About 1.5×", "About 3×", "About 10×"),
         answer=2,
     )
@@ -200,8 +204,19 @@ class FromFloorToServed(TableExperiment):
         if not r["modelled_shown"]:
             return ("No modelled row is shown with these filters, so there is no gap to read "
                     "here; widen the filters (every model, engine and GPU) to see it.")
-        return (f"Over the {r['modelled_shown']:,} modelled rows shown, measured TPOT is a median "
-                f"{fmt_number(r['median_tpot_ratio'], 2)}× the ideal decode step: the prefill "
+        table = self.table()
+        at = (self.mask() & np.asarray(table["modelled"].values, dtype=bool)
+              & (np.asarray(table["concurrency"].values) == QUESTION_CONCURRENCY))
+        at_question = (f"At concurrency {QUESTION_CONCURRENCY}, over the {int(at.sum()):,} "
+                       "modelled rows shown there, measured TPOT is a median "
+                       f"{fmt_number(float(np.median(table['tpot_ratio'].values[at])), 2)}× the "
+                       f"ideal decode step (over all {r['modelled_shown']:,} shown, "
+                       f"{fmt_number(r['median_tpot_ratio'], 2)}×)" if at.any() else
+                       f"No modelled row at concurrency {QUESTION_CONCURRENCY} is shown with "
+                       f"these filters; over the {r['modelled_shown']:,} modelled rows shown, "
+                       f"measured TPOT is a median {fmt_number(r['median_tpot_ratio'], 2)}× the "
+                       "ideal decode step")
+        return (at_question + ": the prefill "
                 "work an aggregated engine interleaves into its decode steps, the step's time "
                 "beyond its roofline (in steps of one sequence per attention rank), the "
                 "all-reduces and all-to-all, and fixed times per layer explain most of the gap; "

@@ -579,3 +579,17 @@ def test_fp8_rows_on_a_gpu_without_fp8_are_not_modelled():
     assert table["reason"].values[0] == ("FP8 weights on the NVIDIA A100 SXM 80GB, a GPU "
                                          "without an FP8 peak")
     assert np.isnan(table["tpot_predicted_ms"].values[0])
+
+
+def test_the_reveal_answers_at_the_concurrency_the_question_names():
+    """The question asks at concurrency 64; the reveal quoted the median over every concurrency
+    (2.61×) as its answer. At 64 it is 2.29× over 589 rows: still "About 3×"."""
+    from lab.served.served_experiment import QUESTION_CONCURRENCY, FromFloorToServed
+
+    exp = FromFloorToServed()
+    assert f"At concurrency {QUESTION_CONCURRENCY}," in exp.prediction.question
+    text = exp.explanation()
+    assert text.startswith("At concurrency 64, over the 589 modelled rows shown there, measured "
+                           "TPOT is a median 2.29× the ideal decode step (over all 4,692 shown, "
+                           "2.61×)")
+    assert exp.prediction.choices[exp.prediction.answer] == "About 3×"
