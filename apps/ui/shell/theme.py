@@ -46,11 +46,18 @@ CARD_CSS = """
 
 STEPS_CSS = """
 table.lab-steps { border-collapse: collapse; font-family: FONT; font-size: 0.95rem; }
-table.lab-steps td { padding: 3px 10px 3px 0; vertical-align: top; }
-table.lab-steps td.label { font-weight: 600; white-space: nowrap; }
-table.lab-steps td.result { font-variant-numeric: tabular-nums; white-space: nowrap; }
+table.lab-steps td { padding: 3px 10px 3px 0; vertical-align: top; overflow-wrap: anywhere; }
+table.lab-steps td.label { font-weight: 600; min-width: 8em; }
+table.lab-steps td.result { font-variant-numeric: tabular-nums; min-width: 6em; }
+@media (max-width: 600px) {
+  table.lab-steps tr { display: block; padding: 4px 0;
+    border-bottom: 1px solid rgba(127, 127, 127, 0.25); }
+  table.lab-steps td { display: block; padding: 0; min-width: 0; }
+}
 """.replace("FONT", FONT_STACK)
-"""Styles of the "Show the calculation" table."""
+"""Styles of the "Show the calculation" table. Its lines wrap inside the page: kept on one line
+(``nowrap``), a verdict or a configuration ran off the page's right edge at 1440 px, and a
+phone showed no result at all. On a phone each row is a block: label, expression, result."""
 
 CODE_CSS = """
 code { color: inherit; background: rgba(127, 127, 127, 0.14); padding: 0 0.25em;
