@@ -227,3 +227,17 @@ def test_a_plan_that_cannot_be_made_draws_a_labelled_empty_chart():
     assert [d.label for d in (*chart.kdims, *chart.vdims)] == [
         "Output tokens/s per user", "Output tokens/s per GPU"]
     pn.state._locations.pop(doc, None)
+
+
+def test_hovers_name_their_figures_with_units(view):
+    """A frontier point's hover read "user: 87.227 / gpu: 692.649 / tpot: 11.464" (and "gpu:
+    1.025e+3"), the chart's field names without units."""
+    from bokeh.models import HoverTool
+
+    fig = hv.render(view._chart(None), backend="bokeh")
+    tips = [dict(t.tooltips) for t in fig.tools if isinstance(t, HoverTool) and t.tooltips]
+    frontier = next(t for t in tips if "Configuration" in t)
+    assert frontier["Output tokens/s per GPU"] == "@{gpu}{0,0}"
+    assert frontier["TPOT predicted"].endswith(" ms")
+    assert any("Measured run" in t for t in tips)
+    assert not any(name in t for t in tips for name in ("user", "gpu", "tpot"))

@@ -69,6 +69,15 @@ MODE_COLOURS = {"agg": OKABE_ITO[0], "disagg": OKABE_ITO[1]}
 NEUTRAL = "#888888"
 """The measured rows' crosses and the target line: a grey seen on the light and dark theme."""
 
+FRONTIER_TOOLTIPS = [("Configuration", "@label"), ("Output tokens/s per user", "@user{0,0.0}"),
+                     ("Output tokens/s per GPU", "@gpu{0,0}"), ("TPOT predicted", "@tpot{0,0.00} ms"),
+                     ("TTFT predicted", "@ttft{0,0} ms"), ("GPUs", "@gpus")]
+"""A frontier point's hover: names and units, not the chart's field names (``gpu: 1.025e+3``)."""
+MEASURED_TOOLTIPS = [("Measured run", "@id"), ("Mode", "@mode"),
+                     ("Output tokens/s per user", "@user{0,0.0}"),
+                     ("Output tokens/s per GPU", "@gpu{0,0}")]
+"""A measured run's hover."""
+
 
 CANDIDATES_CSS = (".lab-plan-candidates { max-width: 100%; overflow-x: auto; } "
                   ".lab-plan-candidates td { overflow-wrap: anywhere; }")
@@ -228,7 +237,8 @@ def frontier_chart(result: dict) -> hv.Overlay:
         layers.append(hv.Curve(data, "user", ["gpu"], label=name).opts(
             color=colour, line_dash="dashed" if floor else "solid"))
         layers.append(hv.Scatter(data, "user", ["gpu", "label", "tpot", "ttft", "gpus"],
-                                 label=name).opts(color=colour, size=7, tools=["hover"]))
+                                 label=name).opts(color=colour, size=7, tools=["hover"],
+                                                  hover_tooltips=FRONTIER_TOOLTIPS))
         layers.append(hv.Labels(data, ["user", "gpu"], "shown").opts(
             text_font_size="8pt", text_color=colour, yoffset=0, text_align="left",
             text_baseline="middle", hooks=[beside_marker]))
@@ -240,7 +250,7 @@ def frontier_chart(result: dict) -> hv.Overlay:
                 "gpu": [m["tokens_per_s_gpu"] for m in measured],
                 "id": [m["id"] for m in measured], "mode": [m["mode"] for m in measured]}
         layers.append(hv.Scatter(data, "user", ["gpu", "id", "mode"], label="measured").opts(
-            marker="x", size=8, color=NEUTRAL, tools=["hover"]))
+            marker="x", size=8, color=NEUTRAL, tools=["hover"], hover_tooltips=MEASURED_TOOLTIPS))
     best = result.get("best")
     if best:
         layers.append(hv.Scatter([(best["tokens_per_s_user"], best["tokens_per_s_gpu"])],
