@@ -191,3 +191,20 @@ def test_the_chart_data_downloads_as_every_experiment_pages_does(view):
     frame = pd.read_csv(io.StringIO(text), comment="#")
     assert len(frame) == view.experiment.chart_data().sizes["row"] > 1000
     assert "# engine = all" in text and "tpot_measured_ms" in frame
+
+
+def test_a_negative_term_gets_the_predictions_net_bar():
+    """Row 815's step term is −24.18 ms: stacked left of 0 while the others stack right of it,
+    the predicted bar ended near 35 ms for a prediction of 10.86 ms."""
+    from apps.ui.views.served_page import NET, terms_bar
+    from lab.served.served_experiment import FromFloorToServed
+
+    row = "2026_03_25_deepseek_r1_gb300_sglang_fp8_disagg_8192x1024_c2048_tp8_0_ep8_0_815"
+    record = FromFloorToServed(row=row).result["selected"]
+    bars = terms_bar(record, "tpot")
+    net = bars.data[bars.data["term"] == NET]
+    assert list(net["bar"]) == ["TPOT predicted, net"]
+    assert round(float(net["ms"].iloc[0]), 2) == 10.86 == round(record["tpot_predicted_ms"], 2)
+    assert "a negative term left of 0" in bars.opts.get().kwargs["title"]
+    plain = terms_bar(FromFloorToServed().result["selected"], "tpot")  # no negative term
+    assert NET not in set(plain.data["term"])

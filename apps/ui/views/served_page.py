@@ -168,9 +168,14 @@ TERM_COLOURS = [*OKABE_ITO[1:7], "#882255", "#44AA99"]
 grey: distinct and colour-blind safe (the default cycle gave two terms the same red)."""
 
 
+NET = "prediction (net)"
+"""The part name of the bar that sums a stack holding a negative term."""
+
+
 def terms_bar(record: dict, metric: str) -> hv.Bars:
     """The selected row's ``metric`` ("tpot" or "ttft") on an axis of its own: the floor and
-    each term stacked, and the measurement."""
+    each term stacked, the prediction's net sum when a term is negative, and the
+    measurement."""
     upper = metric.upper()
     predicted = f"{upper} predicted"
     names = ["floor", *(bar_name(metric, t) for t in TERMS[metric]), "measured"]
@@ -181,13 +186,21 @@ def terms_bar(record: dict, metric: str) -> hv.Bars:
             for name, value in zip(names, values, strict=True)]
     colours = {"floor": OKABE_ITO[0], **dict(zip(names[1:-1], TERM_COLOURS, strict=False)),
                "measured": "#999999"}
+    title = f"Selected row: {upper}, floor + terms"
+    if any((value or 0.0) < 0 for value in values):
+        # A negative term is stacked left of 0, the others right of it: the stack's end is
+        # then not the prediction (a row at 10.86 ms read as about 35). Its net sum is a bar.
+        rows.insert(-1, (f"{upper} predicted, net", NET, record.get(f"{metric}_predicted_ms")
+                         or 0.0))
+        colours[NET] = "#555555"
+        title += " (a negative term left of 0)"
     return hv.Bars(rows, ["bar", "term"], "ms").opts(
         stacked=True, responsive=True, height=150 + 26 * len(names), invert_axes=True,
         tools=[HoverTool(tooltips=[("Part", "@term"), ("Time", "@ms{0,0.00} ms")])],
         legend_position="bottom", legend_opts={"ncols": 1, "nrows": "auto",
                                                "label_text_font_size": "10px", "margin": 0,
                                                "padding": 4},  # fits a phone
-        title=f"Selected row: {upper}, floor + terms", cmap=colours,
+        title=title, cmap=colours,
         backend_opts=CANVAS, xlabel="", ylabel=f"{upper} (ms)")
 
 
