@@ -88,8 +88,13 @@ def speculative_steps(record: dict, model: ModelSpec, draft: ModelSpec | None,
              f"{record['speedup']:.2f}×"),
         Step("Break-even batch", "the smallest batch where the speed-up falls below 1×",
              f"batch {below:,}" if below else f"none up to batch {MAX_BATCH:,}"),
-        Step("Drafter memory", f"{fmt_gb(record['draft_params_bytes'])} weights + "
-             f"{fmt_gb(record['draft_kv_bytes'])} KV / GPU",
+        Step("Memory with the drafter",
+             f"{fmt_gb(record['memory_budget_bytes'])} budget − "
+             f"{fmt_gb(record['memory_reserve_bytes'])} reserve − "
+             f"{fmt_gb(record['memory_params_bytes'])} target weights − "
+             f"{fmt_gb(record['memory_kv_bytes'])} target KV − "
+             f"{fmt_gb(record['draft_params_bytes'])} drafter weights − "
+             f"{fmt_gb(record['draft_kv_bytes'])} drafter KV (per GPU)",
              f"{fmt_gb(record['memory_remaining_with_draft_bytes'])} of the budget left"
              if record["fits_with_draft"] else
              f"{fmt_gb(-record['memory_remaining_with_draft_bytes'])} over the budget"),

@@ -147,7 +147,9 @@ class SpeculativeDecoding(Experiment):
         below = r["break_even_batch"]
         memory = (f"{fmt_gb(r['memory_remaining_with_draft_bytes'])} of the budget left"
                   if r["fits_with_draft"] else
-                  f"{fmt_gb(-r['memory_remaining_with_draft_bytes'])} over the budget")
+                  f"{fmt_gb(-r['memory_remaining_with_draft_bytes'])} over the budget"
+                  + (f" (the target alone is {fmt_gb(-r['memory_remaining_bytes'])} over it: "
+                     "it does not fit at this tp)" if r["memory_remaining_bytes"] < 0 else ""))
         return [
             Card("Speed-up", f"{r['speedup']:.2f}×",
                  f"{fmt_rate(r['per_sequence_tokens_per_s'])} per sequence against "

@@ -182,3 +182,21 @@ def test_plain_decoding_loads_no_drafter():
     assert plain["memory_remaining_with_draft_bytes"] == plain["memory_remaining_bytes"]
     drafting = calc_speculative(SpeculativeConfig(k=1))
     assert drafting["draft_params_bytes"] > 2e9 and drafting["draft_kv_bytes"] > 0
+
+
+def test_memory_says_when_the_target_alone_does_not_fit():
+    """Llama 3.1 70B at tp 1 on an H100: the drafter's card said "77.10 GB over the budget"
+    beside its own 2.61 GB, as if the drafter were to blame, and the derivation's
+    "2.47 GB weights + 0.14 GB KV / GPU = 48.78 GB of the budget left" did not follow."""
+    from lab.experiments.speculative_decoding import SpeculativeDecoding
+
+    exp = SpeculativeDecoding(model="llama-3.1-70b", tp=1)
+    card = next(c for c in exp.cards() if c.label == "Drafter memory")
+    assert card.caption.endswith("77.10 GB over the budget (the target alone is 74.49 GB over it: "
+                                "it does not fit at this tp)")
+    step = next(s for s in exp.steps() if s.label == "Memory with the drafter")
+    assert step.expression == ("72.00 GB budget − 4.00 GB reserve − 141.11 GB target weights − "
+                               "1.38 GB target KV − 2.47 GB drafter weights − 0.14 GB drafter KV "
+                               "(per GPU)")
+    assert "does not fit" not in next(c for c in SpeculativeDecoding().cards()
+                                      if c.label == "Drafter memory").caption
