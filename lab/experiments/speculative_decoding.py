@@ -162,7 +162,8 @@ class SpeculativeDecoding(Experiment):
             Card("Break-even batch", f"batch {below:,}" if below else "none",
                  f"slower than plain from there; verification is compute-bound past batch "
                  f"{fmt_int(r['verify_ridge_batch'])}" if below else
-                 f"faster than plain at every batch up to {MAX_BATCH:,}"),
+                 (f"faster than plain at every batch up to {MAX_BATCH:,}" if r["speedup"] > 1
+                  else f"no slower than plain at any batch up to {MAX_BATCH:,}")),
             Card("Drafter memory", fmt_gb(r["draft_params_bytes"] + r["draft_kv_bytes"]),
                  f"{fmt_gb(r['draft_params_bytes'])} weights + {fmt_gb(r['draft_kv_bytes'])} "
                  f"KV / GPU; {memory}"),

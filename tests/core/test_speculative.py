@@ -200,3 +200,15 @@ def test_memory_says_when_the_target_alone_does_not_fit():
                                "(per GPU)")
     assert "does not fit" not in next(c for c in SpeculativeDecoding().cards()
                                       if c.label == "Drafter memory").caption
+
+
+def test_k_0_is_no_faster_than_plain_and_verifies_one_token():
+    """k = 0 drafts nothing: 1.00×, so the break-even card may not call it faster, and the
+    derivation read "× 1 tokens"."""
+    from lab.experiments.speculative_decoding import SpeculativeDecoding
+
+    exp = SpeculativeDecoding(k=0)
+    card = next(c for c in exp.cards() if c.label == "Break-even batch")
+    assert card.value == "none" and card.caption == "no slower than plain at any batch up to 1,024"
+    step = next(s for s in exp.steps() if s.label == "Verification linear FLOPs")
+    assert step.expression.endswith("× 8 sequences × 1 token / 1")
