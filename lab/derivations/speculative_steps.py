@@ -51,7 +51,8 @@ def speculative_steps(record: dict, model: ModelSpec, draft: ModelSpec | None,
              f"{fmt_gb(record['verify_weight_bytes'])} / GPU, read once / {_tbps(gpu.hbm_bw)}",
              fmt_ms(record["verify_hbm_time_s"])),
         Step("Verification linear FLOPs",
-             f"2 × {fmt_int(linear_params(model))} × {fmt_count(batch, 'sequence')} × {fmt_count(k + 1, 'token')} / {tp}",
+             f"2 × {fmt_int(linear_params(model))} × {fmt_count(batch, 'sequence')} × "
+             f"{fmt_count(k + 1, 'token')} / {tp}",
              f"{fmt_gflop(record['verify_linear_flops'])} / GPU"),
         Step("Verification linear phase",
              f"max({fmt_ms(record['verify_hbm_time_s'])}, "
