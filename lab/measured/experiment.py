@@ -194,7 +194,8 @@ class FloorsAgainstMeasurements(TableExperiment):
             f"{fmt_number(p['achieved_bandwidth'] / 1e12, 2)} TB/s. With that much work the "
             "fixed cost of a kernel is small; over all decode points the ratio runs from "
             f"{fmt_number(s['min_ratio'], 2)}× to {fmt_number(s['max_ratio'], 1)}×, the top "
-            "end where a kernel moves a few MB and a fixed ~20 µs dominates."
+            "end at batch 1, where a kernel reads well under a megabyte and a fixed time of "
+            "tens of µs dominates."
             if p["kind"] == "decode" else
             f"{p['label'].capitalize()}: {fmt_number(p['ratio'], 2)}× its floor.")
 

@@ -208,3 +208,12 @@ def test_a_negative_term_gets_the_predictions_net_bar():
     assert "a negative term left of 0" in bars.opts.get().kwargs["title"]
     plain = terms_bar(FromFloorToServed().result["selected"], "tpot")  # no negative term
     assert NET not in set(plain.data["term"])
+
+
+def test_every_terms_legend_name_is_whole():
+    """A legend read "decode steps the queued pro…": every term has a short name of its own."""
+    from apps.ui.views.served_page import BAR_NAME_LENGTH, bar_name
+    from lab.served.served_calc import TERMS
+
+    names = [bar_name(metric, term) for metric, terms in TERMS.items() for term in terms]
+    assert all(not n.endswith("…") and len(n) <= BAR_NAME_LENGTH for n in names), names

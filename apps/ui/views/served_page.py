@@ -150,7 +150,8 @@ BAR_NAMES = {("tpot", "allreduce"): "all-reduce + all-to-all",
              ("tpot", "collective"): "collectives beyond ideal",
              ("ttft", "queue"): "queue, (c − 1)/2 prefills",
              ("ttft", "fixed"): "fixed time to 1st token",
-             ("ttft", "chunk"): "decode steps of chunks"}
+             ("ttft", "chunk"): "decode steps of chunks",
+             ("ttft", "queue_chunk"): "queued prompts' chunk steps"}
 """The stacked bars' short names of the terms (the legend fits a phone; the calculation and
 the dataset keep the full names, ``TERM_NAMES``)."""
 BAR_NAME_LENGTH = 28
