@@ -226,6 +226,10 @@ class FromFloorToServed(TableExperiment):
         """Every modelled row the filters keep, with measured, predicted and each term."""
         table = self.table()
         keep = self.mask() & np.asarray(table["modelled"].values, dtype=bool)
-        ds = table[list(CHART_VARIABLES)].isel(row=np.flatnonzero(keep)).reset_coords(drop=True)
+        shown = np.flatnonzero(keep)
+        ds = table[list(CHART_VARIABLES)].isel(row=shown).reset_coords(drop=True)
         ds["row"].attrs = {"long_name": "row of the data", "units": "1"}
+        # the id a reader types in Row id (the row's position in the data is not one)
+        ds = ds.assign_coords(id=("row", np.asarray(table["id"].values)[shown],
+                                  {"long_name": "run id (the Row id input)"}))
         return ds

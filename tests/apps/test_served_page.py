@@ -217,3 +217,18 @@ def test_every_terms_legend_name_is_whole():
 
     names = [bar_name(metric, term) for metric, terms in TERMS.items() for term in terms]
     assert all(not n.endswith("…") and len(n) <= BAR_NAME_LENGTH for n in names), names
+
+
+def test_the_chart_csv_names_each_run_by_the_id_row_id_takes():
+    """The CSV's ``row`` is the row's position in the data: typed into Row id it read "There is
+    no row with id '2532'". Each line now carries the run's id too."""
+    from apps.ui.parts.downloads import chart_csv
+    from lab.served.served_experiment import FromFloorToServed
+
+    exp = FromFloorToServed()
+    lines = [line for line in chart_csv(exp.chart_data(), exp.inputs()).splitlines()
+             if not line.startswith("#")]
+    header, first = lines[0].split(","), lines[1].split(",")
+    run = first[header.index("id")]
+    exp.row = run
+    assert exp.error is None and exp.result["selected"]["id"] == run
