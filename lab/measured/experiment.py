@@ -193,9 +193,9 @@ class FloorsAgainstMeasurements(TableExperiment):
             f"{fmt_us(p['floor_s'])}: {fmt_number(p['ratio'], 2)}×, streaming the KV cache at "
             f"{fmt_number(p['achieved_bandwidth'] / 1e12, 2)} TB/s. With that much work the "
             "fixed cost of a kernel is small; over all decode points the ratio runs from "
-            f"{fmt_number(s['min_ratio'], 2)}× to {fmt_number(s['max_ratio'], 1)}×, the top "
-            "end at batch 1, where a kernel reads well under a megabyte and a fixed time of "
-            "tens of µs dominates."
+            f"{fmt_number(s['min_ratio'], 2)}× to {fmt_number(s['max_ratio'], 1)}× (at "
+            f"{s['max_ratio_point']}), the top end where a kernel reads little and its fixed "
+            f"time dominates: none finished in under {fmt_us(s['fastest_kernel_s'])}."
             if p["kind"] == "decode" else
             f"{p['label'].capitalize()}: {fmt_number(p['ratio'], 2)}× its floor.")
 

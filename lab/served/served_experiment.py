@@ -231,5 +231,5 @@ class FromFloorToServed(TableExperiment):
         ds["row"].attrs = {"long_name": "row of the data", "units": "1"}
         # the id a reader types in Row id (the row's position in the data is not one)
         ds = ds.assign_coords(id=("row", np.asarray(table["id"].values)[shown],
-                                  {"long_name": "run id (the Row id input)"}))
+                                  {"long_name": "run id (the Row id input)", "units": ""}))
         return ds

@@ -13,8 +13,8 @@ from apps.ui.shell.busy import BUSY_DELAY_S
 
 TRACE_ROWS = 8000
 """Requests in the uploaded trace: enough that experiment 7's update (calculation and chart
-over every batch cap) takes well over the note's 0.3 s delay: 4,000 took 0.36 s once (stop 54,
-a faster machine), and the note's timer, late by a busy main thread, fired after the update."""
+over every batch cap) takes well over the note's 0.3 s delay: 4,000 took 0.36 s once on a
+faster machine, and the note's timer, late by a busy main thread, fired after the update."""
 
 MIN_CONTRAST = 3.0
 """WCAG 2.1's least contrast for controls and icons (success criterion 1.4.11)."""

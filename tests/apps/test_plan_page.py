@@ -238,6 +238,6 @@ def test_hovers_name_their_figures_with_units(view):
     tips = [dict(t.tooltips) for t in fig.tools if isinstance(t, HoverTool) and t.tooltips]
     frontier = next(t for t in tips if "Configuration" in t)
     assert frontier["Output tokens/s per GPU"] == "@{gpu}{0,0}"
-    assert frontier["TPOT predicted"].endswith(" ms")
+    assert frontier["TPOT predicted"].endswith(" ms") and frontier["GPUs"] == "@{gpus}"
     assert any("Measured run" in t for t in tips)
     assert not any(name in t for t in tips for name in ("user", "gpu", "tpot"))

@@ -121,7 +121,8 @@ def options_slider(owner: param.Parameterized, name: str, offered: Callable[[], 
 
 ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang",
                 "ideal": "Ideal (the lab's floor)"}
-"""How a serving engine's id is written on a page (its projects' own spelling)."""
+"""How a serving engine's id is written on a page: each project's own spelling, and the lab's
+floor as such."""
 
 
 def catalog_names(name: str) -> dict[str, str] | None:

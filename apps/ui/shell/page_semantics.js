@@ -33,6 +33,8 @@
     return "Chart: " + [title, axes].filter(Boolean).join(", ");
   }
 
+  var hooked = new WeakSet();
+
   function mend() {
     each(document, function (el) {
       // Panel's card header is a button that opens and closes the card: its chevron says which.
@@ -48,6 +50,15 @@
         set(el, "aria-hidden", el.textContent.trim() ? null : "true");
       }
     });
+    // A chart drawn again later (an input changed) is named again: each Bokeh document's
+    // changes ask for a walk too.
+    var documents = (window.Bokeh && window.Bokeh.documents) || [];
+    for (var i = 0; i < documents.length; i++) {
+      if (!hooked.has(documents[i]) && typeof documents[i].on_change === "function") {
+        hooked.add(documents[i]);
+        documents[i].on_change(soon);
+      }
+    }
     // Each chart's drawing is a stack of canvases: one image named by its title and axes.
     var index = window.Bokeh && window.Bokeh.index;
     if (index && typeof index.all_views === "function") {

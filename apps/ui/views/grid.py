@@ -654,8 +654,8 @@ class GridExplorer(Viewer):
         """The slice could not be read: the sentence, and an empty chart."""
         self._drawn = None
         self._say(page_sentence(exc, self.dataset))
-        self._show(None, [figure(title="No data: see the message on the left", height=460,
-                                 sizing_mode="stretch_width")])
+        self._show(None, [themed(figure(title="No data: see the message on the left", height=460,
+                                        sizing_mode="stretch_width"))])
 
     def _show(self, layout: tuple | None, views: list) -> None:
         """Put ``views`` on screen (in place when ``layout`` is the one there)."""

@@ -33,9 +33,9 @@ INTRO = """
 3. **Follow the arithmetic.** Open *Show the calculation* to see every step with the numbers
    substituted.
 
-Every result is an analytical model with explicit limits, not a measurement; experiments 9,
-11 and 12 set it beside public measurements of real kernels and engines, and fit their terms
-on them.
+Every result is an analytical model with explicit limits, not a measurement; experiments 9
+and 11 set it beside public measurements of real kernels and engines, and experiments 11 and
+12 fit their terms on those measurements.
 """
 
 

@@ -69,13 +69,15 @@ MODE_COLOURS = {"agg": OKABE_ITO[0], "disagg": OKABE_ITO[1]}
 NEUTRAL = "#888888"
 """The measured rows' crosses and the target line: a grey seen on the light and dark theme."""
 
-FRONTIER_TOOLTIPS = [("Configuration", "@label"), ("Output tokens/s per user", "@user{0,0.0}"),
-                     ("Output tokens/s per GPU", "@gpu{0,0}"), ("TPOT predicted", "@tpot{0,0.00} ms"),
-                     ("TTFT predicted", "@ttft{0,0} ms"), ("GPUs", "@gpus")]
-"""A frontier point's hover: names and units, not the chart's field names (``gpu: 1.025e+3``)."""
-MEASURED_TOOLTIPS = [("Measured run", "@id"), ("Mode", "@mode"),
-                     ("Output tokens/s per user", "@user{0,0.0}"),
-                     ("Output tokens/s per GPU", "@gpu{0,0}")]
+FRONTIER_TOOLTIPS = [("Configuration", "@{label}"), ("Output tokens/s per user", "@{user}{0,0.0}"),
+                     ("Output tokens/s per GPU", "@{gpu}{0,0}"),
+                     ("TPOT predicted", "@{tpot}{0,0.00} ms"), ("TTFT predicted", "@{ttft}{0,0} ms"),
+                     ("GPUs", "@{gpus}")]
+"""A frontier point's hover: names and units, not the chart's field names (``gpu: 1.025e+3``).
+Fields in braces: HoloViews reads ``@gpus`` as ``@gpu`` followed by "s"."""
+MEASURED_TOOLTIPS = [("Measured run", "@{id}"), ("Mode", "@{mode}"),
+                     ("Output tokens/s per user", "@{user}{0,0.0}"),
+                     ("Output tokens/s per GPU", "@{gpu}{0,0}")]
 """A measured run's hover."""
 
 
@@ -407,7 +409,7 @@ class PlanPage(Viewer):
             return self._last if self._last is not None else hv.Curve(
                 [], kdims=[hv.Dimension("user", label="Output tokens/s per user")],
                 vdims=[hv.Dimension("gpu", label="Output tokens/s per GPU")]).opts(
-                title="No plan to draw: see the sentence by the inputs")
+                title="No plan to draw: see the sentence by the inputs", backend_opts=CANVAS)
         self._last = frontier_chart(exp.result)
         return self._last
 

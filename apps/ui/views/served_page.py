@@ -196,7 +196,7 @@ def terms_bar(record: dict, metric: str) -> hv.Bars:
         colours[NET] = "#555555"
         title += " (a negative term left of 0)"
     return hv.Bars(rows, ["bar", "term"], "ms").opts(
-        stacked=True, responsive=True, height=150 + 26 * len(names), invert_axes=True,
+        stacked=True, responsive=True, height=150 + 26 * len({row[1] for row in rows}), invert_axes=True,
         tools=[HoverTool(tooltips=[("Part", "@term"), ("Time", "@ms{0,0.00} ms")])],
         legend_position="bottom", legend_opts={"ncols": 1, "nrows": "auto",
                                                "label_text_font_size": "10px", "margin": 0,
