@@ -24,7 +24,7 @@ from panel.viewable import Viewer
 from apps.ui.parts.calculation import CalculationView
 from apps.ui.parts.cards import CardsView
 from apps.ui.parts.downloads import chart_csv_button
-from apps.ui.parts.input_extras import ENGINE_NAMES
+from apps.ui.parts.input_extras import ENGINE_NAMES, catalog_names
 from apps.ui.parts.input_widgets import InputMessage, input_panel
 from apps.ui.parts.prediction import PredictionView
 from apps.ui.parts.table_upload import TableUpload
@@ -229,12 +229,11 @@ class ServedUpload(TableUpload):
         choose = lambda label, options: pmui.Select(  # noqa: E731  (options: shown → value)
             label=label, options={NOT_STATED: "", **options}, value="",
             sizing_mode="stretch_width")
-        named = lambda catalog: {spec.name: key for key, spec in catalog.items()}  # noqa: E731
-        self._gpu = choose("GPU of your vLLM runs", named(gpu_catalog()))
+        self._gpu = choose("GPU of your vLLM runs", catalog_names("gpu"))
         self._tp = choose("tp of your vLLM runs", {str(tp): tp for tp in TP_CHOICES})
         self._precision = choose("Precision (default: the checkpoint's)",
                                  {p: p for p in PRECISIONS})
-        self._model = choose("Model (when model_id is a local path)", named(model_catalog()))
+        self._model = choose("Model (when model_id is a local path)", catalog_names("model"))
         for widget in self.setup_inputs():
             widget.param.watch(self._setup_changed, "value")
 
