@@ -163,6 +163,51 @@ def select_point(table: xr.Dataset, sel: Selection) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
+def measured_values(table: xr.Dataset, sel: Selection, axis: str) -> list[int]:
+    """The values of ``axis`` measured for ``sel``'s kind and shape and the axes before
+    ``axis`` in :data:`POINT_AXES` (ascending): what a page offers for ``axis``. Where ``sel``
+    names none (a shape of another kind, an earlier axis not measured), those of the kind; []
+    for an axis the kind does not have."""
+    axes = POINT_AXES.get(sel.kind, ())
+    if axis not in axes:
+        return []
+    kinds = np.asarray(table["kind"].values).astype(str) == sel.kind
+    mask = kinds & (np.asarray(table["shape"].values).astype(str) == str(sel.shape))
+    for before in axes[:axes.index(axis)]:
+        mask &= np.asarray(table[before].values) == getattr(sel, before)
+    values = np.asarray(table[axis].values)[mask if mask.any() else kinds]
+    return sorted({int(v) for v in values})
+
+
+def nearest_value(value: int, values: list[int]) -> int:
+    """The one of ``values`` (whole numbers ≥ 1) nearest ``value`` on a log scale; the smaller
+    of two as near."""
+    return min(values, key=lambda v: (abs(np.log2(v) - np.log2(max(value, 1))), v))
+
+
+def nearest_measured(table: xr.Dataset, sel: Selection, axes: tuple[str, ...] | None = None
+                     ) -> tuple[Selection, list[tuple[str, int, int, list[int]]]]:
+    """``sel`` with each of ``axes`` (default: all of its kind's, in :data:`POINT_AXES` order)
+    that is not measured given the axes before it moved to the nearest measured value (log
+    scale), and the moves: ``(axis, from, to, the values measured there)``. Kind and shape
+    stay as they are (a shape not measured moves nothing)."""
+    moves: list[tuple[str, int, int, list[int]]] = []
+    shapes = np.asarray(table["shape"].values).astype(str)[
+        np.asarray(table["kind"].values).astype(str) == sel.kind]
+    if str(sel.shape) not in set(shapes):
+        return sel, moves
+    for axis in POINT_AXES.get(sel.kind, ()):
+        if axes is not None and axis not in axes:
+            continue
+        offered = measured_values(table, sel, axis)
+        wanted = getattr(sel, axis)
+        if offered and wanted not in offered:
+            to = nearest_value(wanted, offered)
+            moves.append((axis, int(wanted), to, offered))
+            sel = replace(sel, **{axis: to})
+    return sel, moves
+
+
 def completed_selection(table: xr.Dataset, given: dict) -> Selection:
     """The point the flags ``given`` (name → value, None where not given) name: the defaults
     fill the rest where that names a measured point, else the first measured point agreeing

@@ -23,6 +23,7 @@ from lab.measured.calc import (
     group_summary,
     measured_elsewhere,
     measured_table,
+    measured_values,
     point_record,
     select_point,
 )
@@ -103,15 +104,20 @@ class FloorsAgainstMeasurements(TableExperiment):
         shapes = np.asarray(table["shape"].values).astype(str)
         return list(dict.fromkeys(shapes[kinds == (kind or self.kind)].tolist()))
 
+    def selection(self) -> Selection:
+        """The inputs in force as the point they name."""
+        return Selection(kind=self.kind, shape=str(self.shape), tp=self.tp, batch=self.batch,
+                         context=self.context, m=self.m)
+
+    def measured_options(self, axis: str) -> list[int]:
+        """The values of ``axis`` (tp, batch, context or m) measured for the kind and shape in
+        force and the axes before it (:func:`~lab.measured.calc.measured_values`); the value
+        in force when none is (another kind's axis)."""
+        return measured_values(self.table(), self.selection(), axis) or [int(getattr(self, axis))]
+
     def tps(self) -> list[int]:
-        """The tp degrees (GPUs) measured for the selected kind and shape, ascending (those of
-        the kind when the shape has none; the selected tp when the kind has none)."""
-        table = self.table()
-        kinds = np.asarray(table["kind"].values).astype(str) == self.kind
-        shapes = np.asarray(table["shape"].values).astype(str) == str(self.shape)
-        tps = np.asarray(table["tp"].values)
-        found = tps[kinds & shapes] if (kinds & shapes).any() else tps[kinds]
-        return sorted({int(t) for t in found}) or [int(self.tp)]
+        """The tp degrees (GPUs) measured for the selected kind and shape, ascending."""
+        return self.measured_options("tp")
 
     @param.depends("kind", "measurements", watch=True)
     def _first_point_of_kind(self) -> None:

@@ -31,6 +31,12 @@ slider). Every slider of every page is moved without a browser in ``test_control
 with the very message the browser sends."""
 
 
+MEASURED_ENDS = (("tp", (("End", 4),)), ("batch", (("End", 512), ("Home", 1))),
+                 ("context", (("End", 131_072), ("Home", 1024))))
+"""Experiment 9's sliders moved to their ends: each offers only the values measured for
+32-8-128 (and the axes before it), so each end is a measured point."""
+
+
 def page_url(base: str, view: str, query: str = "") -> str:
     return f"{base}/inference_lab?view={view}{query}"
 
@@ -42,14 +48,15 @@ def log2_inputs(slug: str) -> tuple[Experiment, list[str]]:
     return exp, [n for n in names if is_wide_count(type(exp).param[n])]
 
 
-def move(page, slider, key: str, name: str, value: int) -> None:
-    """Press ``key`` on ``slider`` (focused); the address, the box and a card follow."""
+def move(page, slider, key: str, name: str, value: int, box: bool = True) -> None:
+    """Press ``key`` on ``slider`` (focused); the address, the box (if it has one) and a card
+    follow."""
     cards = page.locator(".lab-cards-pane").first
     before = cards.inner_text()
     slider.focus()
     page.keyboard.press(key)
     expect(page).to_have_url(re.compile(rf"[?&]{name}={value}(&|$)"))
-    if name != "tp":  # experiment 9's tp has no box
+    if box:
         expect(page.locator(f".lab-input-{name} input").first).to_have_value(
             re.compile(rf"^({value}|{value:,})$"))
     expect(cards).not_to_have_text(before)
@@ -67,10 +74,17 @@ def test_powers_of_two_sliders_move_their_inputs_in_place(lab_url, lab_page, lab
         exp, names = log2_inputs(slug)
         open_page(lab_page, page_url(lab_url, slug))
         entries = lab_page.evaluate("() => history.length")
-        if slug == "measured":  # tp: the measured degrees only (before a move off the data)
-            tp = lab_page.locator(".lab-input-tp input[type=range]").first
-            move(lab_page, tp, "End", "tp", 4)
+        if slug == "measured":  # the measured values only, no box: tp 1, 2, 4; batch 1-512
+            for name, ends in MEASURED_ENDS:
+                slider = lab_page.locator(f".lab-input-{name} input[type=range]").first
+                for key, value in ends:
+                    move(lab_page, slider, key, name, value, box=False)
+                    moved += 1
             lab_page.wait_for_function(f"() => ({TITLE})().endsWith('at tp 4')")
+            expect(lab_page.locator(".lab-cards-pane").first).not_to_contain_text(
+                "Not available")
+            assert lab_page.evaluate("() => history.length") == entries, slug
+            continue
         for name in names:
             slider = lab_page.locator(f".lab-log-{name} input[type=range]").first
             if not slider.is_visible():  # an input behind a switch, or another kind's

@@ -91,7 +91,7 @@ def test_a_powers_of_two_slider_is_labelled_nearest():
 
 def test_measured_page_shows_the_inputs_of_its_kind(document):
     page = MeasuredPage()
-    widgets = {**page.inputs._widgets, "tp": page.tp_slider}
+    widgets = page.sliders
 
     def shown() -> set[str]:
         return {n for n in ("tp", "batch", "context", "m") if widgets[n].visible}

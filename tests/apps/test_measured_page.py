@@ -1,6 +1,8 @@
 """Experiment 9's page at the Bokeh-document level (no browser): the default point's cards, the
 GEMM flag below the floor, an upload read in memory, a bad upload as one escaped sentence, the
-upload's own size limit, and the inputs kept in the URL (a link's bad value is one sentence)."""
+upload's own size limit, the inputs kept in the URL (a link's bad value is one sentence), and
+inputs that offer only what was measured (a link or a shape off the data moves to the nearest
+measured point and says so)."""
 
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ from panel.io.state import set_curdoc
 from apps.ui.parts.cards import cards_html
 from apps.ui.parts.measured_upload import MeasurementsUpload
 from apps.ui.parts.trace_upload import UPLOAD_CHUNK_BYTES
-from apps.ui.views.measured_page import MeasuredPage
+from apps.ui.views.measured_page import MEASURED_AXES, MeasuredPage, measured_slider
 from lab.limits import MAX_MEASUREMENT_BYTES
+from lab.measured.calc import POINT_AXES
 from lab.measured.experiment import FloorsAgainstMeasurements
 
 
@@ -28,6 +31,13 @@ def view():
         page.__panel__().get_root(doc)
         yield page
     pn.state._locations.pop(doc, None)
+
+
+@pytest.fixture
+def throttled():
+    """Panel as the lab serves it: sliders report only their released position."""
+    with pn.config.set(throttled=True):
+        yield
 
 
 def upload(view: MeasuredPage, name: str, data: bytes) -> None:
@@ -156,12 +166,71 @@ def test_script_in_a_link_is_shown_as_text(document):
     assert "<script>" not in message(page)
 
 
-def test_a_link_to_an_unmeasured_point_says_what_was_measured(document):
-    page = linked(document, "?view=measured&batch=17")
-    assert page.experiment.error == (
-        "There is no decode attention measurement of 32-8-128 at batch 17 (given the rest of "
-        "the selection); measured: 1, 16, 32, 64, 128, 256, 512.")
-    assert "Not available:</b> There is no decode attention" in page.cards._pane.object
+@pytest.mark.parametrize(("search", "shown", "sentence"), [
+    ("batch=17", {"batch": 16},
+     "The link&#x27;s batch=17 was not measured (given the rest of the selection; measured: 1, "
+     "16, 32, 64, 128, 256, 512), so the page shows batch=16."),
+    ("tp=3", {"tp": 4}, "The link&#x27;s tp=3 was not measured (given the rest of the "
+     "selection; measured: 1, 2, 4), so the page shows tp=4."),
+    ("tp=2&context=256&batch=100", {"tp": 2, "batch": 128, "context": 1024},
+     "so the page shows batch=128. The link&#x27;s context=256 was not measured"),
+    ("kind=gemm&m=1000", {"m": 1024}, "so the page shows m=1024."),
+])
+def test_a_link_to_an_unmeasured_point_moves_to_the_nearest_measured(document, search, shown,
+                                                                      sentence):
+    """A link's tp=3 was taken: the page said no measurement was at tp 3 while the tp slider
+    read 4 and the chart's title tp 1. Now it shows the nearest measured point and says so."""
+    page = linked(document, f"?view=measured&{search}")
+    exp = page.experiment
+    assert {name: getattr(exp, name) for name in shown} == shown
+    assert exp.error is None and sentence in message(page)
+    assert {name: query(document)[name] for name in shown} == {
+        name: str(value) for name, value in shown.items()}
+    assert all(page.sliders[name].value == value for name, value in shown.items())
+
+
+def walk(exp: FloorsAgainstMeasurements, sliders: list) -> int:
+    """Every position of ``sliders[0]`` and, at each, every one of the rest; asserts each
+    combination names a measured point. The points reached."""
+    if not sliders:
+        assert exp.error is None, (exp.selection(), exp.error)
+        return 1
+    slider, name, reached = sliders[0], sliders[0].css_classes[0].removeprefix("lab-input-"), 0
+    for index in range(len(slider.options)):
+        slider._process_events({"value_throttled": index})
+        assert getattr(exp, name) == slider.options[index]
+        reached += walk(exp, sliders[1:])
+    return reached
+
+
+def test_every_slider_position_is_a_measured_point(throttled):
+    """Experiment 9's batch, context and m had a number box (−/+ by 1) and a powers-of-two
+    slider (1, 2, 4, 8…), and its tp a box: most of their positions were points nobody
+    measured ("Not available"). Every position of every slider, for every shape of every
+    kind, now names a measured point. (The page's sliders alone: its chart would redraw at
+    each of the 897 points.)"""
+    exp = FloorsAgainstMeasurements()
+    sliders = {axis: measured_slider(exp, axis) for axis in MEASURED_AXES}
+    checked = 0
+    for kind in ("decode", "prefill", "gemm"):
+        exp.kind = kind
+        for shape in exp.shapes():
+            exp.shape = shape
+            checked += walk(exp, [sliders[axis] for axis in POINT_AXES[kind]])
+    assert checked == exp.table().sizes["point"]  # each measured point reached exactly once
+
+
+def test_a_shape_whose_contexts_differ_moves_the_context_and_says_so(document):
+    page = MeasuredPage()
+    exp = page.experiment
+    exp.param.update(shape="28-4-128", tp=1, batch=1, context=256)
+    assert exp.error is None and not page.message.visible
+    exp.shape = "32-8-128"  # measured from 1,024 tokens
+    assert exp.context == 1024 and exp.error is None
+    assert message(page) == ('<div class="lab-input-problem" role="alert">Context 256 was not '
+                             'measured at shape 32-8-128, so it moved to 1,024.</div>')
+    exp.batch = 32  # a move that needs no other: the note goes
+    assert not page.message.visible
 
 
 # -- experiment 1's chart with the measured attention -----------------------------------------

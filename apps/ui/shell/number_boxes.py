@@ -164,6 +164,7 @@ class TypedText(pn.custom.JSComponent):
       // before) keeps its cursor, and the re-entry after Enter above selects nothing.
       if (window.__labSelectOnTab) { return; }
       window.__labSelectOnTab = true;
+      let waiting = null;  // the box entered by Tab whose text is not selected yet
       let pointed = { root: null, at: -1e9 };  // the box a pointer last went down on, when
       document.addEventListener("pointerdown", (event) => {
         const el = event.composedPath()[0];
@@ -177,10 +178,24 @@ class TypedText(pn.custom.JSComponent):
         if (!root || (pointed.root === root && performance.now() - pointed.at < 1000)) {
           return;
         }
+        waiting = box;
         const select = () => {
+          if (waiting !== box) { return; }  // a key already selected it, or another box
+          waiting = null;
           if (box.isConnected && box.getRootNode().activeElement === box) { box.select(); }
         };
         setTimeout(() => requestAnimationFrame(select), 0);
+      });
+      // A key typed before that frame (a fast typist, a busy page: keys outrun timers) selects
+      // the text first, so it still replaces it: "1500" typed into "500" read "500" (the "1"
+      // went in at the cursor, then the late selection was replaced by "500").
+      listenInEveryRoot("keydown", (event) => {
+        const box = event.composedPath()[0];
+        if (!box || box !== waiting || event.ctrlKey || event.metaKey || event.altKey) { return; }
+        if (event.key.length === 1 || event.key === "Backspace" || event.key === "Delete") {
+          waiting = null;
+          box.select();
+        }
       });
     }
     function nameTheSteppers() {

@@ -159,13 +159,22 @@ class UrlInputs:
     knows :data:`PAGE_KEYS` and ``others`` (the keys of the page's other URL reader). With
     ``others`` None this reader judges no key it does not hold (the page's other reader does:
     the grid explorer's dataset, read before the dataset's own inputs exist).
+
+    ``settle()``, called after each link's values are applied, may move what the inputs
+    accept one by one but not together (experiment 9: a batch not measured at the link's
+    tp); it returns one sentence per move, reported with the refusals. :attr:`applying` is
+    True while a link's values are being applied (a page's own follow-ups wait for
+    ``settle``).
     """
 
     def __init__(self, target: param.Parameterized, names: Sequence[str], report: Report, *,
                  first: Sequence[str] = (), after_first: Callable[[], None] | None = None,
                  lenient: Sequence[str] = (), unlinkable: Sequence[str] = (),
-                 others: Sequence[str] | None = ()):
+                 others: Sequence[str] | None = (),
+                 settle: Callable[[], list[str]] | None = None):
         self.target, self.names, self.report = target, list(names), report
+        self.settle = settle
+        self.applying = False
         self.unlinkable = [n for n in unlinkable if n not in self.names]
         self.known = (None if others is None else
                       {*self.names, *self.unlinkable, *PAGE_KEYS, *others})
@@ -199,6 +208,16 @@ class UrlInputs:
             self.location.search = search
 
     def _apply(self, search: str) -> list[str]:
+        """Apply the accepted values of ``search`` (``first`` ones first), then ``settle``;
+        the refusals and the moves."""
+        self.applying = True
+        try:
+            problems = self._apply_values(search)
+        finally:
+            self.applying = False
+        return problems + (self.settle() if self.settle is not None else [])
+
+    def _apply_values(self, search: str) -> list[str]:
         """Apply the accepted values of ``search`` (``first`` ones first); the refusals."""
         pairs, problems = screened(search)
         problems += [f"The link's {quoted(name)}= names a file, which a page never opens from "

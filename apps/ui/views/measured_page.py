@@ -31,13 +31,18 @@ from apps.ui.shell.busy import BusyNote
 from apps.ui.shell.theme import CARD_CSS
 from apps.ui.shell.url_sync import UrlInputs, upload_only
 from apps.ui.views.page_shell import experiment_page
-from lab.measured.calc import POINT_AXES
+from lab.measured.calc import POINT_AXES, nearest_measured
 from lab.measured.experiment import FloorsAgainstMeasurements
 from lab.units import fmt_count
 
 INPUTS = ("kind", "shape", "tp", "batch", "context", "m", "gpu")
 """The inputs offered as widgets and kept in the URL, ``kind`` first: the shapes on offer
 depend on it (the data set comes from the upload and is never in the URL)."""
+
+MEASURED_AXES = ("tp", "batch", "context", "m")
+"""The inputs that pick a measured point besides its kind and shape, each a slider over the
+values measured (:meth:`~lab.measured.experiment.FloorsAgainstMeasurements.measured_options`),
+in :data:`~lab.measured.calc.POINT_AXES` order."""
 
 CHART_NOTE = ("Measured kernel times (not the lab's ideal) divided by the lab's floor for the "
               "same work; 1× is the floor. Hover for the measured time, the floor and the "
@@ -65,6 +70,21 @@ FLAG_CSS = """
 .lab-below-floor { border-left: 4px solid #D55E00; padding: 8px 12px; margin: 6px 0;
   background: rgba(213,94,0,0.08); }
 """
+
+
+def label(exp: FloorsAgainstMeasurements, name: str) -> str:
+    """An input's label without its unit, as a sentence names it: "tp", "batch", "shape"."""
+    text = exp.param[name].label.split(" (")[0]
+    return text if text[:2].isupper() or text == "tp" else text.lower()
+
+
+def measured_slider(exp: FloorsAgainstMeasurements, axis: str):
+    """A slider over the values of ``axis`` measured for the kind, shape and the axes before
+    it, offered anew when any of them (or the data set) changes."""
+    before = POINT_AXES["decode"][:POINT_AXES["decode"].index(axis)] if axis != "m" else ()
+    return options_slider(exp, axis, lambda: exp.measured_options(axis),
+                          label=exp.param[axis].label, css_class=f"lab-input-{axis}",
+                          follows=["kind", "shape", "measurements", *before])
 
 
 def power_of_two_axis(values: np.ndarray):
@@ -120,21 +140,24 @@ class MeasuredPage(Viewer):
         exp = self.experiment
         self._last_plot, self._last_title = None, ""
         self.message = InputMessage()
+        self._moved_note = ""  # the last sentence :meth:`_settle_point` showed
         # ``shape`` stays lenient on set: a new kind moves it to that kind's shapes before the
         # list on offer follows; a link's shape is checked against its kind's list below.
         self.url = UrlInputs(exp, list(INPUTS), self.message.say, first=["kind"],
                              after_first=self._offer_kind_shapes, lenient=["shape"],
-                             unlinkable=upload_only(exp, INPUTS))
-        self.inputs = input_panel(exp, [n for n in INPUTS if n != "tp"],
+                             unlinkable=upload_only(exp, INPUTS), settle=self._settle_link)
+        self.inputs = input_panel(exp, [n for n in INPUTS if n not in MEASURED_AXES],
                                   report=self.message.say)
-        # tp offers only the degrees measured for the kind and shape (1, 2, 4 shipped), not
-        # every whole number its bounds allow.
-        self.tp_slider = options_slider(exp, "tp", exp.tps, label=exp.param.tp.label,
-                                        css_class="lab-input-tp",
-                                        follows=["kind", "shape", "measurements", "gpu"])
+        # tp, batch, context and m offer only the values measured for the kind, the shape and
+        # the axes before them: a number box and its −/+ (steps of 1) or a powers-of-two
+        # slider (2, 4, 8…) landed on points nobody measured.
+        self.sliders = {axis: measured_slider(exp, axis) for axis in MEASURED_AXES}
+        self.tp_slider = self.sliders["tp"]
         layout = self.inputs.layout
-        layout.insert(layout.objects.index(param_widgets(self.inputs)["shape"]) + 1,
-                      self.tp_slider)
+        at = layout.objects.index(param_widgets(self.inputs)["shape"]) + 1
+        for offset, axis in enumerate(MEASURED_AXES):
+            layout.insert(at + offset, self.sliders[axis])
+        exp.param.watch(self._settle_point, ["shape", *MEASURED_AXES[:-2]])
         exp.param.watch(self._show_kind_inputs, "kind")
         self._show_kind_inputs()
         self.upload = MeasurementsUpload(experiment=exp)
@@ -152,6 +175,42 @@ class MeasuredPage(Viewer):
         self.busy = BusyNote()  # the chart follows the result within the calculation's span
         self.busy.follow(exp, "computing")
 
+    def _settle_point(self, *events) -> None:
+        """A page input moved the point off the measurements (a shape or tp whose measured
+        batches or contexts differ): the axes after it move to their nearest measured values,
+        and the message says so. A link's values are settled by :meth:`_settle_link`."""
+        url = getattr(self, "url", None)
+        if url is None or url.applying:
+            return
+        exp = self.experiment
+        changed = {e.name for e in events}
+        order = ["shape", *POINT_AXES.get(exp.kind, ())]
+        first = min((order.index(n) for n in changed if n in order), default=len(order))
+        later = tuple(a for a in order[first + 1:] if a not in changed)
+        moved, moves = nearest_measured(exp.table(), exp.selection(), later)
+        if moves:
+            value = getattr(exp, order[first])
+            at = f"{label(exp, order[first])} {value if isinstance(value, str) else f'{value:,}'}"
+            exp.param.update({axis: getattr(moved, axis) for axis, *_ in moves})
+            self._moved_note = " ".join(
+                f"{label(exp, axis).capitalize()} {old:,} was not measured at {at}, so it moved "
+                f"to {new:,}." for axis, old, new, _ in moves)
+            self.message.say(self._moved_note)
+        elif self._moved_note and self.message.visible:
+            self._moved_note = ""
+            self.message.say(None)
+
+    def _settle_link(self) -> list[str]:
+        """A link's point that names no measurement moves to the nearest one measured, axis by
+        axis (:func:`~lab.measured.calc.nearest_measured`); one sentence per move."""
+        exp = self.experiment
+        moved, moves = nearest_measured(exp.table(), exp.selection())
+        if moves:
+            exp.param.update({axis: getattr(moved, axis) for axis, *_ in moves})
+        return [f"The link's {axis}={old} was not measured (given the rest of the selection; "
+                f"measured: {', '.join(str(v) for v in offered)}), so the page shows "
+                f"{axis}={new}." for axis, old, new, offered in moves]
+
     def _offer_kind_shapes(self) -> None:
         """Offer the shapes of the kind now in force (a link's kind is applied first)."""
         exp = self.experiment
@@ -161,10 +220,8 @@ class MeasuredPage(Viewer):
         """Show only the inputs that pick a point of the kind in force (no GEMM m for decode;
         no batch, context or tp for GEMM); a wide count's slider follows its box."""
         used = POINT_AXES.get(self.experiment.kind, ())
-        for name in {axis for axes in POINT_AXES.values() for axis in axes}:
-            if name in param_widgets(self.inputs):
-                param_widgets(self.inputs)[name].visible = name in used
-        self.tp_slider.visible = "tp" in used
+        for axis, slider in self.sliders.items():
+            slider.visible = axis in used
 
     def _flag_html(self, _result) -> str:
         r = self.experiment.result
