@@ -32,6 +32,7 @@ from lab.plan.plan_decide import (
     pick,
 )
 from lab.plan.plan_space import (
+    ENGINE_NAMES,
     IDEAL,
     MODES,
     Layout,
@@ -388,7 +389,8 @@ def config_steps(r: dict) -> list[Step]:
     """The derivation of one predicted configuration: floor, each named term, prediction,
     band, throughput."""
     ms = lambda v: "n/a" if v is None else f"{fmt_number(v, 2)} ms"  # noqa: E731
-    steps = [Step("Configuration", "", f"{r['engine']}, {r['mode']}, {r['label']}"),
+    engine = ENGINE_NAMES.get(r["engine"], r["engine"])
+    steps = [Step("Configuration", "", f"{engine}, {r['mode']}, {r['label']}"),
              Step("TPOT floor", "one ideal decode step of the decode worker's batch (§11)",
                   ms(r["tpot_floor_ms"]))]
     if r["calibrated"]:

@@ -42,6 +42,10 @@ from lab.units import GB
 ENGINES = ("trtllm", "vllm", "sglang", "ideal")
 """Engines a plan predicts; ``ideal`` is the lab's floor."""
 IDEAL = "ideal"
+ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang",
+                IDEAL: "Ideal (the lab's floor)"}
+"""How an engine's id is written for a reader: each project's own spelling, and the lab's
+floor as such (pages, derivations)."""
 FLOOR_NAMES = ("tpot_floor_ms", "ttft_floor_ms", "tpot_term_allreduce_ms",
                "prefill_step_basis_ms", "layers", "batch_floor", "batch_stated", "step_one_ms",
                "queue_prefill_ms")

@@ -274,3 +274,19 @@ def test_experiment_1_chart_draws_measured_attention_only_when_on():
     assert all(r.visible for r in marks.renderers)
     overlay.show = False
     assert not any(r.visible for r in marks.renderers) and overlay.key() == ""
+
+
+def test_the_heatmap_hover_is_in_the_cards_units(view):
+    """The hover read times in ms and bandwidth in B/s beside cards in µs and TB/s."""
+    import holoviews as hv
+
+    exp = view.experiment
+    exp.param.update(kind="decode", shape="32-8-128", tp=1, batch=16, context=8192)
+    grid = next(e for e in view._plot(None) if isinstance(e, hv.HeatMap))
+    assert {d.name: d.unit for d in grid.vdims[1:]} == {
+        "latency_s": "µs", "floor_s": "µs", "achieved_bandwidth": "TB/s"}
+    row = grid.data[(grid.data["batch"] == "16") & (grid.data["context"] == "8,192")].iloc[0]
+    point = exp.result["selected"]
+    assert row["latency_s"] == pytest.approx(point["latency_s"] * 1e6)  # 182.171 µs
+    assert row["achieved_bandwidth"] == pytest.approx(point["achieved_bandwidth"] / 1e12)
+    assert f"{row['latency_s']:.2f} µs measured" in cards_html(exp.cards())

@@ -576,6 +576,8 @@ def test_the_derivation_names_its_terms_and_its_arithmetic_holds():
     per_gpu = steps["Tokens/s per GPU"]["expression"]
     assert "/ 1,000 ms/s) /" in per_gpu and steps["Tokens/s per user"]["expression"].startswith(
         "1,000 ms/s / ")
+    # The engine as its project writes it, as the page's dropdown does (it read "vllm, agg").
+    assert steps["Configuration"]["result"].startswith("vLLM, agg, ")
 
 
 def test_with_no_target_the_card_says_so():

@@ -21,6 +21,7 @@ from bokeh.models import NumeralTickFormatter
 from apps.ui.panel_compat import DimensionSlider, param_widgets
 from lab.catalog import get_model, gpu_catalog, model_catalog
 from lab.errors import LabInputError
+from lab.plan.plan_space import ENGINE_NAMES
 from lab.served.served_experiment import ALL
 
 LOG_RATIO = 256
@@ -117,12 +118,6 @@ def options_slider(owner: param.Parameterized, name: str, offered: Callable[[], 
     slider.param.watch(moved, "value")
     owner.param.watch(follow, [name, *follows])
     return slider
-
-
-ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang",
-                "ideal": "Ideal (the lab's floor)"}
-"""How a serving engine's id is written on a page: each project's own spelling, and the lab's
-floor as such."""
 
 
 def catalog_names(name: str) -> dict[str, str] | None:

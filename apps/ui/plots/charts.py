@@ -39,6 +39,10 @@ lab (:func:`themed` drops it from the figures the lab builds itself)."""
 DISPLAY_UNITS = {"s": ("ms", 1 / MS), "B": ("GB", 1 / GB), "FLOP": ("GFLOP", 1 / GFLOP)}
 """SI unit in the data → (unit on screen, factor)."""
 
+CHOSEN_UNITS = {("s", "µs"): 1e6, ("s", "ms"): 1e3, ("B/s", "TB/s"): 1e-12, ("B/s", "GB/s"): 1e-9}
+"""(SI unit in the data, unit a chart chose for a variable) → factor: a variable whose attrs
+name ``display_units`` is shown in it (experiment 9's hover in the µs and TB/s of its cards)."""
+
 
 NOTE = "Ideal phase cost, not a measurement"
 """What every decode curve is, stated on the chart."""
@@ -69,6 +73,9 @@ def display_label(da: xr.DataArray) -> tuple[str, str, float]:
     fallback = COORDINATE_ATTRS.get(str(da.name), (str(da.name or ""), ""))
     units = unit_label(da.attrs) if "units" in da.attrs else fallback[1]
     long_name = str(da.attrs.get("long_name", fallback[0])).strip()
+    chosen = da.attrs.get("display_units")
+    if (units, chosen) in CHOSEN_UNITS:
+        return long_name, str(chosen), CHOSEN_UNITS[(units, chosen)]
     shown, factor = DISPLAY_UNITS.get(units, (units, 1.0))
     return long_name, "" if shown in ("1", "") else shown, factor
 

@@ -55,6 +55,9 @@ INTRO = ("Real kernels sit near the lab's floor once there is enough work — an
          "experiments 1 and 8.")
 """The page's introduction, under the headline."""
 
+HOVER_UNITS = {"latency_s": "µs", "floor_s": "µs", "achieved_bandwidth": "TB/s"}
+"""The heatmap's hover shows times and bandwidth in the units of the cards beside it."""
+
 SELECTED_COLOR = "#D55E00"
 """Outline of the selected point on the heatmap (Okabe–Ito vermillion)."""
 
@@ -248,6 +251,8 @@ class MeasuredPage(Viewer):
         ds = source.chart_data()
         if source.kind == "decode":
             title = f"Measured / floor, decode attention\n{source.shape} at tp {source.tp}"
+            for name, unit in HOVER_UNITS.items():  # the cards' units, not ms and B/s
+                ds[name].attrs["display_units"] = unit
             grid = heatmap(ds, "ratio", x="batch", y="context")
             here = hv.Points([(f"{source.batch:,}", f"{source.context:,}")], kdims=grid.kdims,
                              label="selected point").opts(
