@@ -290,3 +290,12 @@ def test_the_heatmap_hover_is_in_the_cards_units(view):
     assert row["latency_s"] == pytest.approx(point["latency_s"] * 1e6)  # 182.171 µs
     assert row["achieved_bandwidth"] == pytest.approx(point["achieved_bandwidth"] / 1e12)
     assert f"{row['latency_s']:.2f} µs measured" in cards_html(exp.cards())
+
+
+def test_each_slider_keeps_its_inputs_help():
+    """The number boxes carried each input's doc as their help; the sliders that replaced them
+    carry it too, and say what they offer."""
+    page = MeasuredPage()
+    for axis, slider in page.sliders.items():
+        doc = FloorsAgainstMeasurements.param[axis].doc
+        assert slider.description == f"{doc} Offers only the values measured."

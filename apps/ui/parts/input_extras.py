@@ -88,16 +88,19 @@ def log2_slider(owner: param.Parameterized, name: str) -> DimensionSlider:
 
 
 def options_slider(owner: param.Parameterized, name: str, offered: Callable[[], list[int]], *,
-                   label: str, css_class: str, follows: Sequence[str] = ()) -> DimensionSlider:
+                   label: str, css_class: str, follows: Sequence[str] = (),
+                   description: str | None = None) -> DimensionSlider:
     """A slider over the whole numbers ``offered()`` for ``owner.name``: moving it sets the
     input; it follows the input to the nearest value offered (on a log scale, without changing
-    the input) and offers ``offered()`` anew when an input of ``follows`` changes.
+    the input) and offers ``offered()`` anew when an input of ``follows`` changes. A
+    ``description`` is its help (the input's doc, where the slider stands in for its box).
 
     A :class:`~apps.ui.panel_compat.DimensionSlider`: panel-material-ui's own discrete slider
     reads the released position back wrongly (a server error, the input unchanged)."""
     options = offered()
     slider = DimensionSlider(options=options, value=nearest_power(getattr(owner, name), options),
-                             label=label, sizing_mode="stretch_width", css_classes=[css_class])
+                             label=label, sizing_mode="stretch_width", css_classes=[css_class],
+                             description=description)
 
     following = []  # non-empty while the slider is moved to follow the inputs
 

@@ -87,7 +87,8 @@ def measured_slider(exp: FloorsAgainstMeasurements, axis: str):
     before = POINT_AXES["decode"][:POINT_AXES["decode"].index(axis)] if axis != "m" else ()
     return options_slider(exp, axis, lambda: exp.measured_options(axis),
                           label=exp.param[axis].label, css_class=f"lab-input-{axis}",
-                          follows=["kind", "shape", "measurements", *before])
+                          follows=["kind", "shape", "measurements", *before],
+                          description=f"{exp.param[axis].doc} Offers only the values measured.")
 
 
 def power_of_two_axis(values: np.ndarray):
