@@ -676,6 +676,9 @@ class DimensionSlider(pmui.DiscreteSlider):
         index = msg.get("value_throttled")
         if isinstance(index, int) and 0 <= index < len(self.labels):
             msg["value_throttled"] = self.labels[index]
+        elif isinstance(index, int):  # past the options now offered (they changed while the
+            # browser's move was on its way): ignored, not "ValueError: 2 not in list"
+            msg = {k: v for k, v in msg.items() if k not in ("value", "value_throttled")}
         msg = super()._process_property_change(msg)
         if "value" in msg:
             msg["value_throttled"] = msg["value"]

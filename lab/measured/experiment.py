@@ -112,8 +112,13 @@ class FloorsAgainstMeasurements(TableExperiment):
     def measured_options(self, axis: str) -> list[int]:
         """The values of ``axis`` (tp, batch, context or m) measured for the kind and shape in
         force and the axes before it (:func:`~lab.measured.calc.measured_values`); the value
-        in force when none is (another kind's axis)."""
-        return measured_values(self.table(), self.selection(), axis) or [int(getattr(self, axis))]
+        in force when none is (another kind's axis) or the data has no table on this GPU (the
+        page says why)."""
+        try:
+            return (measured_values(self.table(), self.selection(), axis)
+                    or [int(getattr(self, axis))])
+        except LabInputError:  # no table on this GPU (FP8 GEMMs uploaded, a GPU without FP8)
+            return [int(getattr(self, axis))]
 
     def tps(self) -> list[int]:
         """The tp degrees (GPUs) measured for the selected kind and shape, ascending."""

@@ -1,8 +1,8 @@
 """Issue 37 items 1, 4, 5, 6 and 9 in headless Chromium against the session's served lab:
 powers-of-two sliders move their inputs (and an edit adds no history entry; experiment 9
-offers only its measured tp degrees), a grid row opens its own configuration and the
-derivation link carries it, and the "Not available" reason follows the inputs (also after a
-link set a dropdown).
+offers only its measured tp, batch and context values), a grid row opens its own
+configuration and the derivation link carries it, and the "Not available" reason follows the
+inputs (also after a link set a dropdown).
 
 Cheap by design (seven page loads in all): every wait is on an explicit condition, never a
 sleep; one test walks several pages of the one served lab (the session's ``lab_server``);
@@ -26,9 +26,10 @@ from lab.experiments.base import Experiment
 SLIDER_PAGES = ("decode", "measured")
 """Pages whose powers-of-two sliders are moved here: experiment 1, the generic page (batch,
 context at the model's own limit, KV page; every other generic page, and the derivation,
-builds its sliders with the same code), and experiment 9, a page of its own (with its tp
-slider). Every slider of every page is moved without a browser in ``test_controls_unit.py``,
-with the very message the browser sends."""
+builds its sliders with the same code), and experiment 9, a page of its own (its tp, batch
+and context sliders over the measured values alone). Every slider of
+every page is moved without a browser in ``test_controls_unit.py``, with the very message the
+browser sends."""
 
 
 MEASURED_ENDS = (("tp", (("End", 4),)), ("batch", (("End", 512), ("Home", 1))),

@@ -359,7 +359,7 @@ def test_measured_chart_title_never_names_other_inputs_as_its_own(document):
 
     exp.tp = 2
     assert title().endswith("at tp 2")
-    exp.tp = 3  # from a link: not measured
+    exp.tp = 3  # set directly (a link's tp=3 moves to 4): not measured
     assert exp.error is not None
     assert title().endswith(STALE) and "tp 3" not in title()
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl
 
+import numpy as np
 import panel as pn
 import pytest
 from bokeh.document import Document
 from panel.io.location import Location
 from panel.io.state import set_curdoc
 
+from apps.ui.panel_compat import param_widgets
 from apps.ui.parts.cards import cards_html
 from apps.ui.parts.measured_upload import MeasurementsUpload
 from apps.ui.parts.trace_upload import UPLOAD_CHUNK_BYTES
@@ -225,12 +227,16 @@ def test_a_shape_whose_contexts_differ_moves_the_context_and_says_so(document):
     exp = page.experiment
     exp.param.update(shape="28-4-128", tp=1, batch=1, context=256)
     assert exp.error is None and not page.message.visible
-    exp.shape = "32-8-128"  # measured from 1,024 tokens
-    assert exp.context == 1024 and exp.error is None
-    assert message(page) == ('<div class="lab-input-problem" role="alert">Context 256 was not '
-                             'measured at shape 32-8-128, so it moved to 1,024.</div>')
-    exp.batch = 32  # a move that needs no other: the note goes
+    # Chosen in the dropdown, as a reader does (its widget reports after the change).
+    param_widgets(page.inputs)["shape"]._process_events({"value": "32-8-128"})
+    assert exp.shape == "32-8-128" and exp.context == 1024 and exp.error is None
+    assert message(page) == ('<div class="lab-input-problem" role="alert">At shape 32-8-128, '
+                             'context 256 was not measured, so it moved to 1,024.</div>')
+    exp.context = 16384  # a move that needs no other: the note goes
     assert not page.message.visible
+    exp.param.update(batch=512)  # measured to 8,192 tokens at batch 512
+    assert exp.context == 8192 and "At batch 512, context 16,384 was not measured" in message(
+        page)
 
 
 # -- experiment 1's chart with the measured attention -----------------------------------------
@@ -299,3 +305,25 @@ def test_each_slider_keeps_its_inputs_help():
     for axis, slider in page.sliders.items():
         doc = FloorsAgainstMeasurements.param[axis].doc
         assert slider.description == f"{doc} Offers only the values measured."
+
+
+def test_a_gpu_without_the_datas_peak_moves_nothing_and_raises_nothing(throttled):
+    """FP8 GEMMs uploaded, then a GPU without FP8: the table cannot be built there, and a
+    shape change or a slider move raised from the page's follow-ups (a server error); a
+    slider position past its options (they changed while the move was on its way) is
+    ignored too."""
+    from lab.measured.measured_loader import shipped_measurements
+
+    page = MeasuredPage()
+    exp = page.experiment
+    data = shipped_measurements().copy(deep=True)
+    dtype = np.asarray(data["dtype"].values).astype(object)
+    dtype[np.asarray(data["kind"].values).astype(str) == "gemm"] = "fp8"
+    data["dtype"] = ("point", dtype.astype(str))
+    exp.measurements = data
+    exp.gpu = "a100-sxm-80gb"
+    assert "has no FP8 peak" in exp.error
+    exp.shape = "28-4-128"
+    batch = page.sliders["batch"]
+    batch._process_events({"value_throttled": len(batch.options) + 2})  # past its options
+    assert "has no FP8 peak" in exp.error

@@ -89,7 +89,7 @@ def log2_slider(owner: param.Parameterized, name: str) -> DimensionSlider:
 
 def options_slider(owner: param.Parameterized, name: str, offered: Callable[[], list[int]], *,
                    label: str, css_class: str, follows: Sequence[str] = (),
-                   description: str | None = None) -> DimensionSlider:
+                   description: str = "") -> DimensionSlider:
     """A slider over the whole numbers ``offered()`` for ``owner.name``: moving it sets the
     input; it follows the input to the nearest value offered (on a log scale, without changing
     the input) and offers ``offered()`` anew when an input of ``follows`` changes. A
@@ -100,7 +100,7 @@ def options_slider(owner: param.Parameterized, name: str, offered: Callable[[], 
     options = offered()
     slider = DimensionSlider(options=options, value=nearest_power(getattr(owner, name), options),
                              label=label, sizing_mode="stretch_width", css_classes=[css_class],
-                             description=description)
+                             **({"description": description} if description else {}))
 
     following = []  # non-empty while the slider is moved to follow the inputs
 

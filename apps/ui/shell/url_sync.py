@@ -163,8 +163,8 @@ class UrlInputs:
     ``settle()``, called after each link's values are applied, may move what the inputs
     accept one by one but not together (experiment 9: a batch not measured at the link's
     tp); it returns one sentence per move, reported with the refusals. :attr:`applying` is
-    True while a link's values are being applied (a page's own follow-ups wait for
-    ``settle``).
+    True while a link's values are applied and settled (a page's own follow-ups to an input
+    change stand aside: ``settle`` does them).
     """
 
     def __init__(self, target: param.Parameterized, names: Sequence[str], report: Report, *,
@@ -213,9 +213,9 @@ class UrlInputs:
         self.applying = True
         try:
             problems = self._apply_values(search)
+            return problems + (self.settle() if self.settle is not None else [])
         finally:
             self.applying = False
-        return problems + (self.settle() if self.settle is not None else [])
 
     def _apply_values(self, search: str) -> list[str]:
         """Apply the accepted values of ``search`` (``first`` ones first); the refusals."""

@@ -31,6 +31,7 @@ from apps.ui.shell.busy import BusyNote
 from apps.ui.shell.theme import CARD_CSS
 from apps.ui.shell.url_sync import UrlInputs, upload_only
 from apps.ui.views.page_shell import experiment_page
+from lab.errors import LabInputError
 from lab.measured.calc import POINT_AXES, nearest_measured
 from lab.measured.experiment import FloorsAgainstMeasurements
 from lab.units import fmt_count
@@ -151,7 +152,7 @@ class MeasuredPage(Viewer):
                              after_first=self._offer_kind_shapes, lenient=["shape"],
                              unlinkable=upload_only(exp, INPUTS), settle=self._settle_link)
         self.inputs = input_panel(exp, [n for n in INPUTS if n not in MEASURED_AXES],
-                                  report=self.message.say)
+                                  report=self._report)
         # tp, batch, context and m offer only the values measured for the kind, the shape and
         # the axes before them: a number box and its −/+ (steps of 1) or a powers-of-two
         # slider (2, 4, 8…) landed on points nobody measured.
@@ -161,7 +162,7 @@ class MeasuredPage(Viewer):
         at = layout.objects.index(param_widgets(self.inputs)["shape"]) + 1
         for offset, axis in enumerate(MEASURED_AXES):
             layout.insert(at + offset, self.sliders[axis])
-        exp.param.watch(self._settle_point, ["shape", *MEASURED_AXES[:-2]])
+        exp.param.watch(self._settle_point, ["shape", *MEASURED_AXES])
         exp.param.watch(self._show_kind_inputs, "kind")
         self._show_kind_inputs()
         self.upload = MeasurementsUpload(experiment=exp)
@@ -191,18 +192,28 @@ class MeasuredPage(Viewer):
         order = ["shape", *POINT_AXES.get(exp.kind, ())]
         first = min((order.index(n) for n in changed if n in order), default=len(order))
         later = tuple(a for a in order[first + 1:] if a not in changed)
-        moved, moves = nearest_measured(exp.table(), exp.selection(), later)
+        try:
+            moved, moves = nearest_measured(exp.table(), exp.selection(), later)
+        except LabInputError:  # no table on this GPU: the cards say why
+            return
         if moves:
             value = getattr(exp, order[first])
             at = f"{label(exp, order[first])} {value if isinstance(value, str) else f'{value:,}'}"
             exp.param.update({axis: getattr(moved, axis) for axis, *_ in moves})
             self._moved_note = " ".join(
-                f"{label(exp, axis).capitalize()} {old:,} was not measured at {at}, so it moved "
-                f"to {new:,}." for axis, old, new, _ in moves)
+                f"At {at}, {label(exp, axis)} {old:,} was not measured, so it moved to {new:,}."
+                for axis, old, new, _ in moves)
             self.message.say(self._moved_note)
         elif self._moved_note and self.message.visible:
             self._moved_note = ""
             self.message.say(None)
+
+    def _report(self, sentence: str | None) -> None:
+        """An input widget's sentence (a refused value), or None once its value is applied:
+        then the note :meth:`_settle_point` just showed for that very change stays."""
+        if sentence is None and self._moved_note:
+            return
+        self.message.say(sentence)
 
     def _settle_link(self) -> list[str]:
         """A link's point that names no measurement moves to the nearest one measured, axis by
@@ -222,7 +233,7 @@ class MeasuredPage(Viewer):
 
     def _show_kind_inputs(self, *_events) -> None:
         """Show only the inputs that pick a point of the kind in force (no GEMM m for decode;
-        no batch, context or tp for GEMM); a wide count's slider follows its box."""
+        no batch, context or tp for GEMM)."""
         used = POINT_AXES.get(self.experiment.kind, ())
         for axis, slider in self.sliders.items():
             slider.visible = axis in used

@@ -24,7 +24,7 @@ from panel.viewable import Viewer
 from apps.ui.parts.calculation import CalculationView
 from apps.ui.parts.cards import CardsView
 from apps.ui.parts.downloads import chart_csv_button
-from apps.ui.parts.input_extras import ENGINE_NAMES, catalog_names
+from apps.ui.parts.input_extras import catalog_names
 from apps.ui.parts.input_widgets import InputMessage, input_panel
 from apps.ui.parts.prediction import PredictionView
 from apps.ui.parts.table_upload import TableUpload
@@ -35,6 +35,7 @@ from apps.ui.shell.url_sync import UrlInputs, upload_only
 from apps.ui.views.page_shell import experiment_page
 from lab.catalog.loader import gpu_catalog
 from lab.catalog.lookup import model_catalog
+from lab.plan.plan_space import ENGINE_NAMES
 from lab.served.refit_note import unfitted_sentence
 from lab.served.served_calc import TERM_NAMES, TERMS
 from lab.served.served_experiment import FromFloorToServed
