@@ -57,6 +57,7 @@ import gc
 import inspect
 import io
 import logging
+import numbers
 import os
 import re
 import threading
@@ -666,8 +667,16 @@ class DimensionSlider(pmui.DiscreteSlider):
     to that stale number sent nothing. Here both directions use the index."""
 
     def _process_param_change(self, msg):
+        # New options with the value unchanged: the browser keeps its index, which now points
+        # at another option (prefill → decode showed context 512 for 4,096), so it is re-sent.
+        resend = "options" in msg and "value" not in msg
         msg = super()._process_param_change(msg)
         msg.pop("value_throttled", None)
+        if resend and self.value in self.values:
+            msg["value"] = self.values.index(self.value)
+        if "options" in msg:  # whole numbers grouped as everywhere else: 131,072, not 131072
+            msg["options"] = [f"{v:,}" if isinstance(v, numbers.Integral) and not isinstance(
+                v, bool) else label for label, v in zip(msg["options"], self.values, strict=True)]
         if "value" in msg:  # an index by now
             msg["value_throttled"] = msg["value"]
         return msg

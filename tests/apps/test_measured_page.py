@@ -327,3 +327,19 @@ def test_a_gpu_without_the_datas_peak_moves_nothing_and_raises_nothing(throttled
     batch = page.sliders["batch"]
     batch._process_events({"value_throttled": len(batch.options) + 2})  # past its options
     assert "has no FP8 peak" in exp.error
+
+
+def test_the_browser_slider_shows_the_value_in_force_after_its_options_change(document):
+    """Prefill → decode: the context slider's options grew (from 256 tokens) with its value
+    unchanged, and the browser kept its old position: it read 512 while the page computed
+    4,096 (batch read 1 for 16)."""
+    page = MeasuredPage()
+    models = {axis: slider.get_root(document) for axis, slider in page.sliders.items()}
+    exp = page.experiment
+    exp.kind = "prefill"
+    exp.param.update(shape="28-4-128", context=4096)
+    exp.kind = "decode"
+    assert (exp.batch, exp.context) == (16, 4096)
+    for axis in page.sliders:
+        data = models[axis].data  # what the browser holds: the labels and an index
+        assert data.options[data.value] == f"{getattr(exp, axis):,}", (axis, data.value)

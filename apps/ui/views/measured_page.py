@@ -223,7 +223,7 @@ class MeasuredPage(Viewer):
         if moves:
             exp.param.update({axis: getattr(moved, axis) for axis, *_ in moves})
         return [f"The link's {axis}={old} was not measured (given the rest of the selection; "
-                f"measured: {', '.join(str(v) for v in offered)}), so the page shows "
+                f"measured: {', '.join(f'{v:,}' for v in offered)}), so the page shows "
                 f"{axis}={new}." for axis, old, new, offered in moves]
 
     def _offer_kind_shapes(self) -> None:
