@@ -85,6 +85,11 @@ class FloorsAgainstMeasurements(TableExperiment):
     measurements = uploaded_table("Your measurements (lab.measured.measured_loader); None: the shipped "
                                   "H100 data.")
 
+    def __init__(self, **params):
+        self._last_points: dict[tuple[int, str], Selection] = {}
+        super().__init__(**params)
+        self._remember_point()
+
     # -- the table, computed once per data set and GPU ------------------------------------
     def table_key(self) -> tuple:
         return (id(self.measurements), self.gpu)
@@ -124,15 +129,32 @@ class FloorsAgainstMeasurements(TableExperiment):
         """The tp degrees (GPUs) measured for the selected kind and shape, ascending."""
         return self.measured_options("tp")
 
+    @param.depends("shape", "tp", "batch", "context", "m", watch=True)
+    def _remember_point(self) -> None:
+        """Keep the point in force as its kind's last one (of this data set), when measured:
+        a kind chosen again returns to it (decode → GEMM → decode lost the decode point)."""
+        try:
+            table = self.table()
+            select_point(table, self.selection())
+        except LabInputError:
+            return
+        self._last_points[(id(self.measurements), self.kind)] = self.selection()
+
     @param.depends("kind", "measurements", watch=True)
     def _first_point_of_kind(self) -> None:
-        """On a new kind or data set, select a measured point of that kind (the default point,
-        else 32-8-128's first, else the first of the kind), so the page never lands on nothing."""
+        """On a new kind or data set, select a measured point of that kind: the last one shown
+        of that kind (this data set), else the default point, else 32-8-128's first, else the
+        first of the kind, so the page never lands on nothing."""
         table = self.table()
         kinds = np.asarray(table["kind"].values).astype(str)
         if not (kinds == self.kind).any():
             if kinds.size:  # your data holds another kind: show that one
                 self.kind = str(kinds[0])
+            return
+        last = self._last_points.get((id(self.measurements), self.kind))
+        if last is not None and last.kind == self.kind:
+            self.param.update(shape=last.shape, tp=last.tp, batch=last.batch,
+                              context=last.context, m=last.m)
             return
         try:
             select_point(table, Selection(kind=self.kind, shape=self.shape, tp=self.tp,

@@ -336,10 +336,26 @@ def test_the_browser_slider_shows_the_value_in_force_after_its_options_change(do
     page = MeasuredPage()
     models = {axis: slider.get_root(document) for axis, slider in page.sliders.items()}
     exp = page.experiment
-    exp.kind = "prefill"
-    exp.param.update(shape="28-4-128", context=4096)
+    exp.param.update(shape="28-4-128", context=4096)  # decode from 256 tokens at tp 1
+    exp.kind = "prefill"  # prefill from 1,024 tokens: 4,096 moves from position 3 to 1
+    assert (exp.shape, exp.context) == ("28-4-128", 4096)
     exp.kind = "decode"
     assert (exp.batch, exp.context) == (16, 4096)
     for axis in page.sliders:
         data = models[axis].data  # what the browser holds: the labels and an index
         assert data.options[data.value] == f"{getattr(exp, axis):,}", (axis, data.value)
+
+
+def test_a_kind_chosen_again_returns_to_its_last_point():
+    """Decode at batch 64 × 16,384, then GEMM, then decode: the page came back at 28-4-128,
+    batch 1, context 1,024, with nothing said."""
+    exp = FloorsAgainstMeasurements()
+    exp.param.update(shape="56-8-128", tp=2, batch=64, context=16384)
+    exp.kind = "gemm"
+    exp.m = 4096
+    exp.kind = "prefill"
+    exp.kind = "decode"
+    assert (exp.shape, exp.tp, exp.batch, exp.context) == ("56-8-128", 2, 64, 16384)
+    assert exp.error is None
+    exp.kind = "gemm"
+    assert exp.m == 4096 and exp.error is None
