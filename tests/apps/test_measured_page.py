@@ -330,17 +330,16 @@ def test_a_gpu_without_the_datas_peak_moves_nothing_and_raises_nothing(throttled
 
 
 def test_the_browser_slider_shows_the_value_in_force_after_its_options_change(document):
-    """Prefill → decode: the context slider's options grew (from 256 tokens) with its value
-    unchanged, and the browser kept its old position: it read 512 while the page computed
-    4,096 (batch read 1 for 16)."""
+    """New options, the value unchanged: the browser kept its old position, now another
+    option's. 28-4-128 at tp 1 is measured from 256 tokens, at tp 2 from 1,024: 4,096 moves
+    from position 3 to 1, and the slider read 16,384 while the page computed 4,096 (prefill →
+    decode read context 512 and batch 1 the same way)."""
     page = MeasuredPage()
     models = {axis: slider.get_root(document) for axis, slider in page.sliders.items()}
     exp = page.experiment
-    exp.param.update(shape="28-4-128", context=4096)  # decode from 256 tokens at tp 1
-    exp.kind = "prefill"  # prefill from 1,024 tokens: 4,096 moves from position 3 to 1
-    assert (exp.shape, exp.context) == ("28-4-128", 4096)
-    exp.kind = "decode"
-    assert (exp.batch, exp.context) == (16, 4096)
+    exp.param.update(shape="28-4-128", tp=1, context=4096)
+    exp.tp = 2
+    assert (exp.batch, exp.context) == (16, 4096) and exp.error is None
     for axis in page.sliders:
         data = models[axis].data  # what the browser holds: the labels and an index
         assert data.options[data.value] == f"{getattr(exp, axis):,}", (axis, data.value)
