@@ -125,3 +125,9 @@ def fmt_ms(seconds: float, digits: int = 2) -> str:
 def fmt_rate(tokens_per_s: float) -> str:
     """Format a token rate rounded to whole tokens per second (``1,136 tok/s``)."""
     return f"{fmt_int(tokens_per_s)} tok/s"
+
+
+def nearest_on_log_scale(value: float, options: list[int]) -> int:
+    """The one of ``options`` (whole numbers ≥ 1, ascending) nearest ``value`` on a log scale,
+    the smaller of two as near (what a slider over powers of two or measured values shows)."""
+    return min(options, key=lambda o: (abs(math.log2(o) - math.log2(max(value, 1))), o))

@@ -18,7 +18,7 @@ from lab.errors import LabInputError, shown
 from lab.measured.floors import UNITS, floors
 from lab.measured.measured_loader import KIND_NAMES, KINDS, SHIPPED_GPU, shipped_measurements
 from lab.models.decode_step import peak_flops
-from lab.units import fmt_count, fmt_int, fmt_number
+from lab.units import fmt_count, fmt_int, fmt_number, nearest_on_log_scale
 
 DEFAULT_POINT = {"kind": "decode", "shape": "32-8-128", "tp": 1, "batch": 16, "context": 8192,
                  "m": 0}
@@ -179,12 +179,6 @@ def measured_values(table: xr.Dataset, sel: Selection, axis: str) -> list[int]:
     return sorted({int(v) for v in values})
 
 
-def nearest_value(value: int, values: list[int]) -> int:
-    """The one of ``values`` (whole numbers ≥ 1) nearest ``value`` on a log scale; the smaller
-    of two as near."""
-    return min(values, key=lambda v: (abs(np.log2(v) - np.log2(max(value, 1))), v))
-
-
 def nearest_measured(table: xr.Dataset, sel: Selection, axes: tuple[str, ...] | None = None
                      ) -> tuple[Selection, list[tuple[str, int, int, list[int]]]]:
     """``sel`` with each of ``axes`` (default: all of its kind's, in :data:`POINT_AXES` order)
@@ -202,7 +196,7 @@ def nearest_measured(table: xr.Dataset, sel: Selection, axes: tuple[str, ...] | 
         offered = measured_values(table, sel, axis)
         wanted = getattr(sel, axis)
         if offered and wanted not in offered:
-            to = nearest_value(wanted, offered)
+            to = nearest_on_log_scale(wanted, offered)
             moves.append((axis, int(wanted), to, offered))
             sel = replace(sel, **{axis: to})
     return sel, moves

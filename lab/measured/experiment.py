@@ -157,8 +157,7 @@ class FloorsAgainstMeasurements(TableExperiment):
                               context=last.context, m=last.m)
             return
         try:
-            select_point(table, Selection(kind=self.kind, shape=self.shape, tp=self.tp,
-                                          batch=self.batch, context=self.context, m=self.m))
+            select_point(table, self.selection())
             return
         except LabInputError:
             pass
@@ -172,9 +171,7 @@ class FloorsAgainstMeasurements(TableExperiment):
     def compute(self) -> dict:
         table = self.table()
         self.param.shape.objects = self.shapes() or [self.shape]
-        sel = Selection(kind=self.kind, shape=self.shape, tp=self.tp, batch=self.batch,
-                        context=self.context, m=self.m)
-        index = select_point(table, sel)
+        index = select_point(table, self.selection())
         kinds = np.asarray(table["kind"].values).astype(str)
         gpu = get_gpu(self.gpu)
         point = point_record(table, index)

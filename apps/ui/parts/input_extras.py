@@ -23,6 +23,7 @@ from lab.catalog import get_model, gpu_catalog, model_catalog
 from lab.errors import LabInputError
 from lab.plan.plan_space import ENGINE_NAMES
 from lab.served.served_experiment import ALL
+from lab.units import nearest_on_log_scale
 
 LOG_RATIO = 256
 """A whole-number input whose upper bound is at least this many times its lower (≥ 1) gets a
@@ -51,11 +52,6 @@ def is_wide_count(parameter: param.Parameter) -> bool:
 def powers_of_two(lo: int, hi: int) -> list[int]:
     """The powers of two from ``lo`` to ``hi`` inclusive."""
     return [2**k for k in range(math.ceil(math.log2(lo)), math.floor(math.log2(hi)) + 1)]
-
-
-def nearest_power(value: int, options: list[int]) -> int:
-    """The option nearest ``value`` on a log scale."""
-    return min(options, key=lambda o: abs(math.log2(o) - math.log2(max(value, 1))))
 
 
 def slider_range(owner: param.Parameterized, name: str) -> tuple[int, int]:
@@ -98,7 +94,7 @@ def options_slider(owner: param.Parameterized, name: str, offered: Callable[[], 
     A :class:`~apps.ui.panel_compat.DimensionSlider`: panel-material-ui's own discrete slider
     reads the released position back wrongly (a server error, the input unchanged)."""
     options = offered()
-    slider = DimensionSlider(options=options, value=nearest_power(getattr(owner, name), options),
+    slider = DimensionSlider(options=options, value=nearest_on_log_scale(getattr(owner, name), options),
                              label=label, sizing_mode="stretch_width", css_classes=[css_class],
                              **({"description": description} if description else {}))
 
@@ -110,7 +106,7 @@ def options_slider(owner: param.Parameterized, name: str, offered: Callable[[], 
 
     def follow(*_events) -> None:
         now = offered() or slider.options
-        near = nearest_power(getattr(owner, name), now)
+        near = nearest_on_log_scale(getattr(owner, name), now)
         if slider.options != now or slider.value != near:
             following.append(True)
             try:

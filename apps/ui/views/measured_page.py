@@ -193,13 +193,12 @@ class MeasuredPage(Viewer):
         first = min((order.index(n) for n in changed if n in order), default=len(order))
         later = tuple(a for a in order[first + 1:] if a not in changed)
         try:
-            moved, moves = nearest_measured(exp.table(), exp.selection(), later)
+            moves = self._move_to_measured(later)
         except LabInputError:  # no table on this GPU: the cards say why
             return
         if moves:
             value = getattr(exp, order[first])
             at = f"{label(exp, order[first])} {value if isinstance(value, str) else f'{value:,}'}"
-            exp.param.update({axis: getattr(moved, axis) for axis, *_ in moves})
             self._moved_note = " ".join(
                 f"At {at}, {label(exp, axis)} {old:,} was not measured, so it moved to {new:,}."
                 for axis, old, new, _ in moves)
@@ -218,13 +217,19 @@ class MeasuredPage(Viewer):
     def _settle_link(self) -> list[str]:
         """A link's point that names no measurement moves to the nearest one measured, axis by
         axis (:func:`~lab.measured.calc.nearest_measured`); one sentence per move."""
-        exp = self.experiment
-        moved, moves = nearest_measured(exp.table(), exp.selection())
-        if moves:
-            exp.param.update({axis: getattr(moved, axis) for axis, *_ in moves})
         return [f"The link's {axis}={old} was not measured (given the rest of the selection; "
                 f"measured: {', '.join(f'{v:,}' for v in offered)}), so the page shows "
-                f"{axis}={new}." for axis, old, new, offered in moves]
+                f"{axis}={new}." for axis, old, new, offered in self._move_to_measured()]
+
+    def _move_to_measured(self, axes: tuple[str, ...] | None = None) -> list[tuple]:
+        """Move each of ``axes`` (default: all) that names no measurement, given the axes
+        before it, to its nearest measured value; the moves
+        (:func:`~lab.measured.calc.nearest_measured`)."""
+        exp = self.experiment
+        moved, moves = nearest_measured(exp.table(), exp.selection(), axes)
+        if moves:
+            exp.param.update({axis: getattr(moved, axis) for axis, *_ in moves})
+        return moves
 
     def _offer_kind_shapes(self) -> None:
         """Offer the shapes of the kind now in force (a link's kind is applied first)."""
